@@ -1,0 +1,233 @@
+"""Pydantic models of ``pipelines.yaml`` and its loader.
+
+Every fault is reported as a one-line :class:`~privgraph.errors.ConfigError` that starts with the
+YAML path of the fault, e.g. ``pipelines.cora.features.epsilon: must be finite, got nan``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from privgraph.errors import ConfigError
+
+__all__ = [
+    "DatasetConfig",
+    "MechanismConfig",
+    "PartitionConfig",
+    "DaskConfig",
+    "EvaluateConfig",
+    "PipelineConfig",
+    "PipelinesConfig",
+    "load_config",
+    "parse_config",
+]
+
+KNOWN_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "generic", "sbm")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _finite_positive(v: Any, what: str = "epsilon") -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"{what} must be a number, got {v!r}")
+    f = float(v)
+    if math.isnan(f) or math.isinf(f):
+        raise ValueError(f"{what} must be finite, got {f}")
+    if f <= 0:
+        raise ValueError(f"{what} must be > 0, got {f}")
+    return f
+
+
+class DatasetConfig(_Strict):
+    """Which graph to ingest and how its edges are split into public and private."""
+
+    name: str
+    rho: float | None = Field(
+        default=None, description="fraction of edges made private (papers: 0.05, 0.1, 0.2)"
+    )
+    split_seed: int = Field(default=0, ge=0, description="seed of the simulated public/private split")
+    root: str | None = Field(default=None, description="data root; default $PRIVGRAPH_DATA_ROOT")
+    options: dict[str, Any] = Field(default_factory=dict, description="loader-specific options")
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in KNOWN_DATASETS:
+            raise ValueError(f"unknown dataset {v!r}; known: {', '.join(KNOWN_DATASETS)}")
+        return v
+
+    @field_validator("rho")
+    @classmethod
+    def _rho(cls, v: float | None) -> float | None:
+        if v is not None and (isinstance(v, bool) or not (0.0 <= float(v) <= 1.0)):
+            raise ValueError(f"rho must be in [0, 1], got {v}")
+        return v
+
+
+class MechanismConfig(BaseModel):
+    """One mechanism application: its registry name, its budget, and its own parameters.
+
+    Parameters other than ``mechanism`` and ``epsilon`` (e.g. ``bins``, ``alpha``, ``lower``)
+    are passed to the mechanism's constructor, which validates them.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    mechanism: str
+    epsilon: float
+
+    @field_validator("epsilon", mode="before")
+    @classmethod
+    def _eps(cls, v: Any) -> float:
+        return _finite_positive(v)
+
+    def params(self) -> dict[str, Any]:
+        """The constructor keywords: epsilon plus the mechanism's own parameters."""
+        return {"epsilon": self.epsilon, **(self.model_extra or {})}
+
+
+class PartitionConfig(_Strict):
+    num_parts: int = Field(default=4, ge=1)
+    method: Literal["metis", "hash"] = "metis"
+
+
+class DaskConfig(_Strict):
+    address: str | None = Field(default=None, description="an existing scheduler; else a LocalCluster")
+    n_workers: int = Field(default=2, ge=1)
+    threads_per_worker: int = Field(default=1, ge=1)
+
+
+class EvaluateConfig(_Strict):
+    runs: int = Field(default=5, ge=1)
+    epochs: int = Field(default=200, ge=1)
+    hidden: int = Field(default=64, ge=1)
+    lr: float = Field(default=0.01, gt=0)
+    weight_decay: float = Field(default=5e-4, ge=0)
+    dropout: float = Field(default=0.5, ge=0, lt=1)
+    aggr: Literal["mean", "gcn"] = "mean"
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    patience: int | None = Field(default=50, ge=1)
+
+
+class PipelineConfig(_Strict):
+    """One pipeline: dataset, mechanisms per scope, budget caps, seed, storage, evaluation."""
+
+    description: str = ""
+    dataset: DatasetConfig
+    features: MechanismConfig | None = None
+    edges: MechanismConfig | None = None
+    budget: dict[Literal["features", "edges", "labels"], float] = Field(default_factory=dict)
+    partitions: PartitionConfig = PartitionConfig()
+    executor: Literal["serial", "dask"] = "dask"
+    dask: DaskConfig = DaskConfig()
+    seed: int | None = Field(
+        default=None, ge=0, description="noise seed; stays private, never written to an artifact"
+    )
+    storage: str = "./artifacts"
+    evaluate: EvaluateConfig = EvaluateConfig()
+
+    @field_validator("budget")
+    @classmethod
+    def _caps(cls, v: dict[str, Any]) -> dict[str, float]:
+        for scope, cap in v.items():
+            _finite_positive(cap, f"budget cap for {scope}")
+        return {k: float(c) for k, c in v.items()}
+
+    @model_validator(mode="after")
+    def _something_to_do(self) -> PipelineConfig:
+        if self.features is None and self.edges is None:
+            raise ValueError("a pipeline needs at least one of 'features' or 'edges'")
+        return self
+
+
+class PipelinesConfig(_Strict):
+    pipelines: dict[str, PipelineConfig]
+
+    @field_validator("pipelines")
+    @classmethod
+    def _names(cls, v: dict[str, PipelineConfig]) -> dict[str, PipelineConfig]:
+        if not v:
+            raise ValueError("no pipelines defined")
+        for name in v:
+            if not _NAME.match(name):
+                raise ValueError(
+                    f"pipeline name {name!r} must be lowercase letters, digits, '-' or '_'"
+                )
+        return v
+
+    def get(self, name: str) -> PipelineConfig:
+        if name not in self.pipelines:
+            raise ConfigError(
+                f"pipelines.{name}: no such pipeline; defined: {', '.join(sorted(self.pipelines))}"
+            )
+        return self.pipelines[name]
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc if not (isinstance(p, str) and p.startswith("function-")))
+
+
+def _check_mechanisms(cfg: PipelinesConfig) -> None:
+    """Build every mechanism once so that unknown names and bad parameters fail at load time."""
+    from privgraph.mechanisms import MECHANISMS, build_mechanism
+
+    for pname, p in cfg.pipelines.items():
+        for scope in ("features", "edges"):
+            m: MechanismConfig | None = getattr(p, scope)
+            if m is None:
+                continue
+            where = f"pipelines.{pname}.{scope}"
+            if m.mechanism not in MECHANISMS:
+                known = ", ".join(k for k, c in MECHANISMS.items() if c.scope.value == scope)
+                raise ConfigError(f"{where}.mechanism: unknown mechanism {m.mechanism!r}; known for {scope}: {known}")
+            cls = MECHANISMS[m.mechanism]
+            if cls.scope.value != scope:
+                raise ConfigError(
+                    f"{where}.mechanism: {m.mechanism!r} protects {cls.scope.value}, not {scope}"
+                )
+            try:
+                build_mechanism(m.mechanism, m.params())
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+
+
+def parse_config(data: Any, *, source: str = "pipelines.yaml") -> PipelinesConfig:
+    """Validate an already-parsed YAML document."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping with a 'pipelines' key, got {type(data).__name__}")
+    try:
+        cfg = PipelinesConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key {err['loc'][-1]!r}"
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
+        raise ConfigError(f"{_path(err['loc']) or source}: {msg}{more}") from None
+    _check_mechanisms(cfg)
+    return cfg
+
+
+def load_config(path: str | Path) -> PipelinesConfig:
+    """Read and validate ``pipelines.yaml``."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: configuration file not found")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{p}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    return parse_config(data, source=str(p))

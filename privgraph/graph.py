@@ -1,0 +1,344 @@
+"""GraphData: the one in-memory graph type of privgraph.
+
+An undirected graph whose edges are split into PUBLIC edges (released as they are) and PRIVATE
+edges (the ones a mechanism protects). Every undirected edge is stored once, as a column
+``(u, v)`` with ``u < v`` of an int64 array of shape ``[2, m]``. Construction validates the arrays
+and raises :class:`~privgraph.errors.GraphValidationError` naming the problem and the first
+offending rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import numpy as np
+
+from privgraph.errors import GraphValidationError
+
+__all__ = ["GraphData", "GraphValidationError", "canonical_edges"]
+
+_MAX_SHOWN = 5
+
+
+def _rows(idx: np.ndarray) -> str:
+    shown = ", ".join(str(int(i)) for i in idx[:_MAX_SHOWN])
+    more = f" (and {len(idx) - _MAX_SHOWN} more)" if len(idx) > _MAX_SHOWN else ""
+    return f"[{shown}]{more}"
+
+
+def _as_edge_array(edges: Any, name: str) -> np.ndarray:
+    if edges is None:
+        return np.zeros((2, 0), dtype=np.int64)
+    arr = np.asarray(edges)
+    if arr.ndim != 2 or arr.shape[0] != 2:
+        raise GraphValidationError(f"{name}: expected shape [2, m], got {list(arr.shape)}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            bad = np.flatnonzero(~np.isfinite(arr).all(0) | (arr != np.round(arr)).any(0))
+            raise GraphValidationError(f"{name}: non-integer node ids at columns {_rows(bad)}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def canonical_edges(edges: np.ndarray) -> np.ndarray:
+    """Return ``edges`` ([2, m]) with each column ordered ``u < v`` (no other change)."""
+    edges = np.asarray(edges, dtype=np.int64)
+    return np.stack([np.minimum(edges[0], edges[1]), np.maximum(edges[0], edges[1])])
+
+
+def _edge_keys(edges: np.ndarray, num_nodes: int) -> np.ndarray:
+    """One int64 key per undirected edge (u < v): ``u * n + v``."""
+    c = canonical_edges(edges)
+    return c[0] * np.int64(num_nodes) + c[1]
+
+
+@dataclasses.dataclass(eq=False)
+class GraphData:
+    """An undirected, attributed graph with public and private edges.
+
+    Args:
+        num_nodes (int): number of nodes ``n``; node ids are ``0 .. n-1``.
+        x (np.ndarray, optional): float32 node features ``[n, d]`` (default: ``None``).
+        y (np.ndarray, optional): int64 labels ``[n]`` or multi-label ``[n, C]`` (default: ``None``).
+        edges_public (np.ndarray): int64 ``[2, m_pub]`` undirected edges, ``u < v``.
+        edges_private (np.ndarray): int64 ``[2, m_pri]`` undirected edges, ``u < v``.
+        train_mask, val_mask, test_mask (np.ndarray, optional): boolean ``[n]`` node splits.
+        meta (dict): names, feature bounds, provenance. Never holds private rows.
+
+    Edges given as ``(v, u)`` with ``v > u`` are an error, not silently flipped: use
+    :meth:`from_edges` to build from arbitrary-order edge lists.
+
+    Raises:
+        GraphValidationError: ids out of range, self-loops, duplicate or reversed-duplicate edges,
+            an edge both public and private, NaN/inf features, or row counts that disagree.
+    """
+
+    num_nodes: int
+    x: np.ndarray | None = None
+    y: np.ndarray | None = None
+    edges_public: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((2, 0), np.int64))
+    edges_private: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((2, 0), np.int64))
+    train_mask: np.ndarray | None = None
+    val_mask: np.ndarray | None = None
+    test_mask: np.ndarray | None = None
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.num_nodes, bool) or not isinstance(self.num_nodes, (int, np.integer)):
+            raise GraphValidationError(f"num_nodes must be an int, got {self.num_nodes!r}")
+        self.num_nodes = int(self.num_nodes)
+        if self.num_nodes < 0:
+            raise GraphValidationError(f"num_nodes must be >= 0, got {self.num_nodes}")
+        self.edges_public = _as_edge_array(self.edges_public, "edges_public")
+        self.edges_private = _as_edge_array(self.edges_private, "edges_private")
+        self._validate_edges("edges_public", self.edges_public)
+        self._validate_edges("edges_private", self.edges_private)
+        self._validate_disjoint()
+        self._validate_x()
+        self._validate_y()
+        for name in ("train_mask", "val_mask", "test_mask"):
+            self._validate_mask(name)
+
+    # -- validation -------------------------------------------------------------------------
+    def _validate_edges(self, name: str, e: np.ndarray) -> None:
+        n = self.num_nodes
+        if e.shape[1] == 0:
+            return
+        out = np.flatnonzero(((e < 0) | (e >= n)).any(0))
+        if out.size:
+            raise GraphValidationError(
+                f"{name}: node ids out of range [0, {n}) at columns {_rows(out)} "
+                f"(first: {e[:, out[0]].tolist()})"
+            )
+        loops = np.flatnonzero(e[0] == e[1])
+        if loops.size:
+            raise GraphValidationError(
+                f"{name}: self-loops at columns {_rows(loops)} (first: {e[:, loops[0]].tolist()})"
+            )
+        rev = np.flatnonzero(e[0] > e[1])
+        if rev.size:
+            raise GraphValidationError(
+                f"{name}: edges must be stored once with u < v; columns {_rows(rev)} have u > v "
+                f"(first: {e[:, rev[0]].tolist()}); use GraphData.from_edges to canonicalise"
+            )
+        keys = _edge_keys(e, n)
+        order = np.argsort(keys, kind="stable")
+        dup_sorted = np.flatnonzero(keys[order][1:] == keys[order][:-1]) + 1
+        if dup_sorted.size:
+            dup = np.sort(order[dup_sorted])
+            raise GraphValidationError(
+                f"{name}: duplicate edges at columns {_rows(dup)} (first: {e[:, dup[0]].tolist()})"
+            )
+
+    def _validate_disjoint(self) -> None:
+        if self.edges_public.shape[1] == 0 or self.edges_private.shape[1] == 0:
+            return
+        pub = _edge_keys(self.edges_public, self.num_nodes)
+        pri = _edge_keys(self.edges_private, self.num_nodes)
+        both = np.flatnonzero(np.isin(pri, pub))
+        if both.size:
+            raise GraphValidationError(
+                f"edges both public and private: edges_private columns {_rows(both)} "
+                f"(first: {self.edges_private[:, both[0]].tolist()})"
+            )
+
+    def _validate_x(self) -> None:
+        if self.x is None:
+            return
+        x = np.asarray(self.x)
+        if x.ndim != 2:
+            raise GraphValidationError(f"x: expected shape [n, d], got {list(x.shape)}")
+        if x.shape[0] != self.num_nodes:
+            raise GraphValidationError(
+                f"x has {x.shape[0]} rows but num_nodes is {self.num_nodes}"
+            )
+        if not np.issubdtype(x.dtype, np.number) or np.issubdtype(x.dtype, np.complexfloating):
+            raise GraphValidationError(f"x: expected real numbers, got dtype {x.dtype}")
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        finite = np.isfinite(x)
+        if not finite.all():
+            bad = np.flatnonzero(~finite.all(1))
+            col = int(np.flatnonzero(~finite[bad[0]])[0])
+            raise GraphValidationError(
+                f"x: NaN or inf in rows {_rows(bad)} (first: row {int(bad[0])}, column {col})"
+            )
+        self.x = x
+
+    def _validate_y(self) -> None:
+        if self.y is None:
+            return
+        y = np.asarray(self.y)
+        if y.ndim not in (1, 2):
+            raise GraphValidationError(f"y: expected shape [n] or [n, C], got {list(y.shape)}")
+        if y.shape[0] != self.num_nodes:
+            raise GraphValidationError(f"y has {y.shape[0]} rows but num_nodes is {self.num_nodes}")
+        if self.x is not None and y.shape[0] != self.x.shape[0]:
+            raise GraphValidationError(
+                f"y has {y.shape[0]} rows but x has {self.x.shape[0]} rows"
+            )
+        if y.size and not np.issubdtype(y.dtype, np.integer):
+            ok = np.isfinite(y) & (y == np.round(y))
+            if not ok.all():
+                bad = np.flatnonzero(~ok.reshape(len(y), -1).all(1))
+                raise GraphValidationError(f"y: non-integer labels in rows {_rows(bad)}")
+        self.y = np.ascontiguousarray(y, dtype=np.int64)
+
+    def _validate_mask(self, name: str) -> None:
+        m = getattr(self, name)
+        if m is None:
+            return
+        m = np.asarray(m)
+        if m.shape != (self.num_nodes,):
+            raise GraphValidationError(
+                f"{name}: expected shape [{self.num_nodes}], got {list(m.shape)}"
+            )
+        if m.dtype != np.bool_:
+            raise GraphValidationError(f"{name}: expected a boolean mask, got dtype {m.dtype}")
+        setattr(self, name, m)
+
+    # -- construction helpers ---------------------------------------------------------------
+    @classmethod
+    def from_edges(
+        cls,
+        num_nodes: int,
+        edges: Any,
+        private: Any = None,
+        *,
+        drop_self_loops: bool = False,
+        deduplicate: bool = False,
+        **kwargs: Any,
+    ) -> GraphData:
+        """Build a graph from an edge list in any order (``[2, m]``), canonicalising ``u < v``.
+
+        ``private`` is an optional boolean ``[m]`` marking private edges. Self-loops and duplicate
+        edges are errors unless ``drop_self_loops`` / ``deduplicate`` is set (loaders of datasets
+        that are known to carry them, e.g. Planetoid's ``graph`` dict, set these). When
+        deduplicating, an edge listed both public and private is kept as private.
+        """
+        e = _as_edge_array(edges, "edges")
+        priv = np.zeros(e.shape[1], bool) if private is None else np.asarray(private, dtype=bool)
+        if priv.shape != (e.shape[1],):
+            raise GraphValidationError(
+                f"private: expected a boolean mask of length {e.shape[1]}, got shape {list(priv.shape)}"
+            )
+        if e.shape[1] and ((e < 0) | (e >= num_nodes)).any():
+            bad = np.flatnonzero(((e < 0) | (e >= num_nodes)).any(0))
+            raise GraphValidationError(
+                f"edges: node ids out of range [0, {num_nodes}) at rows {_rows(bad)} "
+                f"(first: {e[:, bad[0]].tolist()})"
+            )
+        if drop_self_loops:
+            keep = e[0] != e[1]
+            e, priv = e[:, keep], priv[keep]
+        c = canonical_edges(e)
+        if deduplicate and c.shape[1]:
+            keys = c[0] * np.int64(num_nodes) + c[1]
+            # private first so that np.unique keeps the private copy of a doubly-listed edge
+            order = np.lexsort((~priv, keys))
+            keys_o = keys[order]
+            first = np.ones(len(keys_o), bool)
+            first[1:] = keys_o[1:] != keys_o[:-1]
+            sel = np.sort(order[first])
+            c, priv = c[:, sel], priv[sel]
+        elif c.shape[1]:
+            # a both-direction duplicate is a duplicate: report it with the input's row numbers
+            keys = c[0] * np.int64(num_nodes) + c[1]
+            order = np.argsort(keys, kind="stable")
+            d = np.flatnonzero(keys[order][1:] == keys[order][:-1]) + 1
+            if d.size:
+                rows = np.sort(order[d])
+                raise GraphValidationError(
+                    f"edges: duplicate or both-direction duplicate edges at rows {_rows(rows)} "
+                    f"(first: {e[:, rows[0]].tolist()})"
+                )
+        return cls(num_nodes=num_nodes, edges_public=c[:, ~priv], edges_private=c[:, priv], **kwargs)
+
+    def replace(self, **changes: Any) -> GraphData:
+        """A validated copy with some fields replaced (the original is never mutated)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields["meta"] = dict(self.meta)
+        fields.update(changes)
+        return GraphData(**fields)
+
+    # -- views --------------------------------------------------------------------------------
+    @property
+    def num_features(self) -> int:
+        return 0 if self.x is None else int(self.x.shape[1])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edges_public.shape[1] + self.edges_private.shape[1])
+
+    @property
+    def num_classes(self) -> int:
+        if self.y is None:
+            return 0
+        return int(self.y.shape[1]) if self.y.ndim == 2 else int(self.y.max()) + 1
+
+    def edges(self, which: Literal["all", "public", "private"] = "all") -> np.ndarray:
+        """Undirected edges ``[2, m]`` (``u < v``) of the requested kind."""
+        if which == "public":
+            return self.edges_public
+        if which == "private":
+            return self.edges_private
+        if which == "all":
+            return np.concatenate([self.edges_public, self.edges_private], axis=1)
+        raise ValueError(f"edges: which must be 'all', 'public' or 'private', got {which!r}")
+
+    def private_nodes(self) -> np.ndarray:
+        """Sorted ids of the nodes incident to a private edge (V_pri; treated as public)."""
+        return np.unique(self.edges_private.ravel())
+
+    def degrees(self, which: Literal["all", "public", "private"] = "all") -> np.ndarray:
+        e = self.edges(which)
+        return np.bincount(e.ravel(), minlength=self.num_nodes).astype(np.int64)
+
+    def fingerprint(self) -> str:
+        """SHA-256 over every array of the graph: identifies an input without revealing it."""
+        h = hashlib.sha256()
+        h.update(f"n={self.num_nodes}".encode())
+        for name in ("x", "y", "edges_public", "edges_private", "train_mask", "val_mask", "test_mask"):
+            a = getattr(self, name)
+            h.update(name.encode())
+            if a is not None:
+                a = np.ascontiguousarray(a)
+                h.update(str((a.dtype.str, a.shape)).encode())
+                h.update(a.tobytes())
+        return h.hexdigest()
+
+    def to_pyg(self, edges: Literal["all", "public", "private"] = "all") -> Any:
+        """A ``torch_geometric.data.Data`` with both directions of the chosen edges."""
+        import torch
+        from torch_geometric.data import Data
+
+        e = self.edges(edges)
+        ei = np.concatenate([e, e[::-1]], axis=1)
+        data = Data(edge_index=torch.from_numpy(np.ascontiguousarray(ei)), num_nodes=self.num_nodes)
+        if self.x is not None:
+            data.x = torch.from_numpy(self.x)
+        if self.y is not None:
+            data.y = torch.from_numpy(self.y)
+        for name in ("train_mask", "val_mask", "test_mask"):
+            m = getattr(self, name)
+            if m is not None:
+                data[name] = torch.from_numpy(m)
+        return data
+
+    def summary(self) -> Mapping[str, Any]:
+        """Public-safe counts (no rows) for logs and manifests."""
+        return {
+            "num_nodes": self.num_nodes,
+            "num_features": self.num_features,
+            "num_classes": self.num_classes,
+            "num_edges_public": int(self.edges_public.shape[1]),
+            "num_edges_private": int(self.edges_private.shape[1]),
+        }
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return (
+            f"GraphData(num_nodes={s['num_nodes']}, num_features={s['num_features']}, "
+            f"edges_public={s['num_edges_public']}, edges_private={s['num_edges_private']})"
+        )

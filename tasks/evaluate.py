@@ -1,0 +1,24 @@
+"""Evaluate: train the GNN on the private graph and on the clean graph, same split and seeds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from privgraph.config import EvaluateConfig
+from privgraph.graph import GraphData
+from privgraph.training import evaluate_utility
+
+
+@task(name="evaluate", cache_policy=NO_CACHE, persist_result=False)
+def evaluate(
+    private: GraphData, clean: GraphData, config: EvaluateConfig, seed: np.random.SeedSequence
+) -> dict[str, Any]:
+    return evaluate_utility(
+        private, clean, runs=config.runs, seed_sequence=seed, epochs=config.epochs,
+        hidden=config.hidden, lr=config.lr, weight_decay=config.weight_decay,
+        dropout=config.dropout, aggr=config.aggr, device=config.device, patience=config.patience,
+    )

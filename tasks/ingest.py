@@ -1,0 +1,21 @@
+"""Ingest: load the input graph and split its edges into public and private."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from privgraph.config import DatasetConfig
+from privgraph.datasets import load_dataset
+from privgraph.graph import GraphData
+
+
+@task(name="ingest", cache_policy=NO_CACHE, persist_result=False)
+def ingest(dataset: DatasetConfig) -> GraphData:
+    """Load the configured dataset (raw graph: never cached, never persisted)."""
+    root = None if dataset.root is None else Path(dataset.root)
+    return load_dataset(
+        dataset.name, root=root, rho=dataset.rho, split_seed=dataset.split_seed, **dataset.options
+    )

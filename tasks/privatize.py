@@ -1,0 +1,33 @@
+"""Privatize: run the configured mechanisms per partition on the pipeline's executor."""
+
+from __future__ import annotations
+
+import numpy as np
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from privgraph.config import PipelineConfig
+from privgraph.graph import GraphData
+from privgraph.mechanisms import build_mechanism
+from privgraph.parallel import open_executor
+from privgraph.partition import Partitioning
+from privgraph.privatize import PrivatizationResult, privatize_graph
+
+
+@task(name="privatize", cache_policy=NO_CACHE, persist_result=False)
+def privatize(
+    graph: GraphData,
+    partitioning: Partitioning,
+    config: PipelineConfig,
+    root_seed: np.random.SeedSequence,
+) -> PrivatizationResult:
+    """The seed sequence is an argument: a retried run of this task re-draws the same noise."""
+    features = None if config.features is None else build_mechanism(config.features.mechanism, config.features.params())
+    edges = None if config.edges is None else build_mechanism(config.edges.mechanism, config.edges.params())
+    d = config.dask
+    kind = config.executor
+    with open_executor(kind, address=d.address, n_workers=d.n_workers, threads_per_worker=d.threads_per_worker) as ex:
+        return privatize_graph(
+            graph, features=features, edges=edges, partitioning=partitioning,
+            root_seed=root_seed, executor=ex,
+        )

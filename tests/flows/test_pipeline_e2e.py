@@ -1,0 +1,98 @@
+"""End to end: the real CLI and Prefect flows on real Cora, a real Dask cluster, a LocalStore."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = [pytest.mark.flow, pytest.mark.dataset]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _config(tmp_path: Path, data_root: Path, **overrides) -> Path:
+    cora = {
+        "dataset": {"name": "cora", "rho": 0.2, "root": str(data_root)},
+        "features": {"mechanism": "feature_rr", "epsilon": 1.0, "bins": 2, "lower": 0.0, "upper": 1.0},
+        "edges": {"mechanism": "dprr", "epsilon": 1.0},
+        "budget": {"features": 1.0, "edges": 1.0},
+        "partitions": {"num_parts": 4},
+        "executor": "dask",
+        "dask": {"n_workers": 2},
+        "seed": 7,
+        "storage": str(tmp_path / "store"),
+        "evaluate": {"runs": 2, "epochs": 60, "patience": 20},
+    }
+    cora.update(overrides)
+    p = tmp_path / "pipelines.yaml"
+    p.write_text(yaml.safe_dump({"pipelines": {"cora": cora}}))
+    return p
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    return subprocess.run(
+        [sys.executable, "-m", "privgraph.cli", *args], cwd=cwd, env=env,
+        capture_output=True, text=True, timeout=900,
+    )
+
+
+def test_cli_run_publishes_a_private_cora_version(tmp_path, data_root):
+    cfg = _config(tmp_path, data_root)
+    r = _cli("run", "cora", "--config", str(cfg), "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    version = res["version"]
+    kinds = {(e["guarantee"]["scope"], e["guarantee"]["kind"], e["guarantee"]["epsilon"]) for e in res["ledger"]["entries"]}
+    assert ("features", "feature_ldp", pytest.approx(1.0)) in {(a, b, pytest.approx(c)) for a, b, c in kinds}
+    assert {(a, b) for a, b, _ in kinds} == {("features", "feature_ldp"), ("edges", "edge_ldp")}
+    m = res["metrics"]
+    assert m["runs"] == 2 and 0.0 <= m["private"]["test_acc_mean"] <= 1.0
+    assert m["clean"]["test_acc_mean"] > 0.6
+
+    store = str(tmp_path / "store")
+    r = _cli("artifacts", "list", "--store", store, "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [v["version"] for v in json.loads(r.stdout)] == [version]
+
+    r = _cli("artifacts", "show", version, "--store", store, "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads(r.stdout)
+    assert manifest["metrics"]["clean"]["test_acc_mean"] == m["clean"]["test_acc_mean"]
+    assert manifest["validation"]["success"] is True
+    text = json.dumps(manifest).lower()
+    assert "seed" not in text  # no seed anywhere in a published manifest
+    # the raw graph never reaches the store: the stored features are the privatized ones
+    vdir = next((tmp_path / "store" / "cora").iterdir())
+    import numpy as np
+
+    from privgraph.datasets import load_dataset
+
+    x_priv = np.load(vdir / "features.npy")
+    raw = load_dataset("cora", root=data_root, rho=0.2)
+    assert x_priv.shape == raw.x.shape and not np.array_equal(x_priv, raw.x)
+    assert set(np.unique(x_priv)) <= {0.5, 1.0}
+
+
+def test_cli_bad_config_exits_2_without_traceback(tmp_path, data_root):
+    cfg = _config(tmp_path, data_root, features={"mechanism": "feature_rr", "epsilon": -1})
+    r = _cli("run", "cora", "--config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and "pipelines.cora.features.epsilon" in r.stderr
+    r = _cli("run", "nope", "--config", str(cfg.parent / "absent.yaml"), cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_cli_exceeded_budget_exits_3_and_publishes_nothing(tmp_path, data_root):
+    cfg = _config(tmp_path, data_root, budget={"features": 0.5, "edges": 1.0}, executor="serial")
+    r = _cli("run", "cora", "--config", str(cfg), "--no-evaluate", cwd=tmp_path)
+    assert r.returncode == 3, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and "features" in r.stderr
+    r = _cli("artifacts", "list", "--store", str(tmp_path / "store"), "--json", cwd=tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout) == []

@@ -1,0 +1,125 @@
+"""pipelines.yaml validation: every fault is one line that starts with its YAML path."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from privgraph.config import load_config, parse_config
+from privgraph.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+
+BASE = {
+    "pipelines": {
+        "cora": {
+            "dataset": {"name": "cora", "rho": 0.2},
+            "features": {"mechanism": "feature_rr", "epsilon": 1.0, "bins": 2},
+            "edges": {"mechanism": "dprr", "epsilon": 1.0},
+            "budget": {"features": 1.0, "edges": 1.0},
+        }
+    }
+}
+
+
+def _with(path: str, value, delete: bool = False) -> dict:
+    d = copy.deepcopy(BASE)
+    node = d
+    keys = path.split(".")
+    for k in keys[:-1]:
+        node = node[k]
+    if delete:
+        del node[keys[-1]]
+    else:
+        node[keys[-1]] = value
+    return d
+
+
+def _error(data) -> str:
+    with pytest.raises(ConfigError) as ei:
+        parse_config(data)
+    msg = str(ei.value)
+    assert "\n" not in msg
+    return msg
+
+
+def test_repo_pipelines_yaml_is_valid():
+    cfg = load_config(REPO / "pipelines.yaml")
+    cora = cfg.get("cora")
+    assert cora.features.mechanism == "feature_rr" and cora.features.epsilon == 1.0
+    assert cora.edges.mechanism == "dprr" and cora.edges.epsilon == 1.0
+    assert cora.dataset.rho == 0.2
+    assert cora.budget == {"features": 1.0, "edges": 1.0}
+
+
+def test_valid_base():
+    cfg = parse_config(BASE)
+    assert cfg.get("cora").features.params() == {"epsilon": 1.0, "bins": 2}
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), float("-inf"), True, "1"])
+def test_bad_epsilon_names_its_path(bad):
+    msg = _error(_with("pipelines.cora.features.epsilon", bad))
+    assert msg.startswith("pipelines.cora.features.epsilon:"), msg
+
+
+def test_yaml_nan_and_inf_are_refused(tmp_path):
+    for literal in (".nan", ".inf", "-1", "0"):
+        text = yaml.safe_dump(BASE).replace("epsilon: 1.0", f"epsilon: {literal}", 1)
+        p = tmp_path / "p.yaml"
+        p.write_text(text)
+        with pytest.raises(ConfigError, match=r"^pipelines\.cora\.(features|edges)\.epsilon: "):
+            load_config(p)
+
+
+def test_unknown_key():
+    msg = _error(_with("pipelines.cora.colour", "blue"))
+    assert msg.startswith("pipelines.cora.colour: unknown key"), msg
+    msg = _error(_with("pipelines.cora.dataset.rhoo", 0.1))
+    assert msg.startswith("pipelines.cora.dataset.rhoo: unknown key"), msg
+
+
+def test_unknown_mechanism_param_is_refused_with_its_path():
+    msg = _error(_with("pipelines.cora.features.binz", 3))
+    assert msg.startswith("pipelines.cora.features:") and "binz" in msg, msg
+
+
+def test_unknown_mechanism():
+    msg = _error(_with("pipelines.cora.features.mechanism", "feature_rrr"))
+    assert msg.startswith("pipelines.cora.features.mechanism: unknown mechanism 'feature_rrr'"), msg
+    assert "feature_rr" in msg
+
+
+def test_mechanism_in_wrong_scope():
+    msg = _error(_with("pipelines.cora.features.mechanism", "dprr"))
+    assert msg.startswith("pipelines.cora.features.mechanism:") and "edges" in msg, msg
+
+
+def test_missing_dataset():
+    msg = _error(_with("pipelines.cora.dataset", None, delete=True))
+    assert msg.startswith("pipelines.cora.dataset: required key is missing"), msg
+
+
+def test_unknown_dataset():
+    msg = _error(_with("pipelines.cora.dataset.name", "coraa"))
+    assert msg.startswith("pipelines.cora.dataset.name:") and "unknown dataset" in msg, msg
+
+
+def test_bad_rho_and_budget_cap():
+    assert _error(_with("pipelines.cora.dataset.rho", 1.5)).startswith("pipelines.cora.dataset.rho:")
+    assert _error(_with("pipelines.cora.budget.edges", float("nan"))).startswith("pipelines.cora.budget")
+    assert _error(_with("pipelines.cora.budget.nodes", 1.0)).startswith("pipelines.cora.budget.nodes")
+
+
+def test_unknown_pipeline_and_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match=r"^pipelines\.nope: no such pipeline; defined: cora"):
+        parse_config(BASE).get("nope")
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "absent.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pipelines: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
