@@ -7,6 +7,7 @@ exceeded, invalid output). A user error prints one line, never a traceback.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -22,6 +23,10 @@ from privgraph.errors import PrivgraphError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Differentially private graphs, end to end.")
 artifacts_app = typer.Typer(no_args_is_help=True, help="List and show stored private graph versions.")
 app.add_typer(artifacts_app, name="artifacts")
+
+# the temporary Prefect server's telemetry heartbeat only adds noise (and sqlite lock errors)
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 err = Console(stderr=True)
 out = Console()
@@ -43,6 +48,24 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return (PrivgraphError, FileNotFoundError, PermissionError)
 
 
+class _NoTracebackForUserErrors(logging.Filter):
+    """Prefect logs a failed run's exception with its traceback; a user error gets one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], PrivgraphError):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _quiet_prefect() -> None:
+    """Call after importing Prefect: strip user-error tracebacks from every Prefect log handler."""
+    flt = _NoTracebackForUserErrors()
+    for name in ("", "prefect", "prefect.flow_runs", "prefect.task_runs"):
+        for h in logging.getLogger(name).handlers:
+            h.addFilter(flt)
+
+
 @app.command()
 def run(
     pipeline: str = typer.Argument("cora", help="pipeline name in pipelines.yaml"),
@@ -57,6 +80,8 @@ def run(
 
         load_config(config).get(pipeline)  # fail fast on config errors, before Prefect starts
         from flows.privatize import privatize_flow
+
+        _quiet_prefect()
 
         t0 = time.perf_counter()
         with err.status(f"running pipeline [bold]{pipeline}[/] (privatize -> validate -> evaluate -> store)"):

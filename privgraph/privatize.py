@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from privgraph.accounting import LedgerEntry, PrivacyLedger
-from privgraph.graph import GraphData
+from privgraph.graph import GraphData, in_sorted
 from privgraph.mechanisms.base import Scope
 from privgraph.parallel import Executor, map_partitions
 from privgraph.partition import Partitioning
@@ -72,7 +72,7 @@ def _privatize_edges_dprr(
     indptr, indices = private_csr(graph.edges_private, graph.num_nodes)
     seeds = partition_seeds(stage_seed(root, "edges"), len(parts))
     # each node reports its own (private) neighbour list; only nodes of V_pri have one
-    payloads = [p[np.isin(p, candidates, assume_unique=True)] for p in parts]
+    payloads = [p[in_sorted(p, candidates)] for p in parts]
     reports = map_partitions(
         _edges_part, payloads, seeds, executor=executor,
         mechanism=mechanism, indptr=indptr, indices=indices, candidates=candidates,

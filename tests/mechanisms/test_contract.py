@@ -1,0 +1,99 @@
+"""The contract every registered mechanism keeps (one base test class, run per registry entry).
+
+A new mechanism gets these checks by being added to ``MECHANISMS`` and to ``VALID_PARAMS``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from privgraph.mechanisms import MECHANISMS, Guarantee, Mechanism, Scope, build_mechanism
+
+# Minimal valid parameters per registry name (beyond ``epsilon``).
+VALID_PARAMS: dict[str, dict[str, Any]] = {
+    "feature_rr": {"bins": 4},
+    "dprr": {"alpha": 0.8},
+}
+
+BAD_EPSILONS = [
+    (float("nan"), ValueError),
+    (float("inf"), ValueError),
+    (0.0, ValueError),
+    (-0.5, ValueError),
+    (True, TypeError),
+    ("1", TypeError),
+    (None, TypeError),
+]
+
+
+def test_every_mechanism_has_contract_params() -> None:
+    assert set(VALID_PARAMS) == set(MECHANISMS)
+
+
+def _plain(value: Any) -> bool:
+    """Only JSON-able plain Python values (no numpy arrays or scalars)."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return value is None or type(value) in (bool, int, float, str)
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+class TestMechanismContract:
+    def build(self, name: str, **over: Any) -> Any:
+        return build_mechanism(name, {"epsilon": 1.0, **VALID_PARAMS[name], **over})
+
+    def test_name_and_scope(self, name: str) -> None:
+        cls = MECHANISMS[name]
+        assert cls.name == name
+        assert isinstance(cls.scope, Scope)
+
+    @pytest.mark.parametrize("eps, exc", BAD_EPSILONS)
+    def test_bad_epsilon_raises(self, name: str, eps: Any, exc: type) -> None:
+        with pytest.raises(exc, match="epsilon"):
+            MECHANISMS[name](epsilon=eps, **VALID_PARAMS[name])
+        with pytest.raises(exc, match="epsilon"):
+            self.build(name, epsilon=eps)
+
+    def test_guarantee(self, name: str) -> None:
+        m = self.build(name, epsilon=0.7)
+        assert isinstance(m, Mechanism)
+        g = m.guarantee
+        assert isinstance(g, Guarantee)
+        assert math.isfinite(g.epsilon) and g.epsilon >= 0.7
+        assert g.scope is type(m).scope
+        assert g.check(g.epsilon) and not g.check(0.7 * (1 - 1e-9))
+        assert Guarantee.from_dict(json.loads(json.dumps(g.to_dict()))) == g
+
+    def test_repr(self, name: str) -> None:
+        m = self.build(name)
+        r = repr(m)
+        assert r.startswith(type(m).__name__ + "(") and "epsilon=1.0" in r
+
+    def test_params_are_plain(self, name: str) -> None:
+        p = self.build(name).params()
+        assert p["epsilon"] == 1.0
+        assert _plain(p), p
+        assert not any(isinstance(v, np.ndarray) for v in p.values())
+        json.dumps(p)
+        # the params rebuild an equal mechanism
+        assert build_mechanism(name, p).params() == p
+
+    def test_unknown_parameter_is_a_value_error(self, name: str) -> None:
+        with pytest.raises(ValueError, match=rf"{name}.*'nonsense'"):
+            self.build(name, nonsense=3)
+
+    def test_missing_epsilon_is_a_value_error(self, name: str) -> None:
+        with pytest.raises(ValueError, match="epsilon"):
+            build_mechanism(name, dict(VALID_PARAMS[name]))
+
+
+def test_unknown_mechanism() -> None:
+    with pytest.raises(ValueError, match=r"unknown mechanism 'x'; known: dprr, feature_rr"):
+        build_mechanism("x", {"epsilon": 1.0})
