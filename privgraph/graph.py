@@ -33,6 +33,8 @@ def _as_edge_array(edges: Any, name: str) -> np.ndarray:
     if edges is None:
         return np.zeros((2, 0), dtype=np.int64)
     arr = np.asarray(edges)
+    if arr.dtype == np.bool_:
+        raise GraphValidationError(f"{name}: node ids must be integers, got a boolean array")
     if arr.ndim != 2 or arr.shape[0] != 2:
         raise GraphValidationError(f"{name}: expected shape [2, m], got {list(arr.shape)}")
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
@@ -203,7 +205,11 @@ class GraphData:
             if not ok.all():
                 bad = np.flatnonzero(~ok.reshape(len(y), -1).all(1))
                 raise GraphValidationError(f"y: non-integer labels in rows {_rows(bad)}")
-        self.y = np.ascontiguousarray(y, dtype=np.int64)
+        y = np.ascontiguousarray(y, dtype=np.int64)
+        if y.size and (y < 0).any():
+            bad = np.flatnonzero((y < 0).reshape(len(y), -1).any(1))
+            raise GraphValidationError(f"y: negative labels in rows {_rows(bad)}")
+        self.y = y
 
     def _validate_mask(self, name: str) -> None:
         m = getattr(self, name)
@@ -238,7 +244,17 @@ class GraphData:
         deduplicating, an edge listed both public and private is kept as private.
         """
         e = _as_edge_array(edges, "edges")
-        priv = np.zeros(e.shape[1], bool) if private is None else np.asarray(private, dtype=bool)
+        if private is None:
+            priv = np.zeros(e.shape[1], bool)
+        else:
+            raw = np.asarray(private)
+            ok = raw.dtype == np.bool_ or (
+                np.issubdtype(raw.dtype, np.number) and np.isin(raw, (0, 1)).all()
+            )
+            if not ok:
+                bad = np.flatnonzero(~np.isin(raw, (0, 1))) if np.issubdtype(raw.dtype, np.number) else np.arange(raw.size)
+                raise GraphValidationError(f"private: expected booleans (or 0/1), bad values at rows {_rows(bad)}")
+            priv = raw.astype(bool)
         if priv.shape != (e.shape[1],):
             raise GraphValidationError(
                 f"private: expected a boolean mask of length {e.shape[1]}, got shape {list(priv.shape)}"
@@ -295,7 +311,9 @@ class GraphData:
     def num_classes(self) -> int:
         if self.y is None:
             return 0
-        return int(self.y.shape[1]) if self.y.ndim == 2 else int(self.y.max()) + 1
+        if self.y.ndim == 2:
+            return int(self.y.shape[1])
+        return int(self.y.max()) + 1 if self.y.size else 0
 
     def edges(self, which: Literal["all", "public", "private"] = "all") -> np.ndarray:
         """Undirected edges ``[2, m]`` (``u < v``) of the requested kind."""

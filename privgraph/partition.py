@@ -57,7 +57,7 @@ def _metis_parts(graph: GraphData, num_parts: int) -> np.ndarray:
     adjncy = dst[order].astype(np.int32)
     xadj = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(np.bincount(src, minlength=n), out=xadj[1:])
-    _, membership = pymetis.part_graph(num_parts, xadj=xadj, adjncy=adjncy)
+    _, membership = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy))
     assignment = np.asarray(membership, dtype=np.int64)
     # METIS may leave a part empty on tiny or edgeless graphs: relabel to 0..P'-1 densely
     _, dense = np.unique(assignment, return_inverse=True)

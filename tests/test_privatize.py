@@ -66,8 +66,11 @@ def test_public_part_is_kept_and_private_part_replaced(graph):
     pub = set(map(tuple, graph.edges_public.T.tolist()))
     assert not any(tuple(e) in pub for e in out.edges_private.T.tolist())
     assert np.isin(out.edges_private, graph.private_nodes()).all()
-    # the released private graph is of the same order of size (degree preserving)
-    assert 0.5 < out.edges_private.shape[1] / graph.edges_private.shape[1] < 4.0
+    # degree preserving: the release is of the order of the input, far from RR's dense graph
+    # (DPRR inflates degree-1..2 nodes at eps1 = 0.1: E[noisy degree | d=1] is about 5.5)
+    n_pri = graph.private_nodes().size
+    warner_rr = n_pri * (n_pri - 1) / 2 / (1 + np.e)
+    assert 0.5 * graph.edges_private.shape[1] < out.edges_private.shape[1] < 0.05 * warner_rr
     assert res.stats["partitions"] and sum(res.stats["partitions"]) == graph.num_nodes
 
 

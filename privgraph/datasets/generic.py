@@ -1,0 +1,391 @@
+"""Load a graph from plain files: an edge list (CSV or Parquet), optional features and labels.
+
+Every problem with the files raises :class:`~privgraph.errors.GraphValidationError` naming the
+file and the offending rows: 1-based *line numbers* for CSV files (the header is line 1) and
+0-based *row indices* for Parquet and ``.npy`` files. Messages say which of the two they use.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import numbers
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from privgraph.errors import DatasetNotFoundError, GraphValidationError
+from privgraph.graph import GraphData
+
+__all__ = ["load_generic"]
+
+_MAX_SHOWN = 5
+_INT_RE = r"\s*[+-]?\d{1,18}\s*"
+_TRUE = {"true", "1"}
+_FALSE = {"false", "0"}
+
+
+def _list(values: Sequence[Any] | np.ndarray) -> str:
+    values = list(values)
+    shown = ", ".join(str(v) for v in values[:_MAX_SHOWN])
+    more = f" (and {len(values) - _MAX_SHOWN} more)" if len(values) > _MAX_SHOWN else ""
+    return f"[{shown}]{more}"
+
+
+def _suffix(path: Path) -> str:
+    return path.suffix.lower()
+
+
+def _check_exists(path: Path, what: str) -> Path:
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise DatasetNotFoundError(f"{what} file not found: {path}")
+    return path
+
+
+class _Table:
+    """A CSV or Parquet table plus the mapping from its rows to what an error message names."""
+
+    def __init__(self, path: Path, df: pd.DataFrame, lines: np.ndarray | None) -> None:
+        self.path = path
+        self.df = df
+        self.lines = lines  # 1-based file line of each row (CSV), None for Parquet
+
+    # -- reading ------------------------------------------------------------------------------
+    @classmethod
+    def read(cls, path: Path, *, typed: dict[str, str] | None = None) -> _Table:
+        """Read ``path`` (``.csv`` or ``.parquet``/``.pq``). ``typed``: column -> "int" | "bool"."""
+        suffix = _suffix(path)
+        if suffix == ".csv":
+            return cls._read_csv(path, typed or {})
+        if suffix in (".parquet", ".pq"):
+            try:
+                df = pd.read_parquet(path)
+            except Exception as exc:  # pyarrow raises several unrelated types
+                raise GraphValidationError(f"{path}: cannot read as Parquet: {exc}") from exc
+            return cls(path, df.reset_index(drop=True), None)
+        raise GraphValidationError(
+            f"{path}: unsupported file type {suffix or '(none)'!r}; expected .csv or .parquet"
+        )
+
+    @classmethod
+    def _read_csv(cls, path: Path, typed: dict[str, str]) -> _Table:
+        raw = path.read_bytes()
+        if not raw.strip():
+            raise GraphValidationError(f"{path}: empty file; expected a header row and data rows")
+        # Fast path: pyarrow, accepted only when every typed column came out with its type and the
+        # file has exactly one line per row after the header (so row i is line i + 2).
+        try:
+            df = pd.read_csv(io.BytesIO(raw), engine="pyarrow")
+        except Exception:  # malformed: the csv-module path below reports it with a line number
+            df = None
+        if df is not None:
+            n_lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
+            ok = n_lines == len(df) + 1 and all(
+                pd.api.types.is_integer_dtype(df[c])
+                or (kind == "bool" and pd.api.types.is_bool_dtype(df[c]))
+                for c, kind in typed.items()
+                if c in df.columns
+            )
+            if ok:
+                return cls(path, df, np.arange(len(df), dtype=np.int64) + 2)
+        # Slow path: Python's csv module, everything as text, with each record's exact line number
+        # (blank lines skipped, as the fast path does; a wrong field count is an error).
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise GraphValidationError(f"{path}: not UTF-8 text: {exc}") from exc
+        reader = csv.reader(io.StringIO(text, newline=""))
+        try:
+            header = next(reader)
+            records, lines = [], []
+            for rec in reader:
+                if not rec:
+                    continue
+                if len(rec) != len(header):
+                    raise GraphValidationError(
+                        f"{path}: line {reader.line_num}: expected {len(header)} fields "
+                        f"{header}, found {len(rec)}"
+                    )
+                records.append(rec)
+                lines.append(reader.line_num)
+        except csv.Error as exc:
+            raise GraphValidationError(f"{path}: line {reader.line_num}: malformed CSV: {exc}") from exc
+        df = pd.DataFrame(records, columns=header, dtype=object)
+        return cls(path, df, np.asarray(lines, dtype=np.int64))
+
+    # -- messages -----------------------------------------------------------------------------
+    def where(self, rows: np.ndarray) -> str:
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.lines is not None:
+            return f"{self.path}: lines {_list(self.lines[rows].tolist())} (1-based line numbers)"
+        return f"{self.path}: rows {_list(rows.tolist())} (0-based row indices)"
+
+    def _first(self, col: str, rows: np.ndarray) -> str:
+        return f"(first: {col}={self.df[col].iloc[int(rows[0])]!r})"
+
+    # -- columns ------------------------------------------------------------------------------
+    def require(self, *names: str) -> None:
+        missing = [c for c in names if c not in self.df.columns]
+        if missing:
+            raise GraphValidationError(
+                f"{self.path}: missing column(s) {missing}; found columns {list(self.df.columns)}"
+            )
+
+    def _missing_values(self, col: str) -> None:
+        s = self.df[col]
+        bad = s.isna().to_numpy()
+        if s.dtype == object or pd.api.types.is_string_dtype(s):
+            bad = bad | (s.astype(str).str.strip() == "").to_numpy()
+        if bad.any():
+            raise GraphValidationError(
+                f"column {col!r}: missing values at {self.where(np.flatnonzero(bad))}"
+            )
+
+    def int_column(self, col: str) -> np.ndarray:
+        self.require(col)
+        self._missing_values(col)
+        s = self.df[col]
+        if pd.api.types.is_bool_dtype(s):
+            raise GraphValidationError(f"{self.path}: column {col!r} is boolean, expected integers")
+        if pd.api.types.is_integer_dtype(s):
+            return s.to_numpy(dtype=np.int64)
+        if self.lines is not None and (s.dtype == object or pd.api.types.is_string_dtype(s)):
+            text = s.astype(str)  # CSV text; a typed format (Parquet) must store integers
+            ok = text.str.fullmatch(_INT_RE).to_numpy(dtype=bool)
+            if not ok.all():
+                bad = np.flatnonzero(~ok)
+                raise GraphValidationError(
+                    f"column {col!r}: non-integer values at {self.where(bad)} {self._first(col, bad)}"
+                )
+            return text.str.strip().astype(np.int64).to_numpy()
+        raise GraphValidationError(
+            f"{self.path}: column {col!r} has type {s.dtype}, expected integers"
+        )
+
+    def bool_column(self, col: str) -> np.ndarray:
+        self.require(col)
+        self._missing_values(col)
+        s = self.df[col]
+        if pd.api.types.is_bool_dtype(s):
+            return s.to_numpy(dtype=bool)
+        if pd.api.types.is_integer_dtype(s):
+            v = s.to_numpy(dtype=np.int64)
+            bad = np.flatnonzero((v != 0) & (v != 1))
+            if bad.size:
+                raise GraphValidationError(
+                    f"column {col!r}: expected booleans (true/false or 1/0), got other integers at "
+                    f"{self.where(bad)} {self._first(col, bad)}"
+                )
+            return v == 1
+        if self.lines is not None and (s.dtype == object or pd.api.types.is_string_dtype(s)):
+            text = s.astype(str).str.strip().str.lower()
+            is_true = text.isin(_TRUE).to_numpy()
+            ok = is_true | text.isin(_FALSE).to_numpy()
+            if not ok.all():
+                bad = np.flatnonzero(~ok)
+                raise GraphValidationError(
+                    f"column {col!r}: expected booleans (true/false or 1/0) at "
+                    f"{self.where(bad)} {self._first(col, bad)}"
+                )
+            return is_true
+        raise GraphValidationError(f"{self.path}: column {col!r} has type {s.dtype}, expected booleans")
+
+
+# -- edges ------------------------------------------------------------------------------------
+def _read_edges(path: Path, private_column: str) -> tuple[_Table, np.ndarray, np.ndarray | None]:
+    typed = {"src": "int", "dst": "int", private_column: "bool"}
+    tab = _Table.read(path, typed=typed)
+    tab.require("src", "dst")
+    e = np.stack([tab.int_column("src"), tab.int_column("dst")]) if len(tab.df) else np.zeros(
+        (2, 0), np.int64
+    )
+    private = tab.bool_column(private_column) if private_column in tab.df.columns else None
+    return tab, e, private
+
+
+def _check_edges(tab: _Table, e: np.ndarray, n: int) -> None:
+    """Range, self-loops and (both-direction) duplicates, reported with the file's rows."""
+    if e.shape[1] == 0:
+        return
+    out = np.flatnonzero(((e < 0) | (e >= n)).any(0))
+    if out.size:
+        raise GraphValidationError(
+            f"node ids out of range [0, {n}) at {tab.where(out)} "
+            f"(first: src={int(e[0, out[0]])}, dst={int(e[1, out[0]])})"
+        )
+    loops = np.flatnonzero(e[0] == e[1])
+    if loops.size:
+        raise GraphValidationError(
+            f"self-loops at {tab.where(loops)} (first: src=dst={int(e[0, loops[0]])})"
+        )
+    lo, hi = np.minimum(e[0], e[1]), np.maximum(e[0], e[1])
+    keys = lo * np.int64(n) + hi
+    order = np.argsort(keys, kind="stable")
+    ks = keys[order]
+    later = np.flatnonzero(ks[1:] == ks[:-1]) + 1
+    if later.size:
+        dup = np.sort(order[later])
+        # the earliest row with the same key as the first reported duplicate
+        first_same = int(order[np.searchsorted(ks, keys[dup[0]])])
+        raise GraphValidationError(
+            f"duplicate edges (the same undirected edge, in either direction) at {tab.where(dup)}; "
+            f"first: ({int(e[0, dup[0]])}, {int(e[1, dup[0]])}) repeats "
+            f"{tab.where(np.array([first_same]))}"
+        )
+
+
+# -- features and labels ---------------------------------------------------------------------
+def _read_features(path: Path) -> np.ndarray:
+    suffix = _suffix(path)
+    if suffix == ".npy":
+        try:
+            x = np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise GraphValidationError(f"{path}: cannot read as a numeric .npy array: {exc}") from exc
+        if x.ndim != 2:
+            raise GraphValidationError(f"{path}: expected a 2-D array [n, d], got shape {list(x.shape)}")
+        if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_) or np.issubdtype(
+            x.dtype, np.complexfloating
+        ):
+            raise GraphValidationError(f"{path}: expected real numbers, got dtype {x.dtype}")
+        unit = "rows {} (0-based row indices)"
+    elif suffix in (".parquet", ".pq"):
+        tab = _Table.read(path)
+        bad_cols = [
+            c
+            for c in tab.df.columns
+            if not (pd.api.types.is_numeric_dtype(tab.df[c]) or pd.api.types.is_bool_dtype(tab.df[c]))
+        ]
+        if bad_cols:
+            raise GraphValidationError(
+                f"{path}: every feature column must be numeric; non-numeric columns "
+                f"{_list([f'{c!r} ({tab.df[c].dtype})' for c in bad_cols])}"
+            )
+        x = tab.df.to_numpy(dtype=np.float64, na_value=np.nan)
+        unit = "rows {} (0-based row indices)"
+    else:
+        raise GraphValidationError(
+            f"{path}: unsupported features file type {suffix or '(none)'!r}; expected .npy or .parquet"
+        )
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    finite = np.isfinite(x)
+    if not finite.all():
+        bad = np.flatnonzero(~finite.all(1))
+        col = int(np.flatnonzero(~finite[bad[0]])[0])
+        raise GraphValidationError(
+            f"{path}: NaN, missing or infinite (or beyond float32) feature values at "
+            f"{unit.format(_list(bad.tolist()))}; first: row {int(bad[0])}, column {col}"
+        )
+    return x
+
+
+def _read_labels(path: Path) -> np.ndarray:
+    suffix = _suffix(path)
+    if suffix == ".npy":
+        try:
+            y = np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise GraphValidationError(f"{path}: cannot read as a numeric .npy array: {exc}") from exc
+        if y.ndim not in (1, 2):
+            raise GraphValidationError(
+                f"{path}: expected labels of shape [n] or [n, C], got {list(y.shape)}"
+            )
+        if y.dtype == np.bool_ or not np.issubdtype(y.dtype, np.number) or np.issubdtype(
+            y.dtype, np.complexfloating
+        ):
+            raise GraphValidationError(f"{path}: expected integer labels, got dtype {y.dtype}")
+        if not np.issubdtype(y.dtype, np.integer):
+            ok = (np.isfinite(y) & (y == np.round(y))).reshape(len(y), -1).all(1)
+            if not ok.all():
+                bad = np.flatnonzero(~ok)
+                raise GraphValidationError(
+                    f"{path}: non-integer labels at rows {_list(bad.tolist())} (0-based row indices)"
+                )
+        return np.ascontiguousarray(y, dtype=np.int64)
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise GraphValidationError(
+            f"{path}: unsupported labels file type {suffix or '(none)'!r}; "
+            "expected .npy, .csv or .parquet"
+        )
+    tab = _Table.read(path)
+    if tab.df.shape[1] != 1:
+        raise GraphValidationError(
+            f"{path}: expected exactly one label column, found {list(tab.df.columns)}"
+        )
+    return tab.int_column(tab.df.columns[0])
+
+
+def load_generic(
+    edges: Path | str,
+    *,
+    features: Path | str | None = None,
+    labels: Path | str | None = None,
+    num_nodes: int | None = None,
+    private_column: str = "private",
+) -> GraphData:
+    """Load a graph from an edge list and optional feature and label files.
+
+    Files:
+        - ``edges``: ``.csv`` (header row) or ``.parquet`` with integer columns ``src``, ``dst``
+          (one undirected edge per row, in either direction, node ids ``0 .. n-1``) and an optional
+          boolean column ``private_column`` (``true``/``false`` or ``1``/``0``). Without that column,
+          every edge is public.
+        - ``features``: ``.npy`` ``[n, d]`` or ``.parquet`` whose columns are all numeric; row ``i``
+          is node ``i``.
+        - ``labels``: ``.npy`` ``[n]`` (or ``[n, C]``), or a one-column ``.csv`` / ``.parquet``.
+
+    ``num_nodes`` defaults to the row count of the features (else of the labels, else the largest
+    edge id + 1). No feature bounds are implied: configure public bounds before privatizing.
+
+    Raises:
+        DatasetNotFoundError: a file does not exist.
+        GraphValidationError: missing columns, wrong types, missing values, ids out of range,
+            self-loops, duplicate edges (also ``(u, v)`` next to ``(v, u)``), NaN/inf features, or
+            row counts that disagree; naming the file and the offending lines/rows.
+    """
+    edges_path = _check_exists(Path(edges), "edges")
+    feat_path = None if features is None else _check_exists(Path(features), "features")
+    label_path = None if labels is None else _check_exists(Path(labels), "labels")
+    if num_nodes is not None and (
+        isinstance(num_nodes, bool) or not isinstance(num_nodes, numbers.Integral) or num_nodes < 0
+    ):
+        raise GraphValidationError(f"num_nodes must be a non-negative int, got {num_nodes!r}")
+
+    tab, e, private = _read_edges(edges_path, private_column)
+    x = None if feat_path is None else _read_features(feat_path)
+    y = None if label_path is None else _read_labels(label_path)
+
+    if x is not None and y is not None and len(x) != len(y):
+        raise GraphValidationError(
+            f"features {feat_path} have {len(x)} rows but labels {label_path} have {len(y)} rows"
+        )
+    if num_nodes is not None:
+        n = int(num_nodes)
+        for arr, p, what in ((x, feat_path, "features"), (y, label_path, "labels")):
+            if arr is not None and len(arr) != n:
+                raise GraphValidationError(f"{what} {p} have {len(arr)} rows but num_nodes is {n}")
+    elif x is not None:
+        n = len(x)
+    elif y is not None:
+        n = len(y)
+    else:
+        n = max(int(e.max()) + 1, 0) if e.size else 0
+
+    _check_edges(tab, e, n)
+    meta: dict[str, Any] = {
+        "name": "generic",
+        "source": f"edge list {edges_path}",
+        "files": {
+            "edges": str(edges_path),
+            "features": None if feat_path is None else str(feat_path),
+            "labels": None if label_path is None else str(label_path),
+        },
+        "private_column": private_column if private is not None else None,
+        "feature_bounds": None,
+        "feature_bounds_source": "none: the files define no bounds; configure public bounds",
+    }
+    return GraphData.from_edges(n, e, private, x=x, y=y, meta=meta)

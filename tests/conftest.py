@@ -1,0 +1,73 @@
+"""Shared fixtures: the real-data root and the real datasets (loaded once per session).
+
+Real-data tests are marked ``@pytest.mark.dataset`` and skip, with the reason, only when
+``PRIVGRAPH_DATA_ROOT`` is unset or the dataset's files are absent under it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+CORA_FILES = tuple(
+    f"planetoid/Cora/raw/ind.cora.{s}"
+    for s in ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+)
+FACEBOOK_FILES = tuple(
+    f"musae/facebook/facebook_{s}" for s in ("edges.csv", "features.json", "target.csv")
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "dataset: needs the real datasets under PRIVGRAPH_DATA_ROOT"
+    )
+
+
+def _require(root: Path, files: tuple[str, ...], what: str) -> Path:
+    missing = [f for f in files if not (root / f).is_file()]
+    if missing:
+        pytest.skip(f"{what} files absent under PRIVGRAPH_DATA_ROOT={root}: missing {missing}")
+    return root
+
+
+@pytest.fixture(scope="session")
+def data_root() -> Path:
+    """``$PRIVGRAPH_DATA_ROOT`` as a Path; skips when it is unset or not a directory."""
+    env = os.environ.get("PRIVGRAPH_DATA_ROOT")
+    if not env:
+        pytest.skip("PRIVGRAPH_DATA_ROOT is not set (e.g. PRIVGRAPH_DATA_ROOT=../shared/datasets)")
+    root = Path(env).expanduser()
+    if not root.is_dir():
+        pytest.skip(f"PRIVGRAPH_DATA_ROOT={env} is not a directory")
+    return root
+
+
+@pytest.fixture(scope="session")
+def cora_root(data_root: Path) -> Path:
+    """The data root, after checking Cora's raw files are there (skips otherwise)."""
+    return _require(data_root, CORA_FILES, "Cora")
+
+
+@pytest.fixture(scope="session")
+def facebook_root(data_root: Path) -> Path:
+    """The data root, after checking MUSAE Facebook's files are there (skips otherwise)."""
+    return _require(data_root, FACEBOOK_FILES, "MUSAE Facebook")
+
+
+@pytest.fixture(scope="session")
+def cora(cora_root: Path):
+    """Cora as a GraphData (all edges public), loaded once per session. Do not mutate."""
+    from privgraph.datasets import load_planetoid
+
+    return load_planetoid("cora", cora_root)
+
+
+@pytest.fixture(scope="session")
+def facebook(facebook_root: Path):
+    """MUSAE Facebook as a GraphData (all edges public), loaded once per session. Do not mutate."""
+    from privgraph.datasets import load_musae_facebook
+
+    return load_musae_facebook(facebook_root)
