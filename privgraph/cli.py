@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ app.add_typer(artifacts_app, name="artifacts")
 # the temporary Prefect server's telemetry heartbeat only adds noise (and sqlite lock errors)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
+warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.*", category=FutureWarning)
 
 err = Console(stderr=True)
 out = Console()

@@ -56,6 +56,8 @@ def _generic(root: Path, **options: Any) -> GraphData:
 def _sbm(root: Path, **options: Any) -> GraphData:
     if "num_nodes" not in options:
         raise ValueError("dataset 'sbm' needs the option num_nodes=<int>")
+    # the synthetic graph is a dataset definition: the same options give the same graph
+    options.setdefault("seed", 0)
     return sbm_graph(**options)
 
 

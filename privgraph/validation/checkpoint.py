@@ -40,7 +40,22 @@ class ValidationReport:
         return {"success": self.success, "results": self.results, "budget": self.budget}
 
     def failures(self) -> list[str]:
-        return [f"{r['suite']}.{r['expectation']}: {r['detail']}" for r in self.results if not r["success"]]
+        """One readable line per problem: budget rows first, then other failed expectations."""
+        out = []
+        for b in self.budget:
+            where = f"scope {b['scope']} ({b['kind']})"
+            if b["spent"] is None:
+                out.append(f"{where}: its ledger entries cannot be composed into one epsilon")
+            elif b["cap"] is None:
+                out.append(f"{where}: spends epsilon {b['spent']:g} but pipelines.yaml sets no budget cap for it")
+            elif b["spent"] > b["cap"]:
+                out.append(f"{where}: spent epsilon {b['spent']:g} exceeds the cap {b['cap']:g}")
+        out += [
+            f"{r['suite']}.{r['expectation']}: {r['detail']}"
+            for r in self.results
+            if not r["success"] and r["suite"] != "budget"
+        ]
+        return out
 
 
 def _budget_rows(ledger: PrivacyLedger, policy: BudgetPolicy) -> list[dict[str, Any]]:
@@ -51,7 +66,8 @@ def _budget_rows(ledger: PrivacyLedger, policy: BudgetPolicy) -> list[dict[str, 
             {
                 "scope": row["scope"],
                 "kind": row["kind"],
-                "spent": float(row["epsilon"]),
+                # None: the scope's entries cannot be composed into one number (fails below)
+                "spent": float("nan") if row["epsilon"] is None else float(row["epsilon"]),
                 "cap": float("nan") if cap is None else float(cap),
             }
         )
@@ -120,6 +136,7 @@ def run_checkpoint(
         budget_df,
         [
             gx.expectations.ExpectColumnValuesToNotBeNull(column="cap"),
+            gx.expectations.ExpectColumnValuesToNotBeNull(column="spent"),
             gx.expectations.ExpectColumnValuesToBeBetween(column="spent", min_value=0),
             gx.expectations.ExpectColumnPairValuesAToBeGreaterThanB(
                 column_A="cap", column_B="spent", or_equal=True
@@ -147,9 +164,10 @@ def run_checkpoint(
                 gx.expectations.ExpectColumnValuesToBeBetween(column="row_max", min_value=lo, max_value=hi),
             ],
         )
-    for r in budget:  # JSON-safe: NaN caps are written as null
-        if r["cap"] != r["cap"]:
-            r["cap"] = None
+    for r in budget:  # JSON-safe: NaN is written as null
+        for k in ("cap", "spent"):
+            if r[k] != r[k]:
+                r[k] = None
     return ValidationReport(success=all(r["success"] for r in results), results=results, budget=budget)
 
 

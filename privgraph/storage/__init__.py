@@ -1,0 +1,92 @@
+"""Artifact storage: immutable, versioned, checksummed artifacts of privatized graphs.
+
+``open_store(uri)`` picks the backend: a path or ``file://`` URI gives a :class:`LocalStore`,
+``s3://bucket/prefix`` an :class:`~privgraph.storage.s3.S3Store` (boto3; any S3-compatible
+endpoint). Every backend follows the one write protocol of :class:`ArtifactStore`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from privgraph.storage.base import (
+    MANIFEST_NAME,
+    ArtifactNameError,
+    ArtifactStore,
+    PendingVersion,
+    VersionInfo,
+    check_name,
+    check_version_id,
+)
+from privgraph.storage.graph_io import graph_to_objects, objects_to_graph
+from privgraph.storage.local import LocalStore
+from privgraph.storage.manifest import (
+    REQUIRED_KEYS,
+    build_manifest,
+    code_version,
+    validate_manifest,
+)
+
+__all__ = [
+    "ArtifactStore",
+    "ArtifactNameError",
+    "LocalStore",
+    "PendingVersion",
+    "VersionInfo",
+    "MANIFEST_NAME",
+    "REQUIRED_KEYS",
+    "check_name",
+    "check_version_id",
+    "build_manifest",
+    "code_version",
+    "validate_manifest",
+    "graph_to_objects",
+    "objects_to_graph",
+    "open_store",
+]
+
+
+def open_store(uri: str | os.PathLike[str], **options: Any) -> ArtifactStore:
+    """The artifact store at ``uri``.
+
+    Args:
+        uri: a directory path, ``file:///abs/dir``, or ``s3://bucket[/prefix]``.
+        **options: backend options, e.g. ``endpoint_url=`` for an S3-compatible server
+            (MinIO) (default: none).
+
+    Raises:
+        ValueError: an unsupported scheme or a malformed URI.
+    """
+    if isinstance(uri, os.PathLike):
+        if options:
+            raise TypeError(f"LocalStore takes no options, got {sorted(options)}")
+        return LocalStore(Path(uri))
+    if not isinstance(uri, str) or not uri:
+        raise TypeError(f"uri must be a non-empty str or a path, got {uri!r}")
+    parsed = urlparse(uri)
+    scheme = parsed.scheme.lower()
+    if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):  # C:\ on Windows
+        if options:
+            raise TypeError(f"LocalStore takes no options, got {sorted(options)}")
+        if scheme == "file":
+            if parsed.netloc not in ("", "localhost"):
+                raise ValueError(
+                    f"file URI {uri!r} names host {parsed.netloc!r}; use file:///absolute/path"
+                )
+            return LocalStore(Path(unquote(parsed.path)))
+        return LocalStore(Path(uri))
+    if scheme == "s3":
+        if not parsed.netloc:
+            raise ValueError(f"S3 URI {uri!r} lacks a bucket; use s3://bucket/prefix")
+        try:
+            from privgraph.storage.s3 import S3Store
+        except ImportError as err:
+            raise ValueError(f"{uri!r}: the S3 store needs boto3 ({err})") from None
+        return S3Store(parsed.netloc, parsed.path.strip("/"), **options)
+    raise ValueError(
+        f"unsupported artifact store URI {uri!r}: use a directory path, file:///path or "
+        f"s3://bucket/prefix"
+    )

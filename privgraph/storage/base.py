@@ -1,0 +1,522 @@
+"""ArtifactStore: immutable, versioned artifacts with one write protocol for every backend.
+
+A version lives under ``<pipeline>/<version>/`` and holds named data objects plus
+``manifest.json``. The protocol is a template method in this class, so that every backend
+behaves the same. It runs in two steps, which :meth:`ArtifactStore.put_version` runs together:
+
+1. :meth:`ArtifactStore.stage_version`: validate the pipeline and object names, compute each
+   object's sha256 and size, make the version id = UTC time ``YYYYMMDDTHHMMSSffffffZ`` + ``-`` +
+   the first 12 hex digits of a sha256 over the pipeline name and the sorted object checksums,
+   refuse if that version exists (:class:`~privgraph.errors.ArtifactExistsError`), and write
+   the data objects, each with a put that refuses to overwrite. It returns a
+   :class:`PendingVersion`: the version id is known, but the version does not exist for readers.
+2. :meth:`PendingVersion.publish`: validate the manifest (no seeds, plain JSON, required keys),
+   add ``format``, ``version``, ``created`` and ``objects`` (name -> sha256, size), and write
+   ``manifest.json`` LAST. From that moment the version exists. :meth:`PendingVersion.abort`
+   deletes the staged data objects of a version that was not published.
+
+The id cannot cover the manifest, because a flow measures the staged version (e.g. trains on it)
+before it writes the manifest that records the measurements. ``put_version`` validates the
+manifest before it writes anything, so a manifest with a seed never leaves a trace.
+
+A version without ``manifest.json`` does not exist for readers: listing and reading ignore it.
+Reading an object verifies its sha256 against the manifest; reading a manifest verifies that its
+object checksums hash to its version id.
+
+Backends implement five primitives over ``/``-separated keys: :meth:`~ArtifactStore._put_new`
+(refuses to overwrite), :meth:`~ArtifactStore._get`, :meth:`~ArtifactStore._exists`,
+:meth:`~ArtifactStore._list_prefixes` and :meth:`~ArtifactStore._delete`.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from privgraph.errors import ArtifactError, ArtifactExistsError, ArtifactIntegrityError
+from privgraph.storage.manifest import MANIFEST_FORMAT, validate_manifest
+
+if TYPE_CHECKING:
+    from privgraph.graph import GraphData
+
+__all__ = [
+    "ArtifactStore",
+    "PendingVersion",
+    "VersionInfo",
+    "ArtifactNameError",
+    "MANIFEST_NAME",
+    "check_name",
+    "check_version_id",
+    "content_digest",
+]
+
+MANIFEST_NAME = "manifest.json"
+
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_NAME_MAX = 128
+_VERSION_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{12}$")
+_TIME_FORMAT = "%Y%m%dT%H%M%S%fZ"
+_ISO_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_HASH_LEN = 12
+
+
+class ArtifactNameError(ArtifactError, ValueError):
+    """A pipeline, object or version name that a store does not accept."""
+
+
+def check_name(name: Any, what: str) -> str:
+    """Validate a pipeline or object name: lowercase letters, digits, ``-``, ``_``, ``.``.
+
+    It must start with a letter or digit, be at most 128 characters, and hold no ``/`` and no
+    ``..``, so that it is one safe path component and one safe S3 key component.
+    """
+    if not isinstance(name, str):
+        raise ArtifactNameError(f"{what} name must be a str, got {type(name).__name__} {name!r}")
+    if not _NAME_RE.match(name) or ".." in name or len(name) > _NAME_MAX:
+        raise ArtifactNameError(
+            f"invalid {what} name {name!r}: use lowercase letters, digits, '-', '_' and '.', "
+            f"starting with a letter or digit, no '/' and no '..', at most {_NAME_MAX} characters"
+        )
+    return name
+
+
+def check_version_id(version: Any) -> str:
+    """Validate a version id (``YYYYMMDDTHHMMSSffffffZ-<12 hex>``)."""
+    if not isinstance(version, str) or not _VERSION_RE.match(version):
+        raise ArtifactNameError(
+            f"{version!r} is not a privgraph version id (expected YYYYMMDDTHHMMSSffffffZ-<12 hex>, "
+            f"e.g. 20240131T120000123456Z-0123456789ab)"
+        )
+    return version
+
+
+def _canonical_json(obj: Any) -> bytes:
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def content_digest(pipeline: str, checksums: Mapping[str, str]) -> str:
+    """sha256 (hex) over the pipeline name and the sorted ``name -> sha256`` of the objects."""
+    payload = {"pipeline": pipeline, "objects": dict(sorted(checksums.items()))}
+    return hashlib.sha256(_canonical_json(payload)).hexdigest()
+
+
+def _epsilon_summary(ledger: Any) -> str:
+    """``"features 1.0 / edges 1.0"`` from a stored ledger (``""`` when it cannot be read)."""
+    from privgraph.accounting import PrivacyLedger
+
+    try:
+        rows = PrivacyLedger.from_dict(ledger).summary()
+    except (TypeError, ValueError, KeyError):
+        return ""
+    parts = []
+    for row in rows:
+        eps = "n/a" if row["epsilon"] is None else f"{row['epsilon']:g}"
+        parts.append(f"{row['scope']} {eps}")
+    return " / ".join(parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionInfo:
+    """One stored version, with a few fields of its manifest for listings."""
+
+    pipeline: str
+    version: str
+    created: str  # ISO 8601, UTC
+    code_version: str | None = None
+    input_fingerprint: str | None = None
+    num_objects: int = 0
+    total_bytes: int = 0
+    validation_success: bool | None = None
+    epsilon_summary: str = ""  # spent epsilon per scope, e.g. "features 1 / edges 1"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> VersionInfo:
+        objects = manifest.get("objects") or {}
+        validation = manifest.get("validation")
+        success = validation.get("success") if isinstance(validation, Mapping) else None
+        return cls(
+            pipeline=manifest["pipeline"],
+            version=manifest["version"],
+            created=manifest["created"],
+            code_version=manifest.get("code_version"),
+            input_fingerprint=manifest.get("input_fingerprint"),
+            num_objects=len(objects),
+            total_bytes=sum(int(o.get("size", 0)) for o in objects.values()),
+            validation_success=success if isinstance(success, bool) else None,
+            epsilon_summary=_epsilon_summary(manifest.get("ledger")),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class PendingVersion:
+    """A staged version: its data objects are written, its manifest is not (yet).
+
+    Readers do not see it (except :meth:`ArtifactStore.load_graph` with ``staged=True``).
+    :meth:`publish` writes the manifest and makes it a version; :meth:`abort` deletes the staged
+    objects. Both consult the store, not in-memory state, so a copy (a retried task, a pickled
+    argument) behaves the same as the original.
+    """
+
+    store: ArtifactStore
+    pipeline: str
+    version: str
+    created: str  # ISO 8601, UTC: the staging time, also the time in the version id
+    objects: Mapping[str, Mapping[str, Any]]  # name -> {"sha256": ..., "size": ...}
+
+    def publish(self, manifest: Mapping[str, Any]) -> str:
+        """Validate ``manifest``, write it last, and return the version id.
+
+        Idempotent: publishing the same manifest again (a retry after a lost reply) returns the
+        version id; a different manifest for a published version raises ArtifactExistsError.
+        """
+        return self.store._publish(self, manifest)
+
+    def abort(self) -> None:
+        """Delete the staged data objects; a no-op once the version is published (immutable)."""
+        self.store._abort(self)
+
+    @property
+    def published(self) -> bool:
+        return self.store._exists(self.store._key(self.pipeline, self.version, MANIFEST_NAME))
+
+
+class ArtifactStore(abc.ABC):
+    """Immutable, versioned artifact storage; see the module docstring for the protocol."""
+
+    # -- backend primitives ---------------------------------------------------------------------
+    @abc.abstractmethod
+    def _put_new(self, key: str, data: bytes) -> None:
+        """Write ``data`` at ``key`` atomically; raise ArtifactExistsError if ``key`` exists."""
+
+    @abc.abstractmethod
+    def _get(self, key: str) -> bytes:
+        """The bytes at ``key``; raise ``KeyError(key)`` if absent."""
+
+    @abc.abstractmethod
+    def _exists(self, key: str) -> bool:
+        """Whether an object is stored at ``key``."""
+
+    @abc.abstractmethod
+    def _list_prefixes(self, prefix: str) -> list[str]:
+        """Names of the immediate children "directories" under ``prefix`` (``""`` or ``"a/"``)."""
+
+    @abc.abstractmethod
+    def _delete(self, key: str) -> None:
+        """Delete ``key`` if present (cleanup of a failed write's data objects)."""
+
+    # -- hooks (tests monkeypatch these) --------------------------------------------------------
+    def _now(self) -> dt.datetime:
+        return dt.datetime.now(dt.timezone.utc)
+
+    def _make_version_id(
+        self, created: dt.datetime, pipeline: str, checksums: Mapping[str, str]
+    ) -> str:
+        return created.strftime(_TIME_FORMAT) + "-" + content_digest(pipeline, checksums)[:_HASH_LEN]
+
+    @staticmethod
+    def _key(pipeline: str, version: str, name: str) -> str:
+        return f"{pipeline}/{version}/{name}"
+
+    # -- writing --------------------------------------------------------------------------------
+    def put_version(
+        self, pipeline: str, objects: Mapping[str, bytes], manifest: Mapping[str, Any]
+    ) -> str:
+        """Store a new, immutable version of ``pipeline``; return its version id.
+
+        Args:
+            pipeline: the pipeline name (also ``manifest["pipeline"]``).
+            objects: data objects by name (e.g. from :func:`~privgraph.storage.graph_to_objects`).
+            manifest: the caller's manifest (see :mod:`privgraph.storage.manifest`); the store adds
+                ``format``, ``version``, ``created`` and ``objects``.
+
+        Raises:
+            ArtifactNameError: a bad pipeline or object name; nothing is written.
+            ArtifactError: a manifest with a seed, non-JSON content, missing keys, or another
+                pipeline's name; nothing is written.
+            ArtifactExistsError: the version exists already (it is never overwritten).
+        """
+        check_name(pipeline, "pipeline")
+        self._check_manifest(pipeline, manifest)
+        pending = self.stage_version(pipeline, objects)
+        try:
+            return pending.publish(manifest)
+        except BaseException:
+            pending.abort()
+            raise
+
+    def stage_version(self, pipeline: str, objects: Mapping[str, bytes]) -> PendingVersion:
+        """Write the data objects of a new version; it exists once its manifest is published.
+
+        Raises:
+            ArtifactNameError: a bad pipeline or object name; nothing is written.
+            ArtifactExistsError: the version (or one of its objects) exists already.
+        """
+        check_name(pipeline, "pipeline")
+        data = self._check_objects(objects)
+        checksums = {n: hashlib.sha256(b).hexdigest() for n, b in sorted(data.items())}
+        created = self._now().astimezone(dt.timezone.utc)
+        version = check_version_id(self._make_version_id(created, pipeline, checksums))
+        if self._exists(self._key(pipeline, version, MANIFEST_NAME)):
+            raise ArtifactExistsError(
+                f"version {version!r} of pipeline {pipeline!r} exists already; versions are immutable"
+            )
+        written: list[str] = []
+        try:
+            for name in checksums:
+                key = self._key(pipeline, version, name)
+                self._put_new(key, data[name])
+                written.append(key)
+        except BaseException:
+            for key in reversed(written):
+                with contextlib.suppress(Exception):
+                    self._delete(key)
+            raise
+        return PendingVersion(
+            store=self,
+            pipeline=pipeline,
+            version=version,
+            created=created.strftime(_ISO_FORMAT),
+            objects={n: {"sha256": checksums[n], "size": len(data[n])} for n in checksums},
+        )
+
+    @staticmethod
+    def _check_objects(objects: Mapping[str, bytes]) -> dict[str, bytes]:
+        if not isinstance(objects, Mapping):
+            raise TypeError(f"objects must be a mapping name -> bytes, got {type(objects).__name__}")
+        data: dict[str, bytes] = {}
+        for name, blob in objects.items():
+            check_name(name, "object")
+            if name == MANIFEST_NAME:
+                raise ArtifactNameError(f"object name {MANIFEST_NAME!r} is reserved for the manifest")
+            if not isinstance(blob, (bytes, bytearray, memoryview)):
+                raise TypeError(f"object {name!r} must be bytes, got {type(blob).__name__}")
+            data[name] = bytes(blob)
+        return data
+
+    @staticmethod
+    def _check_manifest(pipeline: str, manifest: Mapping[str, Any]) -> None:
+        validate_manifest(manifest)
+        if manifest["pipeline"] != pipeline:
+            raise ArtifactError(
+                f"manifest names pipeline {manifest['pipeline']!r} but the version is stored "
+                f"under {pipeline!r}"
+            )
+
+    def _manifest_bytes(self, pending: PendingVersion, manifest: Mapping[str, Any]) -> bytes:
+        full = json.loads(_canonical_json(manifest))  # a plain-JSON deep copy
+        full.update(
+            format=MANIFEST_FORMAT,
+            version=pending.version,
+            created=pending.created,
+            objects={n: dict(o) for n, o in sorted(pending.objects.items())},
+        )
+        return (json.dumps(full, sort_keys=True, indent=2, allow_nan=False) + "\n").encode()
+
+    def _publish(self, pending: PendingVersion, manifest: Mapping[str, Any]) -> str:
+        if pending.store is not self:
+            raise ValueError(f"{pending.version} was staged in {pending.store!r}, not in {self!r}")
+        self._check_manifest(pending.pipeline, manifest)
+        blob = self._manifest_bytes(pending, manifest)
+        key = self._key(pending.pipeline, pending.version, MANIFEST_NAME)
+        try:
+            self._put_new(key, blob)  # LAST: this makes the version visible
+        except ArtifactExistsError:
+            with contextlib.suppress(KeyError):
+                if self._get(key) == blob:  # a retry of a publish whose reply was lost
+                    return pending.version
+            raise ArtifactExistsError(
+                f"version {pending.version!r} of pipeline {pending.pipeline!r} is published "
+                f"already with another manifest; versions are immutable"
+            ) from None
+        return pending.version
+
+    def _abort(self, pending: PendingVersion) -> None:
+        if pending.published:
+            return  # published versions are immutable: never delete their objects
+        for name in sorted(pending.objects, reverse=True):
+            with contextlib.suppress(Exception):
+                self._delete(self._key(pending.pipeline, pending.version, name))
+
+    # -- reading --------------------------------------------------------------------------------
+    def _load_manifest(self, pipeline: str, version: str) -> dict[str, Any]:
+        try:
+            raw = self._get(self._key(pipeline, version, MANIFEST_NAME))
+        except KeyError:
+            raise ArtifactError(
+                f"no version {version!r} of pipeline {pipeline!r} in {self!r}; "
+                f"list the stored versions with list_versions()"
+            ) from None
+        try:
+            manifest = json.loads(raw)
+        except (UnicodeDecodeError, ValueError) as err:
+            raise ArtifactIntegrityError(
+                f"manifest of {pipeline}/{version} is not valid JSON: {err}"
+            ) from None
+        if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+            raise ArtifactIntegrityError(
+                f"manifest of {pipeline}/{version} is not a {MANIFEST_FORMAT!r} manifest"
+            )
+        if manifest.get("version") != version or manifest.get("pipeline") != pipeline:
+            raise ArtifactIntegrityError(
+                f"manifest of {pipeline}/{version} names {manifest.get('pipeline')!r}/"
+                f"{manifest.get('version')!r}"
+            )
+        return manifest
+
+    def read_manifest(self, pipeline: str, version: str) -> dict[str, Any]:
+        """The stored manifest, its object checksums checked against the hash in its version id.
+
+        Raises:
+            ArtifactError: no such version (a version without a manifest does not exist).
+            ArtifactIntegrityError: the manifest is unreadable or its checksums were changed.
+        """
+        check_name(pipeline, "pipeline")
+        check_version_id(version)
+        manifest = self._load_manifest(pipeline, version)
+        objects = manifest.get("objects")
+        if not isinstance(objects, dict) or not all(
+            isinstance(o, dict) and isinstance(o.get("sha256"), str) for o in objects.values()
+        ):
+            raise ArtifactIntegrityError(f"manifest of {pipeline}/{version} has a broken 'objects'")
+        digest = content_digest(pipeline, {n: o["sha256"] for n, o in objects.items()})
+        if digest[:_HASH_LEN] != version.rsplit("-", 1)[1]:
+            raise ArtifactIntegrityError(
+                f"the object checksums in the manifest of {pipeline}/{version} do not match the "
+                f"content hash in its version id (the manifest was changed after it was written)"
+            )
+        return manifest
+
+    def read_object(self, pipeline: str, version: str, name: str) -> bytes:
+        """The bytes of one object, verified against the sha256 and size in the manifest.
+
+        Raises:
+            ArtifactError: no such version or no such object in it.
+            ArtifactIntegrityError: the object is missing or its checksum does not match.
+        """
+        check_name(name, "object")
+        manifest = self.read_manifest(pipeline, version)
+        return self._read_verified(pipeline, version, name, manifest)
+
+    def read_objects(self, pipeline: str, version: str) -> dict[str, bytes]:
+        """Every object of a version, each verified (see :meth:`read_object`)."""
+        manifest = self.read_manifest(pipeline, version)
+        return {n: self._read_verified(pipeline, version, n, manifest) for n in sorted(manifest["objects"])}
+
+    def _read_verified(self, pipeline: str, version: str, name: str, manifest: Mapping[str, Any]) -> bytes:
+        entry = manifest["objects"].get(name)
+        if entry is None:
+            raise ArtifactError(
+                f"{pipeline}/{version} has no object {name!r}; it has {sorted(manifest['objects'])}"
+            )
+        try:
+            blob = self._get(self._key(pipeline, version, name))
+        except KeyError:
+            raise ArtifactIntegrityError(
+                f"object {name!r} of {pipeline}/{version} is listed in the manifest but missing"
+            ) from None
+        actual = hashlib.sha256(blob).hexdigest()
+        if actual != entry["sha256"] or len(blob) != entry.get("size", len(blob)):
+            raise ArtifactIntegrityError(
+                f"object {name!r} of {pipeline}/{version} is corrupt: sha256 {actual} "
+                f"({len(blob)} bytes), manifest says {entry['sha256']} ({entry.get('size')} bytes)"
+            )
+        return blob
+
+    def load_graph(
+        self, pipeline: str, version: str, *, staged: bool = False
+    ) -> tuple[GraphData, str | None]:
+        """The graph stored in a version, and the input fingerprint its manifest records.
+
+        Args:
+            pipeline, version: the version (see :meth:`find_version`).
+            staged: also read a version whose manifest is not written yet (a
+                :class:`PendingVersion`, e.g. to measure it before publishing); its objects cannot
+                be verified against a manifest and its fingerprint is ``None`` (default: ``False``).
+
+        Raises:
+            ArtifactError: no such version (or, with ``staged``, no staged objects either).
+            ArtifactIntegrityError: a published object fails its checksum.
+        """
+        from privgraph.storage.graph_io import GRAPH_INFO, objects_to_graph, read_graph_info
+
+        check_name(pipeline, "pipeline")
+        check_version_id(version)
+        if not staged or self._exists(self._key(pipeline, version, MANIFEST_NAME)):
+            manifest = self.read_manifest(pipeline, version)
+            objects = self.read_objects(pipeline, version)
+            num_nodes = manifest.get("num_nodes")
+            graph = objects_to_graph(objects, num_nodes if isinstance(num_nodes, int) else None)
+            return graph, manifest.get("input_fingerprint")
+        try:
+            info_blob = self._get(self._key(pipeline, version, GRAPH_INFO))
+        except KeyError:
+            raise ArtifactError(
+                f"no version {version!r} of pipeline {pipeline!r} in {self!r}, staged or published"
+            ) from None
+        names = read_graph_info(info_blob)["objects"]
+        objects = {GRAPH_INFO: info_blob}
+        for name in names:
+            check_name(name, "object")
+            try:
+                objects[name] = self._get(self._key(pipeline, version, name))
+            except KeyError:
+                raise ArtifactError(f"staged {pipeline}/{version} lacks its object {name!r}") from None
+        return objects_to_graph(objects), None
+
+    # -- listing --------------------------------------------------------------------------------
+    def _pipelines(self) -> list[str]:
+        return sorted(p for p in self._list_prefixes("") if _NAME_RE.match(p) and ".." not in p)
+
+    def _versions(self, pipeline: str) -> list[str]:
+        """Version ids of ``pipeline`` that have a manifest (complete versions only)."""
+        return sorted(
+            v for v in self._list_prefixes(f"{pipeline}/")
+            if _VERSION_RE.match(v) and self._exists(self._key(pipeline, v, MANIFEST_NAME))
+        )
+
+    def list_versions(self, pipeline: str | None = None) -> list[VersionInfo]:
+        """Complete versions (those with a manifest), sorted by pipeline, then oldest first."""
+        pipelines = self._pipelines() if pipeline is None else [check_name(pipeline, "pipeline")]
+        out = []
+        for p in pipelines:
+            for v in self._versions(p):
+                out.append(VersionInfo.from_manifest(self._load_manifest(p, v)))
+        return out
+
+    def latest_version(self, pipeline: str) -> VersionInfo:
+        """The newest complete version of ``pipeline``."""
+        versions = self.list_versions(pipeline)
+        if not versions:
+            raise ArtifactError(f"pipeline {pipeline!r} has no stored versions in {self!r}")
+        return versions[-1]
+
+    def find_version(self, version: str) -> tuple[str, str]:
+        """``(pipeline, version)`` of a complete version, searched over all pipelines.
+
+        Raises:
+            ArtifactError: no pipeline holds a complete version with that id.
+        """
+        check_version_id(version)
+        hits = [
+            p for p in self._pipelines() if self._exists(self._key(p, version, MANIFEST_NAME))
+        ]
+        if not hits:
+            raise ArtifactError(
+                f"no version {version!r} in {self!r}; list the stored versions with "
+                f"list_versions() (or list_versions(pipeline) for one pipeline)"
+            )
+        if len(hits) > 1:
+            raise ArtifactError(f"version {version!r} exists in several pipelines: {hits}")
+        return hits[0], version

@@ -1,0 +1,118 @@
+"""LocalStore: artifacts in a directory, ``<root>/<pipeline>/<version>/<name>``.
+
+Every object is written atomically and never overwritten: the bytes go to a hidden temporary
+file in the target directory, are fsync'ed, and are then hard-linked to the final name with
+``os.link``, which fails if that name exists; the temporary name is then removed. A reader sees
+either no file or the whole file. The file system must support hard links (local disks, NFS and
+most network file systems do).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from privgraph.errors import ArtifactExistsError
+from privgraph.storage.base import ArtifactNameError, ArtifactStore
+
+__all__ = ["LocalStore"]
+
+_TMP_PREFIX = ".tmp-"
+
+
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# mkstemp creates 0600 files; artifacts get the permissions an ordinary file would get
+_FILE_MODE = 0o666 & ~_current_umask()
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a new directory entry durable (best effort: not every platform allows it)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class LocalStore(ArtifactStore):
+    """A directory artifact store (the embedded default).
+
+    Args:
+        root (str | Path): the store's directory; created on the first write.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).expanduser().absolute()
+
+    def __repr__(self) -> str:
+        return f"LocalStore({str(self.root)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LocalStore) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash((LocalStore, self.root))
+
+    def _path(self, key: str) -> Path:
+        parts = key.split("/")
+        for part in parts:
+            # pipeline / version / object: each one safe path component (defence in depth; the
+            # base class validates names before they reach a backend)
+            if not part or part.startswith(".") or "\\" in part or os.sep in part:
+                raise ArtifactNameError(f"unsafe key {key!r} for {self!r}")
+        return self.root.joinpath(*parts)
+
+    # -- primitives -------------------------------------------------------------------------------
+    def _put_new(self, key: str, data: bytes) -> None:
+        final = self._path(key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=final.parent)
+        tmp = Path(tmp_name)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                with contextlib.suppress(OSError, AttributeError):  # no fchmod on Windows
+                    os.fchmod(fh.fileno(), _FILE_MODE)
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, final)  # atomic; fails if final exists: never overwrite
+            except FileExistsError:
+                raise ArtifactExistsError(f"{final} exists already; artifacts are never overwritten") from None
+            _fsync_dir(final.parent)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+    def _get(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            raise KeyError(key) from None
+
+    def _exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def _list_prefixes(self, prefix: str) -> list[str]:
+        base = self._path(prefix.rstrip("/")) if prefix else self.root
+        try:
+            children = list(base.iterdir())
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return sorted(c.name for c in children if c.is_dir() and not c.name.startswith("."))
+
+    def _delete(self, key: str) -> None:
+        path = self._path(key)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        # remove the version directory once a failed write left it empty
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()

@@ -1,0 +1,257 @@
+"""Artifact manifests: what a version holds and proves, and the checks before one is written.
+
+A manifest is a JSON object. The caller supplies the content below; the store adds ``format``,
+``version``, ``created`` and ``objects`` (name -> sha256 and size) when it writes the version.
+
+Required keys:
+
+* ``pipeline``: the pipeline name (must equal the name the version is stored under)
+* ``ledger``: :meth:`privgraph.accounting.PrivacyLedger.to_dict` of the run
+* ``mechanisms``: the mechanisms and their PUBLIC parameters
+* ``input_fingerprint``: a hash of the input graph (:meth:`GraphData.fingerprint`), never the input
+* ``code_version``: :func:`code_version`
+* ``validation``: the validation results
+
+A manifest never holds a seed: a seed plus the raw data replays the noise. Any key, at any depth,
+whose name contains ``seed`` (case-insensitive) is refused.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from privgraph.errors import ArtifactError
+
+if TYPE_CHECKING:
+    from privgraph.config import PipelineConfig
+    from privgraph.graph import GraphData
+    from privgraph.privatize import PrivatizationResult
+
+__all__ = [
+    "build_manifest",
+    "REQUIRED_KEYS",
+    "STORE_KEYS",
+    "MANIFEST_FORMAT",
+    "validate_manifest",
+    "seed_key_paths",
+    "code_version",
+]
+
+MANIFEST_FORMAT = "privgraph.manifest/1"
+
+#: Keys every manifest must carry (supplied by the caller).
+REQUIRED_KEYS: tuple[str, ...] = (
+    "pipeline",
+    "ledger",
+    "mechanisms",
+    "input_fingerprint",
+    "code_version",
+    "validation",
+)
+
+#: Keys the store sets when it writes a version; a caller may not supply them.
+STORE_KEYS: tuple[str, ...] = ("format", "version", "created", "objects")
+
+
+def seed_key_paths(obj: Any, path: str = "") -> list[str]:
+    """Paths (``a.b[0].c``) of every key whose name contains ``seed`` (case-insensitive)."""
+    found: list[str] = []
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            p = f"{path}.{k}" if path else str(k)
+            if isinstance(k, str) and "seed" in k.lower():
+                found.append(p)
+            found += seed_key_paths(v, p)
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            found += seed_key_paths(v, f"{path}[{i}]")
+    return found
+
+
+def _non_str_key_paths(obj: Any, path: str = "") -> list[str]:
+    found: list[str] = []
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            p = f"{path}.{k}" if path else str(k)
+            if not isinstance(k, str):
+                found.append(p)
+            found += _non_str_key_paths(v, p)
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            found += _non_str_key_paths(v, f"{path}[{i}]")
+    return found
+
+
+def validate_manifest(manifest: Any, *, allow_store_keys: bool = False) -> None:
+    """Refuse a manifest that holds a seed, is not plain JSON, or lacks a required key.
+
+    Args:
+        manifest: the caller's manifest (a dict).
+        allow_store_keys: accept the keys the store adds (for re-validating a stored manifest)
+            (default: ``False``).
+
+    Raises:
+        ArtifactError: naming the seed key path, the non-JSON value, or the missing keys.
+    """
+    if not isinstance(manifest, Mapping):
+        raise ArtifactError(f"a manifest must be a dict, got {type(manifest).__name__}")
+    seeds = seed_key_paths(manifest)
+    if seeds:
+        raise ArtifactError(
+            "manifests never hold seeds (a seed plus the raw data replays the noise); "
+            f"found key {seeds[0]!r}" + (f" (and {len(seeds) - 1} more)" if len(seeds) > 1 else "")
+        )
+    bad_keys = _non_str_key_paths(manifest)
+    if bad_keys:
+        raise ArtifactError(f"manifest keys must be strings; not a string: {bad_keys[0]!r}")
+    try:
+        json.dumps(manifest, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise ArtifactError(f"manifest is not JSON-serialisable: {err}") from None
+    missing = [k for k in REQUIRED_KEYS if k not in manifest]
+    if missing:
+        raise ArtifactError(f"manifest lacks required keys {missing} (required: {list(REQUIRED_KEYS)})")
+    if not allow_store_keys:
+        reserved = [k for k in STORE_KEYS if k in manifest]
+        if reserved:
+            raise ArtifactError(f"manifest keys {reserved} are set by the store; leave them out")
+    if not isinstance(manifest["pipeline"], str):
+        raise ArtifactError(f"manifest 'pipeline' must be a str, got {manifest['pipeline']!r}")
+    from privgraph.accounting import PrivacyLedger
+
+    try:
+        PrivacyLedger.from_dict(manifest["ledger"])
+    except (TypeError, ValueError) as err:
+        raise ArtifactError(
+            f"manifest 'ledger' is not a PrivacyLedger.to_dict(): {err}"
+        ) from None
+
+
+def _git(args: list[str], cwd: Path) -> str | None:
+    try:
+        res = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout.strip() if res.returncode == 0 else None
+
+
+def _package_version() -> str:
+    try:
+        return version("privgraph")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """The code that produced an artifact: ``<commit sha>[-dirty]`` or the package version.
+
+    Uses git when the package directory is inside a git work tree where it is not ignored (an
+    installed copy in a virtual environment inside some repository is not that repository's
+    code); ``-dirty`` is appended when tracked files have uncommitted changes. Otherwise the
+    installed package version (``"unknown"`` when not installed). Cached per process.
+    """
+    return _code_version_at(Path(__file__).resolve().parent.parent)
+
+
+def _code_version_at(pkg: Path) -> str:
+    sha = _git(["rev-parse", "HEAD"], pkg)
+    if sha and _git(["check-ignore", "-q", str(pkg)], pkg) is None:
+        status = _git(["status", "--porcelain", "--untracked-files=no"], pkg)
+        return f"{sha}-dirty" if status else sha
+    return _package_version()
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-safe copy: numpy scalars and arrays to Python, tuples to lists, keys to str."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def build_manifest(
+    *,
+    pipeline: str,
+    config: PipelineConfig,
+    graph_in: GraphData,
+    result: PrivatizationResult,
+    validation: Mapping[str, Any],
+    metrics: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The manifest of a privatize run (validated; the store adds version, time, checksums).
+
+    Only public quantities go in: the input's fingerprint (never the input), the mechanisms and
+    their public parameters, the ledger, the caps, the validation results, the metrics, the
+    released graph's counts, and what was released as is. Left out on purpose: the noise seed,
+    and the dataset's ``split_seed`` (with the public dataset it tells exactly which edges are
+    private) and data ``root`` (a local path).
+
+    Args:
+        pipeline: the pipeline name.
+        config: the pipeline's configuration.
+        graph_in: the input graph (only its fingerprint is recorded).
+        result: the privatization result (the released graph, the ledger, the stage stats).
+        validation: the validation report (``ValidationReport.to_dict()``).
+        metrics: the evaluation metrics, if any (default: ``None``).
+    """
+    released = result.graph
+    mechanisms = [
+        {
+            "stage": e.stage,
+            "mechanism": e.mechanism,
+            "scope": e.scope.value,
+            "kind": e.kind.value,
+            "epsilon": e.epsilon,
+            "params": e.params,
+            "assumptions": list(e.guarantee.assumptions),
+        }
+        for e in result.ledger.entries
+    ]
+    privatized = sorted({e.scope.value for e in result.ledger.entries})
+    public: dict[str, str] = {
+        "edges_public": "released as they are (kind 'public' in edges.parquet)",
+    }
+    if "edges" in privatized:
+        public["private_nodes"] = "the set of nodes incident to a private edge (V_pri) is treated as public"
+    if released.y is not None and "labels" not in privatized:
+        public["labels"] = "released as they are (labels.npy)"
+    if any(getattr(released, m) is not None for m in ("train_mask", "val_mask", "test_mask")):
+        public["splits"] = "the node split is released as it is (splits.npz)"
+    if released.x is not None and "features" not in privatized:
+        public["features"] = "released as they are (features.npy)"
+    dataset = config.dataset
+    manifest: dict[str, Any] = {
+        "pipeline": pipeline,
+        "description": config.description,
+        "dataset": _plain({"name": dataset.name, "rho": dataset.rho, "options": dataset.options}),
+        "input_fingerprint": graph_in.fingerprint(),
+        "num_nodes": released.num_nodes,
+        "graph": _plain(dict(released.summary())),
+        "mechanisms": _plain(mechanisms),
+        "ledger": result.ledger.to_dict(),
+        "budget": _plain(dict(config.budget)),
+        "privatized": privatized,
+        "public": public,
+        "stats": _plain(result.stats),
+        "validation": _plain(dict(validation)),
+        "metrics": None if metrics is None else _plain(dict(metrics)),
+        "code_version": code_version(),
+    }
+    validate_manifest(manifest)
+    return manifest

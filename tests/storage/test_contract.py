@@ -1,0 +1,369 @@
+"""The ArtifactStore contract: every backend (see conftest ``backend``) must pass all of it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+from privgraph.errors import ArtifactError, ArtifactExistsError, ArtifactIntegrityError
+from privgraph.storage import (
+    ArtifactNameError,
+    PendingVersion,
+    VersionInfo,
+    graph_to_objects,
+    objects_to_graph,
+)
+
+PIPE = "cora-feature-rr"
+
+
+def _sorted_cols(e):
+    return e[:, np.lexsort((e[1], e[0]))]
+
+
+def test_empty_store(backend):
+    assert backend.store.list_versions() == []
+    assert backend.store.list_versions(PIPE) == []
+    with pytest.raises(ArtifactError, match="list_versions"):
+        backend.store.find_version("20240101T000000000000Z-0123456789ab")
+
+
+def test_graph_round_trip(backend, graph, manifest):
+    store = backend.store
+    version = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    assert store.find_version(version) == (PIPE, version)
+    objects = store.read_objects(PIPE, version)
+    assert set(objects) == {"features.npy", "labels.npy", "edges.parquet", "splits.npz", "graph.json"}
+    back = objects_to_graph(objects, num_nodes=store.read_manifest(PIPE, version)["num_nodes"])
+    np.testing.assert_array_equal(back.x, graph.x)
+    np.testing.assert_array_equal(back.y, graph.y)
+    np.testing.assert_array_equal(_sorted_cols(back.edges_public), _sorted_cols(graph.edges_public))
+    np.testing.assert_array_equal(_sorted_cols(back.edges_private), _sorted_cols(graph.edges_private))
+    for m in ("train_mask", "val_mask", "test_mask"):
+        np.testing.assert_array_equal(getattr(back, m), getattr(graph, m))
+    assert back.fingerprint() == graph.replace(
+        edges_public=_sorted_cols(graph.edges_public),
+        edges_private=_sorted_cols(graph.edges_private),
+    ).fingerprint()
+    loaded, fingerprint = store.load_graph(PIPE, version)
+    assert loaded.fingerprint() == back.fingerprint()
+    assert fingerprint == manifest["input_fingerprint"]
+
+
+def test_manifest_gets_version_created_and_checksums(backend, graph, manifest):
+    store = backend.store
+    objects = graph_to_objects(graph)
+    version = store.put_version(PIPE, objects, manifest)
+    stored = store.read_manifest(PIPE, version)
+    assert stored["version"] == version
+    assert stored["pipeline"] == PIPE
+    assert stored["format"] == "privgraph.manifest/1"
+    assert set(stored["objects"]) == set(objects)
+    assert stored["objects"]["edges.parquet"]["size"] == len(objects["edges.parquet"])
+    for key in manifest:
+        assert stored[key] == json.loads(json.dumps(manifest[key]))
+    created = dt.datetime.strptime(stored["created"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    assert version.startswith(created.strftime("%Y%m%dT%H%M%S%fZ-"))
+    assert "objects" not in manifest and "version" not in manifest  # caller's dict untouched
+
+
+def test_version_ids_are_time_plus_content_hash(backend, graph, manifest, monkeypatch):
+    store = backend.store
+    fixed = dt.datetime(2024, 1, 31, 12, 0, 0, 123456, tzinfo=dt.timezone.utc)
+    monkeypatch.setattr(store, "_now", lambda: fixed)
+    v1 = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    assert v1.startswith("20240131T120000123456Z-")
+    # different content at the same instant: a different id
+    v2 = store.put_version(PIPE, {"edges.parquet": b"other"}, manifest)
+    assert v2.startswith("20240131T120000123456Z-") and v2 != v1
+    # the same content in another pipeline: a different id
+    manifest["pipeline"] = "other"
+    v3 = store.put_version("other", graph_to_objects(graph), manifest)
+    assert v3 != v1
+
+
+def test_list_versions(backend, graph, manifest_factory):
+    store = backend.store
+    a1 = store.put_version("pipe-a", graph_to_objects(graph), manifest_factory("pipe-a"))
+    a2 = store.put_version("pipe-a", {"edges.parquet": b"x"}, manifest_factory("pipe-a", note="2"))
+    b1 = store.put_version("pipe-b", {"edges.parquet": b"y"}, manifest_factory("pipe-b"))
+    infos = store.list_versions()
+    assert [(i.pipeline, i.version) for i in infos] == [("pipe-a", a1), ("pipe-a", a2), ("pipe-b", b1)]
+    assert [i.version for i in store.list_versions("pipe-a")] == [a1, a2]
+    assert store.latest_version("pipe-a").version == a2
+    info = infos[0]
+    assert isinstance(info, VersionInfo)
+    assert info.code_version == "test" and info.input_fingerprint == "0" * 64
+    assert info.num_objects == 5 and info.total_bytes > 0 and info.validation_success is True
+    assert info.epsilon_summary == "features 1"
+    assert info.to_dict()["epsilon_summary"] == "features 1"
+    assert info.created.endswith("Z")
+    assert store.find_version(b1) == ("pipe-b", b1)
+
+
+def test_a_version_without_manifest_does_not_exist(backend, graph, manifest):
+    store = backend.store
+    version = store.put_version(PIPE, {"edges.parquet": b"e"}, manifest)
+    # a half-written version: data objects but no manifest.json
+    ghost = "20240101T000000000000Z-0123456789ab"
+    backend.overwrite(f"{PIPE}/{ghost}/edges.parquet", b"partial")
+    assert [i.version for i in store.list_versions()] == [version]
+    assert [i.version for i in store.list_versions(PIPE)] == [version]
+    with pytest.raises(ArtifactError, match="list_versions"):
+        store.find_version(ghost)
+    with pytest.raises(ArtifactError, match="no version"):
+        store.read_manifest(PIPE, ghost)
+    with pytest.raises(ArtifactError, match="no version"):
+        store.read_object(PIPE, ghost, "edges.parquet")
+
+
+def test_never_overwrite_same_version_id(backend, graph, manifest, monkeypatch):
+    store = backend.store
+    fixed = dt.datetime(2024, 1, 31, 12, 0, 0, tzinfo=dt.timezone.utc)
+    monkeypatch.setattr(store, "_now", lambda: fixed)  # same time + same content = same id
+    objects = graph_to_objects(graph)
+    version = store.put_version(PIPE, objects, manifest)
+    before = {k: store.read_object(PIPE, version, k) for k in objects}
+    keys_before = backend.raw_keys()
+    with pytest.raises(ArtifactExistsError, match="immutable"):
+        store.put_version(PIPE, objects, manifest)
+    assert backend.raw_keys() == keys_before
+    assert {k: store.read_object(PIPE, version, k) for k in objects} == before
+
+
+def test_never_overwrite_via_the_id_function(backend, manifest, monkeypatch):
+    store = backend.store
+    fixed_id = "20240131T120000000000Z-aaaaaaaaaaaa"
+    monkeypatch.setattr(store, "_make_version_id", lambda *args: fixed_id)
+    assert store.put_version(PIPE, {"edges.parquet": b"first"}, manifest) == fixed_id
+    with pytest.raises(ArtifactExistsError):
+        store.put_version(PIPE, {"edges.parquet": b"second"}, manifest)
+    assert backend.raw_keys() == [f"{PIPE}/{fixed_id}/edges.parquet", f"{PIPE}/{fixed_id}/manifest.json"]
+    with pytest.raises(ArtifactIntegrityError):  # the forged id does not match the content hash
+        store.read_manifest(PIPE, fixed_id)
+    assert backend.raw_keys()[0].endswith("edges.parquet")
+
+
+def test_put_new_refuses_existing_data_object(backend, manifest, monkeypatch):
+    """Leftover data objects of a crashed write under the same id are not overwritten either."""
+    store = backend.store
+    fixed_id = "20240131T120000000000Z-bbbbbbbbbbbb"
+    monkeypatch.setattr(store, "_make_version_id", lambda *args: fixed_id)
+    backend.overwrite(f"{PIPE}/{fixed_id}/edges.parquet", b"leftover")
+    with pytest.raises(ArtifactExistsError):
+        store.put_version(PIPE, {"edges.parquet": b"new", "features.npy": b"f"}, manifest)
+    assert backend.raw_keys() == [f"{PIPE}/{fixed_id}/edges.parquet"]
+
+
+def test_failed_manifest_write_leaves_no_version(backend, graph, manifest, monkeypatch):
+    store = backend.store
+    real_put = store._put_new
+
+    def failing_put(key, data):
+        if key.endswith("/manifest.json"):
+            raise OSError("disk full while writing the manifest")
+        real_put(key, data)
+
+    monkeypatch.setattr(store, "_put_new", failing_put)
+    with pytest.raises(OSError, match="disk full"):
+        store.put_version(PIPE, graph_to_objects(graph), manifest)
+    assert store.list_versions() == []
+    assert not any(k.endswith("manifest.json") for k in backend.raw_keys())
+    assert backend.raw_keys() == []  # the data objects written first were cleaned up
+    monkeypatch.undo()
+    version = store.put_version(PIPE, graph_to_objects(graph), manifest)  # a retry works
+    assert store.find_version(version) == (PIPE, version)
+
+
+def test_failed_data_write_leaves_no_version(backend, graph, manifest, monkeypatch):
+    store = backend.store
+    real_put = store._put_new
+    calls = []
+
+    def failing_put(key, data):
+        calls.append(key)
+        if len(calls) == 2:
+            raise OSError("connection reset")
+        real_put(key, data)
+
+    monkeypatch.setattr(store, "_put_new", failing_put)
+    with pytest.raises(OSError):
+        store.put_version(PIPE, graph_to_objects(graph), manifest)
+    assert backend.raw_keys() == []
+    version = calls[0].split("/")[1]
+    with pytest.raises(ArtifactError):
+        store.find_version(version)
+
+
+def test_corrupt_object_is_detected(backend, graph, manifest):
+    store = backend.store
+    version = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    key = f"{PIPE}/{version}/features.npy"
+    good = store.read_object(PIPE, version, "features.npy")
+    backend.overwrite(key, good[:-1] + bytes([good[-1] ^ 1]))
+    with pytest.raises(ArtifactIntegrityError, match="features.npy.*corrupt"):
+        store.read_object(PIPE, version, "features.npy")
+    with pytest.raises(ArtifactIntegrityError):
+        store.read_objects(PIPE, version)
+    store.read_object(PIPE, version, "labels.npy")  # the other objects are fine
+
+
+def test_missing_object_is_detected(backend, graph, manifest):
+    store = backend.store
+    version = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    backend.delete(f"{PIPE}/{version}/labels.npy")
+    with pytest.raises(ArtifactIntegrityError, match="missing"):
+        store.read_object(PIPE, version, "labels.npy")
+
+
+def test_swapped_object_with_edited_checksum_is_detected(backend, graph, manifest):
+    """Replacing an object AND its checksum in the manifest breaks the id's content hash."""
+    store = backend.store
+    version = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    key = f"{PIPE}/{version}/manifest.json"
+    stored = store.read_manifest(PIPE, version)
+    fake = b"swapped"
+    backend.overwrite(f"{PIPE}/{version}/features.npy", fake)
+    stored["objects"]["features.npy"] = {"sha256": hashlib.sha256(fake).hexdigest(), "size": len(fake)}
+    backend.overwrite(key, json.dumps(stored).encode())
+    with pytest.raises(ArtifactIntegrityError, match="content hash"):
+        store.read_manifest(PIPE, version)
+    with pytest.raises(ArtifactIntegrityError):
+        store.read_object(PIPE, version, "features.npy")
+    backend.overwrite(key, b"{not json")
+    with pytest.raises(ArtifactIntegrityError, match="JSON"):
+        store.read_manifest(PIPE, version)
+
+
+def test_unknown_object(backend, manifest):
+    version = backend.store.put_version(PIPE, {"edges.parquet": b"e"}, manifest)
+    with pytest.raises(ArtifactError, match="no object 'labels.npy'.*edges.parquet"):
+        backend.store.read_object(PIPE, version, "labels.npy")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"seed": 1},
+        {"mechanisms": [{"name": "feature_rr", "params": {"random_seed": 1}}]},
+        {"run": {"SeedSequence": [1, 2]}},
+        {"validation": {"success": True, "checks": [{"rng": {"seed_entropy": 7}}]}},
+    ],
+)
+def test_manifest_with_a_seed_is_refused_and_nothing_written(backend, manifest, bad):
+    manifest.update(bad)
+    with pytest.raises(ArtifactError, match="manifests never hold seeds") as info:
+        backend.store.put_version(PIPE, {"edges.parquet": b"e"}, manifest)
+    assert "seed" in str(info.value).split("found key")[1].lower()
+    assert backend.raw_keys() == []
+    assert backend.store.list_versions() == []
+
+
+def test_seed_key_path_is_named(backend, manifest):
+    manifest["mechanisms"] = [{"name": "a"}, {"params": {"random_seed": 1}}]
+    with pytest.raises(ArtifactError, match=r"mechanisms\[1\]\.params\.random_seed"):
+        backend.store.put_version(PIPE, {"edges.parquet": b"e"}, manifest)
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    ["", "Cora", "a/b", "..", "a..b", "../etc", ".hidden", "-x", "a b", "ä", "x" * 129, 3],
+)
+def test_bad_pipeline_names_are_refused(backend, manifest_factory, pipeline):
+    with pytest.raises(ArtifactNameError, match="pipeline"):
+        backend.store.put_version(pipeline, {"edges.parquet": b"e"}, manifest_factory("ok"))
+    assert backend.raw_keys() == []
+
+
+@pytest.mark.parametrize("name", ["a/b.npy", "../x", "Features.npy", ".x", "", "manifest.json"])
+def test_bad_object_names_are_refused(backend, manifest, name):
+    with pytest.raises(ArtifactNameError):
+        backend.store.put_version(PIPE, {name: b"e"}, manifest)
+    assert backend.raw_keys() == []
+
+
+def test_manifest_pipeline_must_match(backend, manifest_factory):
+    with pytest.raises(ArtifactError, match="other"):
+        backend.store.put_version(PIPE, {"edges.parquet": b"e"}, manifest_factory("other"))
+    assert backend.raw_keys() == []
+
+
+@pytest.mark.parametrize("version", ["latest", "../x", "20240101T000000000000Z-XYZ"])
+def test_bad_version_ids_are_refused(backend, version):
+    with pytest.raises(ArtifactNameError, match="version id"):
+        backend.store.read_manifest(PIPE, version)
+    with pytest.raises(ArtifactNameError):
+        backend.store.find_version(version)
+
+
+def test_objects_must_be_bytes(backend, manifest):
+    with pytest.raises(TypeError, match="bytes"):
+        backend.store.put_version(PIPE, {"edges.parquet": "text"}, manifest)
+
+
+# -- staging: write the objects, measure them, publish the manifest last --------------------------
+def test_stage_then_publish(backend, graph, manifest):
+    store = backend.store
+    pending = store.stage_version(PIPE, graph_to_objects(graph))
+    assert isinstance(pending, PendingVersion) and pending.pipeline == PIPE
+    assert not pending.published
+    # staged: invisible to readers, but the flow can measure it
+    assert store.list_versions() == []
+    with pytest.raises(ArtifactError):
+        store.find_version(pending.version)
+    with pytest.raises(ArtifactError):
+        store.load_graph(PIPE, pending.version)
+    staged_graph, fingerprint = store.load_graph(PIPE, pending.version, staged=True)
+    assert fingerprint is None
+    np.testing.assert_array_equal(staged_graph.x, graph.x)
+    assert staged_graph.num_nodes == graph.num_nodes
+
+    assert pending.publish(manifest) == pending.version
+    assert pending.published
+    assert store.find_version(pending.version) == (PIPE, pending.version)
+    assert store.read_manifest(PIPE, pending.version)["created"] == pending.created
+    assert store.load_graph(PIPE, pending.version, staged=True)[1] == manifest["input_fingerprint"]
+
+
+def test_publish_is_idempotent_but_immutable(backend, manifest, manifest_factory):
+    pending = backend.store.stage_version(PIPE, {"edges.parquet": b"e"})
+    version = pending.publish(manifest)
+    assert pending.publish(manifest) == version  # a retried publish
+    with pytest.raises(ArtifactExistsError, match="another manifest"):
+        pending.publish(manifest_factory(PIPE, note="changed"))
+    pending.abort()  # a no-op once published
+    assert backend.store.read_object(PIPE, version, "edges.parquet") == b"e"
+
+
+def test_abort_removes_the_staged_objects(backend, graph):
+    pending = backend.store.stage_version(PIPE, graph_to_objects(graph))
+    assert backend.raw_keys()
+    pending.abort()
+    assert backend.raw_keys() == []
+    with pytest.raises(ArtifactError):
+        backend.store.load_graph(PIPE, pending.version, staged=True)
+
+
+def test_publishing_a_bad_manifest_writes_no_manifest(backend, manifest):
+    pending = backend.store.stage_version(PIPE, {"edges.parquet": b"e"})
+    manifest["mechanisms"] = [{"params": {"seed": 3}}]
+    with pytest.raises(ArtifactError, match="never hold seeds"):
+        pending.publish(manifest)
+    assert not pending.published
+    pending.abort()
+    assert backend.raw_keys() == []
+
+
+def test_pending_version_pickles(backend, manifest):
+    pending = backend.store.stage_version(PIPE, {"edges.parquet": b"e"})
+    copy = pickle.loads(pickle.dumps(pending))
+    if backend.name == "s3":  # the copy makes its own client; point it at the test endpoint
+        copy.store._client = backend.store._client
+    assert copy.version == pending.version
+    assert copy.publish(manifest) == pending.version
+    assert pending.published

@@ -1,0 +1,140 @@
+"""LocalStore specifics: directory layout, atomic hard-link writes, hidden temp files, open_store.
+
+The behaviour every backend shares (round trip, listing, immutability, atomicity of a version,
+checksums, seed refusal, names) is in ``test_contract.py``, which runs against LocalStore too.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+import privgraph.storage.local as local_mod
+from privgraph.errors import ArtifactError, ArtifactExistsError, ArtifactIntegrityError
+from privgraph.storage import LocalStore, graph_to_objects, open_store
+
+PIPE = "cora-feature-rr"
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def test_layout_on_disk(tmp_path, graph, manifest):
+    root = tmp_path / "store"
+    store = LocalStore(root)
+    assert not root.exists()  # created on the first write, not before
+    assert store.list_versions() == []
+    version = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    assert _files(root) == [
+        f"{PIPE}/{version}/{n}"
+        for n in ("edges.parquet", "features.npy", "graph.json", "labels.npy", "manifest.json",
+                  "splits.npz")
+    ]
+    mode = stat.S_IMODE((root / PIPE / version / "manifest.json").stat().st_mode)
+    assert mode & stat.S_IRUSR and not mode & stat.S_IWOTH
+    assert repr(store) == f"LocalStore({str(root)!r})"
+
+
+def test_put_new_never_overwrites_and_leaves_no_temp_file(tmp_path):
+    store = LocalStore(tmp_path)
+    store._put_new("p/v/a.bin", b"one")
+    with pytest.raises(ArtifactExistsError, match="never overwritten"):
+        store._put_new("p/v/a.bin", b"two")
+    assert (tmp_path / "p/v/a.bin").read_bytes() == b"one"
+    assert _files(tmp_path) == ["p/v/a.bin"]
+
+
+def test_link_failure_on_manifest_leaves_no_manifest_and_no_temp(tmp_path, graph, manifest, monkeypatch):
+    real_link = os.link
+
+    def link(src, dst, *args, **kwargs):
+        if str(dst).endswith("manifest.json"):
+            raise OSError("simulated crash before the manifest became visible")
+        return real_link(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(local_mod.os, "link", link)
+    store = LocalStore(tmp_path)
+    with pytest.raises(OSError, match="simulated crash"):
+        store.put_version(PIPE, graph_to_objects(graph), manifest)
+    assert _files(tmp_path) == []  # data objects cleaned up, temp file removed
+    assert store.list_versions() == []
+
+
+def test_write_failure_mid_file_leaves_nothing_visible(tmp_path, manifest, monkeypatch):
+    real_fsync = os.fsync
+    calls = {"n": 0}
+
+    def fsync(fd):
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # files, not the directory fsyncs
+            calls["n"] += 1
+            if calls["n"] == 2:  # the second file: manifest.json (one data object before it)
+                raise OSError("I/O error")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(local_mod.os, "fsync", fsync)
+    store = LocalStore(tmp_path)
+    with pytest.raises(OSError, match="I/O error"):
+        store.put_version(PIPE, {"edges.parquet": b"e"}, manifest)
+    assert _files(tmp_path) == []
+    assert store.list_versions() == []
+
+
+def test_hidden_and_stray_entries_are_ignored(tmp_path, manifest):
+    store = LocalStore(tmp_path)
+    version = store.put_version(PIPE, {"edges.parquet": b"e"}, manifest)
+    (tmp_path / ".trash").mkdir()
+    (tmp_path / "README.txt").write_text("not a pipeline")
+    (tmp_path / PIPE / "notes").mkdir()
+    (tmp_path / PIPE / version / ".tmp-abc").write_bytes(b"left by a crash")
+    assert [(i.pipeline, i.version) for i in store.list_versions()] == [(PIPE, version)]
+    assert store.read_object(PIPE, version, "edges.parquet") == b"e"
+
+
+def test_corrupt_file_on_disk(tmp_path, graph, manifest):
+    store = LocalStore(tmp_path)
+    version = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    path = tmp_path / PIPE / version / "edges.parquet"
+    path.write_bytes(path.read_bytes() + b"\0")
+    with pytest.raises(ArtifactIntegrityError, match="edges.parquet"):
+        store.read_object(PIPE, version, "edges.parquet")
+
+
+def test_unsafe_keys_never_reach_the_disk(tmp_path):
+    store = LocalStore(tmp_path)
+    for key in ("p/../x", "p/.hidden/x", "/abs", "p//x"):
+        with pytest.raises(ArtifactError):
+            store._put_new(key, b"x")
+    assert _files(tmp_path) == []
+
+
+# -- open_store ----------------------------------------------------------------------------------
+def test_open_store_paths_and_file_uris(tmp_path):
+    assert open_store(tmp_path) == LocalStore(tmp_path)
+    assert open_store(str(tmp_path)) == LocalStore(tmp_path)
+    assert open_store(f"file://{tmp_path}") == LocalStore(tmp_path)
+    assert open_store(tmp_path.as_uri()) == LocalStore(tmp_path)
+    assert open_store(f"file://localhost{tmp_path}") == LocalStore(tmp_path)
+    assert isinstance(open_store("relative/dir"), LocalStore)
+
+
+@pytest.mark.parametrize(
+    "uri, match",
+    [
+        ("file://otherhost/x", "host"),
+        ("gs://bucket/x", "unsupported"),
+        ("http://example.com/x", "unsupported"),
+        ("s3:///prefix", "bucket"),
+    ],
+)
+def test_open_store_rejects(uri, match):
+    with pytest.raises(ValueError, match=match):
+        open_store(uri)
+
+
+def test_open_store_rejects_options_for_local(tmp_path):
+    with pytest.raises(TypeError, match="options"):
+        open_store(tmp_path, endpoint_url="http://x")
