@@ -71,3 +71,15 @@ def facebook(facebook_root: Path):
     from privgraph.datasets import load_musae_facebook
 
     return load_musae_facebook(facebook_root)
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint():
+    """The URL of a moto S3 server on 127.0.0.1 (a free port), for the whole session."""
+    from moto.server import ThreadedMotoServer  # a required test dependency: never skipped
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()

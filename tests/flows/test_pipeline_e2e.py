@@ -97,3 +97,41 @@ def test_cli_exceeded_budget_exits_3_and_publishes_nothing(tmp_path, data_root):
     assert "Traceback" not in r.stderr and "features" in r.stderr
     r = _cli("artifacts", "list", "--store", str(tmp_path / "store"), "--json", cwd=tmp_path)
     assert r.returncode == 0 and json.loads(r.stdout) == []
+
+
+def test_cli_run_against_s3(tmp_path, data_root, moto_endpoint):
+    """The same pipeline against a real S3 endpoint (moto's server on 127.0.0.1)."""
+    import boto3
+
+    env = {
+        "AWS_ENDPOINT_URL": moto_endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1",
+                 aws_access_key_id="testing", aws_secret_access_key="testing").create_bucket(Bucket="private-graphs")
+    cfg = _config(tmp_path, data_root, executor="serial", storage="s3://private-graphs/prod")
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        r = _cli("run", "cora", "--config", str(cfg), "--no-evaluate", "--json", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr[-3000:]
+        version = json.loads(r.stdout.strip().splitlines()[-1])["version"]
+        r = _cli("artifacts", "list", "--store", "s3://private-graphs/prod", "--json", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert [v["version"] for v in json.loads(r.stdout)] == [version]
+        r = _cli("artifacts", "show", version, "--store", "s3://private-graphs/prod", "--json", cwd=tmp_path)
+        assert r.returncode == 0 and json.loads(r.stdout)["ledger"]["entries"]
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    keys = [o["Key"] for o in boto3.client(
+        "s3", endpoint_url=moto_endpoint, region_name="us-east-1",
+        aws_access_key_id="testing", aws_secret_access_key="testing",
+    ).list_objects_v2(Bucket="private-graphs")["Contents"]]
+    assert any(k.endswith(f"{version}/manifest.json") for k in keys)
+    assert any(k.endswith(f"{version}/features.npy") for k in keys)

@@ -50,18 +50,6 @@ def _local_backend(root: Path) -> Backend:
 
 
 @pytest.fixture(scope="session")
-def moto_endpoint():
-    """The URL of a moto S3 server on 127.0.0.1 (a free port), for the whole session."""
-    pytest.importorskip("boto3")
-    server_mod = pytest.importorskip("moto.server")
-    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
-@pytest.fixture(scope="session")
 def s3_client(moto_endpoint):
     import boto3
 
