@@ -102,6 +102,33 @@ def run(
         _print_metrics(res["metrics"])
 
 
+@app.command()
+def serve(
+    pipelines: list[str] = typer.Argument(None, help="pipelines to schedule (default: all with a schedule)"),
+    config: Path = typer.Option(Path("pipelines.yaml"), "--config", "-c", help="pipelines file"),
+    cron: str | None = typer.Option(None, "--cron", help="override the schedule, e.g. '0 3 * * *'"),
+) -> None:
+    """Serve scheduled production runs of the privatize flow (needs a running Prefect server)."""
+    try:
+        from privgraph.config import load_config
+
+        cfg = load_config(config)
+        names = pipelines or [n for n, p in cfg.pipelines.items() if p.schedule is not None]
+        if not names:
+            from privgraph.errors import ConfigError
+
+            raise ConfigError(f"{config}: no pipeline has a 'schedule'; add one or name pipelines and pass --cron")
+        from flows.schedule import pipeline_deployments
+        from flows.schedule import serve as serve_deployments
+
+        deployments = pipeline_deployments(cfg, names, str(config.resolve()), cron=cron)
+    except _user_errors() as exc:
+        _fail(exc)
+        return
+    err.print(f"serving {', '.join(d.name for d in deployments)}; Ctrl-C to stop")
+    serve_deployments(deployments)
+
+
 @artifacts_app.command("list")
 def artifacts_list(
     store: str | None = typer.Option(None, "--store", help="artifact store URI"),

@@ -22,6 +22,7 @@ __all__ = [
     "PartitionConfig",
     "DaskConfig",
     "EvaluateConfig",
+    "ScheduleConfig",
     "PipelineConfig",
     "PipelinesConfig",
     "load_config",
@@ -118,6 +119,24 @@ class EvaluateConfig(_Strict):
     patience: int | None = Field(default=50, ge=1)
 
 
+_CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,\-?LW#]+$")
+
+
+class ScheduleConfig(_Strict):
+    """When to run the pipeline as a scheduled production run (``privgraph serve``)."""
+
+    cron: str = Field(description="five-field cron expression, e.g. '0 3 * * *'")
+    timezone: str = "UTC"
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, v: str) -> str:
+        fields = v.split()
+        if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+            raise ValueError(f"cron must have five fields (minute hour day month weekday), got {v!r}")
+        return v
+
+
 class PipelineConfig(_Strict):
     """One pipeline: dataset, mechanisms per scope, budget caps, seed, storage, evaluation."""
 
@@ -134,6 +153,7 @@ class PipelineConfig(_Strict):
     )
     storage: str = "./artifacts"
     evaluate: EvaluateConfig = EvaluateConfig()
+    schedule: ScheduleConfig | None = None
 
     @field_validator("budget")
     @classmethod
