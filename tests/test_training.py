@@ -1,0 +1,258 @@
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from privgraph.graph import GraphData
+from privgraph.training import (
+    _model_input,
+    choose_device,
+    evaluate_utility,
+    train_node_classifier,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+
+FAST = {"hidden": 16, "epochs": 60, "patience": None}
+
+
+def two_communities(n: int = 200, *, signal: float = 1.0, seed: int = 0) -> GraphData:
+    """Two planted communities (p_in 0.08, p_out 0.005) with label-correlated features."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1], n // 2)
+    same = y[:, None] == y[None, :]
+    upper = np.triu(rng.random((n, n)) < np.where(same, 0.08, 0.005), k=1)
+    edges = np.stack(np.nonzero(upper))
+    x = rng.normal(size=(n, 8)).astype(np.float32)
+    x[:, 0] += signal * (2 * y - 1)
+    order = rng.permutation(n)
+    masks = {name: np.zeros(n, bool) for name in ("train_mask", "val_mask", "test_mask")}
+    masks["train_mask"][order[:40]] = True
+    masks["val_mask"][order[40:100]] = True
+    masks["test_mask"][order[100:]] = True
+    return GraphData.from_edges(n, edges, x=x, y=y, **masks)
+
+
+@pytest.fixture(scope="module")
+def graph() -> GraphData:
+    return two_communities()
+
+
+@pytest.fixture(scope="module")
+def noisy_graph() -> GraphData:
+    return two_communities(signal=0.2, seed=1)
+
+
+# -- devices -----------------------------------------------------------------------------------
+def test_choose_device():
+    assert choose_device("cpu") == torch.device("cpu")
+    assert choose_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert choose_device().type == choose_device("auto").type
+    with pytest.raises(ValueError, match="prefer must be"):
+        choose_device("tpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without CUDA")
+def test_choose_device_refuses_cuda_without_cuda(graph):
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        choose_device("cuda")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        train_node_classifier(graph, seed=0, device="cuda")
+
+
+# -- training ----------------------------------------------------------------------------------
+def test_learns_a_learnable_graph(graph):
+    res = train_node_classifier(graph, seed=0, device="cpu")
+    assert set(res) == {"test_acc", "val_acc", "train_acc", "best_epoch", "epochs_run", "device"}
+    assert res["test_acc"] > 0.9
+    assert res["device"] == "cpu"
+    assert 1 <= res["best_epoch"] <= res["epochs_run"] <= 200
+
+
+@pytest.mark.parametrize("aggr", ["mean", "gcn"])
+def test_same_seed_same_metrics(noisy_graph, aggr):
+    a = train_node_classifier(noisy_graph, seed=11, aggr=aggr, device="cpu", **FAST)
+    b = train_node_classifier(noisy_graph, seed=11, aggr=aggr, device="cpu", **FAST)
+    assert a == b
+
+
+def test_seed_sequence_is_accepted(noisy_graph):
+    ss = np.random.SeedSequence(5)
+    a = train_node_classifier(noisy_graph, seed=ss, device="cpu", **FAST)
+    b = train_node_classifier(noisy_graph, seed=np.random.SeedSequence(5), device="cpu", **FAST)
+    c = train_node_classifier(noisy_graph, seed=5, device="cpu", **FAST)
+    assert a == b == c
+
+
+def test_different_seeds_differ(noisy_graph):
+    keys = ("test_acc", "val_acc", "train_acc", "best_epoch")
+    results = {
+        tuple(train_node_classifier(noisy_graph, seed=s, device="cpu", **FAST)[k] for k in keys)
+        for s in range(4)
+    }
+    assert len(results) > 1
+
+
+def test_global_random_state_untouched(noisy_graph):
+    torch_state = torch.random.get_rng_state()
+    np_state = np.random.get_state()[1].copy()
+    train_node_classifier(noisy_graph, seed=3, device="cpu", **FAST)
+    evaluate_utility(noisy_graph, noisy_graph, runs=2, seed_sequence=np.random.SeedSequence(1),
+                     device="cpu", **FAST)
+    assert torch.equal(torch.random.get_rng_state(), torch_state)
+    assert np.array_equal(np.random.get_state()[1], np_state)
+
+
+def test_early_stopping(noisy_graph):
+    res = train_node_classifier(noisy_graph, seed=0, epochs=500, patience=5, hidden=8, device="cpu")
+    assert res["epochs_run"] < 500
+    assert res["epochs_run"] - res["best_epoch"] == 5
+
+
+def test_sparse_features(graph):
+    # bag-of-words-like binary features (about 5% non-zero) take the sparse CSR path
+    rng = np.random.default_rng(2)
+    x = (rng.random((graph.num_nodes, 40)) < 0.03).astype(np.float32)
+    x[np.arange(graph.num_nodes), graph.y] = rng.random(graph.num_nodes) < 0.7
+    assert _model_input(torch.from_numpy(x)).layout == torch.sparse_csr
+    assert _model_input(torch.from_numpy(graph.x)).layout == torch.strided
+    sparse = graph.replace(x=x)
+    res = train_node_classifier(sparse, seed=0, device="cpu")
+    assert res["test_acc"] > 0.9
+    assert train_node_classifier(sparse, seed=0, device="cpu") == res
+
+
+def test_edges_public_only():
+    g = two_communities()
+    half = np.arange(g.num_edges) % 2 == 0
+    split = GraphData.from_edges(
+        g.num_nodes, g.edges(), private=half, x=g.x, y=g.y,
+        train_mask=g.train_mask, val_mask=g.val_mask, test_mask=g.test_mask,
+    )
+    a = train_node_classifier(split, seed=0, edges="all", device="cpu", **FAST)
+    b = train_node_classifier(split, seed=0, edges="public", device="cpu", **FAST)
+    c = train_node_classifier(g, seed=0, device="cpu", **FAST)
+    assert a == c  # which edges are private does not matter with edges="all"
+    assert a != b
+    with pytest.raises(ValueError, match="which must be"):
+        train_node_classifier(split, seed=0, edges="some", device="cpu")
+
+
+@pytest.mark.parametrize("missing", ["x", "y", "train_mask", "val_mask", "test_mask"])
+def test_refuses_incomplete_graphs(graph, missing):
+    with pytest.raises(ValueError, match=f"no {missing}"):
+        train_node_classifier(graph.replace(**{missing: None}), seed=0)
+
+
+def test_refuses_bad_inputs(graph):
+    with pytest.raises(ValueError, match="selects no node"):
+        train_node_classifier(graph.replace(val_mask=np.zeros(graph.num_nodes, bool)), seed=0)
+    with pytest.raises(ValueError, match="multi-label"):
+        train_node_classifier(graph.replace(y=np.eye(2, dtype=np.int64)[graph.y]), seed=0)
+    for bad in ({"epochs": 0}, {"lr": 0.0}, {"lr": float("nan")}, {"hidden": 2.5}, {"patience": 0}):
+        with pytest.raises(ValueError):
+            train_node_classifier(graph, seed=0, **bad)
+    with pytest.raises(ValueError, match="GCN"):
+        train_node_classifier(graph, seed=0, aggr="max")
+    with pytest.raises(TypeError, match="seed"):
+        train_node_classifier(graph, seed=-1)
+
+
+# -- evaluate_utility --------------------------------------------------------------------------
+def test_evaluate_utility_pairs_runs(noisy_graph):
+    ss = np.random.SeedSequence(7)
+    res = evaluate_utility(noisy_graph, noisy_graph, runs=3, seed_sequence=ss, device="cpu", **FAST)
+    assert res["runs"] == 3 and res["device"] == "cpu"
+    # same graph and the same per-run seeds: the two sides are identical
+    assert res["private"] == res["clean"]
+    accs = res["clean"]["test_acc"]
+    assert len(accs) == 3
+    assert res["clean"]["test_acc_mean"] == pytest.approx(np.mean(accs))
+    assert res["clean"]["test_acc_std"] == pytest.approx(np.std(accs, ddof=1))
+    again = evaluate_utility(noisy_graph, noisy_graph, runs=3, seed_sequence=7, device="cpu",
+                             **FAST)
+    assert again == res
+
+
+def test_evaluate_utility_scores_private_model_on_clean_test_labels(noisy_graph):
+    # noise on the private graph's TEST labels must not change the measured test accuracy
+    y = noisy_graph.y.copy()
+    y[noisy_graph.test_mask] = 1 - y[noisy_graph.test_mask]
+    private = noisy_graph.replace(y=y)
+    res = evaluate_utility(private, noisy_graph, runs=2, seed_sequence=3, device="cpu", **FAST)
+    assert res["private"] == res["clean"]
+
+
+def test_evaluate_utility_detects_feature_noise(graph):
+    rng = np.random.default_rng(0)
+    private = graph.replace(x=rng.normal(size=graph.x.shape).astype(np.float32))
+    res = evaluate_utility(private, graph, runs=2, seed_sequence=0, device="cpu")
+    assert res["clean"]["test_acc_mean"] > res["private"]["test_acc_mean"]
+
+
+def test_evaluate_utility_refuses_different_splits(graph):
+    moved = graph.test_mask.copy()
+    moved[np.flatnonzero(moved)[0]] = False
+    with pytest.raises(ValueError, match="test_mask .* differs"):
+        evaluate_utility(graph.replace(test_mask=moved), graph, runs=1, seed_sequence=0)
+    with pytest.raises(ValueError, match="test_mask is missing from the private"):
+        evaluate_utility(graph.replace(test_mask=None), graph, runs=1, seed_sequence=0)
+    with pytest.raises(ValueError, match="nodes"):
+        evaluate_utility(two_communities(100), graph, runs=1, seed_sequence=0)
+    with pytest.raises(ValueError, match="runs"):
+        evaluate_utility(graph, graph, runs=0, seed_sequence=0)
+    with pytest.raises(TypeError, match="seed"):
+        evaluate_utility(graph, graph, runs=1, seed_sequence=0, seed=1)
+
+
+# -- CUDA and real data --------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_trains_on_cuda(graph):
+    state = torch.cuda.get_rng_state()
+    res = train_node_classifier(graph, seed=0, device="cuda")
+    assert res["device"].startswith("cuda")
+    assert res["test_acc"] > 0.9
+    assert torch.equal(torch.cuda.get_rng_state(), state)
+    assert train_node_classifier(graph, seed=0, device="auto")["device"].startswith("cuda")
+
+
+def _cora_raw() -> Path:
+    root = os.environ.get("PRIVGRAPH_DATA_ROOT")
+    if not root:
+        pytest.skip("PRIVGRAPH_DATA_ROOT is not set")
+    raw = Path(root) / "planetoid" / "Cora" / "raw"
+    if not (raw / "ind.cora.graph").is_file():
+        pytest.skip(f"Cora raw files are absent from {raw}")
+    return raw
+
+
+@pytest.mark.dataset
+@pytest.mark.parametrize("aggr", ["mean", "gcn"])
+def test_gcn_on_clean_cora(aggr):
+    from torch_geometric.io import read_planetoid_data
+
+    d = read_planetoid_data(str(_cora_raw()), "cora")  # reads raw files, writes nothing
+    cora = GraphData.from_edges(
+        d.num_nodes, d.edge_index.numpy(), drop_self_loops=True, deduplicate=True,
+        x=d.x.numpy(), y=d.y.numpy(), train_mask=d.train_mask.numpy(),
+        val_mask=d.val_mask.numpy(), test_mask=d.test_mask.numpy(),
+    )
+    assert (cora.num_nodes, cora.num_features, cora.num_edges) == (2708, 1433, 5278)
+    accs = [train_node_classifier(cora, seed=s, aggr=aggr)["test_acc"] for s in range(2)]
+    assert np.mean(accs) >= 0.75
+
+
+@pytest.mark.dataset
+def test_dense_offset_features_still_train(data_root):
+    """Privatized features are dense with a common offset (FeatureRR maps 0 to 1/k): training
+    centres them; without that, input dropout over 1,433 offset columns stopped Cora training
+    (train accuracy 0.14)."""
+    from privgraph.datasets import load_dataset
+
+    cora = load_dataset("cora", root=data_root)
+    shifted = cora.replace(x=(0.5 + 0.5 * cora.x).astype(np.float32))
+    r = train_node_classifier(shifted, seed=1, epochs=80, patience=None)
+    assert r["train_acc"] > 0.95 and r["test_acc"] > 0.7
