@@ -150,9 +150,12 @@ def artifacts_list(
     if not rows:
         out.print("no versions")
         return
-    t = Table("pipeline", "version", "created", "epsilon (features / edges)")
+    t = Table("pipeline")
+    t.add_column("version", no_wrap=True)
+    t.add_column("created (UTC)", no_wrap=True)
+    t.add_column("epsilon")
     for r in rows:
-        t.add_row(r["pipeline"], r["version"], r["created"], r.get("epsilon_summary", ""))
+        t.add_row(r["pipeline"], r["version"], r["created"][:19], r.get("epsilon_summary", ""))
     out.print(t)
 
 
