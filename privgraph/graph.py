@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import numpy as np
 
 from privgraph.errors import GraphValidationError
 
-__all__ = ["GraphData", "GraphValidationError", "canonical_edges", "in_sorted", "sorted_unique"]
+__all__ = [
+    "GraphData",
+    "GraphValidationError",
+    "canonical_edges",
+    "check_edge_list",
+    "in_sorted",
+    "sorted_unique",
+]
 
 _MAX_SHOWN = 5
 
@@ -68,6 +75,53 @@ def in_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
         return np.zeros(np.shape(values), dtype=bool)
     pos = np.minimum(np.searchsorted(sorted_set, values), sorted_set.size - 1)
     return sorted_set[pos] == values
+
+
+def check_edge_list(
+    e: np.ndarray,
+    num_nodes: int,
+    *,
+    prefix: str = "edges",
+    where: Callable[[np.ndarray], str] | None = None,
+    require_canonical: bool = False,
+) -> None:
+    """Raise GraphValidationError for ids out of range, self-loops, ``u > v`` (when
+    ``require_canonical``) and duplicate edges, in either direction.
+
+    ``where(indices)`` words the offending positions (default: ``columns [..]``; a file loader
+    passes one that names the file's lines).
+    """
+    where = where or (lambda idx: f"columns {_rows(idx)}")
+    pre = f"{prefix}: " if prefix else ""
+    n = num_nodes
+    if e.shape[1] == 0:
+        return
+    out = np.flatnonzero(((e < 0) | (e >= n)).any(0))
+    if out.size:
+        raise GraphValidationError(
+            f"{pre}node ids out of range [0, {n}) at {where(out)} (first: {e[:, out[0]].tolist()})"
+        )
+    loops = np.flatnonzero(e[0] == e[1])
+    if loops.size:
+        raise GraphValidationError(f"{pre}self-loops at {where(loops)} (first: {e[:, loops[0]].tolist()})")
+    if require_canonical:
+        rev = np.flatnonzero(e[0] > e[1])
+        if rev.size:
+            raise GraphValidationError(
+                f"{pre}edges must be stored once with u < v; {where(rev)} have u > v "
+                f"(first: {e[:, rev[0]].tolist()}); use GraphData.from_edges to canonicalise"
+            )
+    keys = _edge_keys(e, n)
+    order = np.argsort(keys, kind="stable")
+    ks = keys[order]
+    later = np.flatnonzero(ks[1:] == ks[:-1]) + 1
+    if later.size:
+        dup = np.sort(order[later])
+        first_same = int(order[np.searchsorted(ks, keys[dup[0]])])
+        raise GraphValidationError(
+            f"{pre}duplicate edges (the same undirected edge, in either direction) at {where(dup)} "
+            f"(first: {e[:, dup[0]].tolist()}, which repeats {where(np.array([first_same]))})"
+        )
 
 
 def _edge_keys(edges: np.ndarray, num_nodes: int) -> np.ndarray:
@@ -125,34 +179,7 @@ class GraphData:
 
     # -- validation -------------------------------------------------------------------------
     def _validate_edges(self, name: str, e: np.ndarray) -> None:
-        n = self.num_nodes
-        if e.shape[1] == 0:
-            return
-        out = np.flatnonzero(((e < 0) | (e >= n)).any(0))
-        if out.size:
-            raise GraphValidationError(
-                f"{name}: node ids out of range [0, {n}) at columns {_rows(out)} "
-                f"(first: {e[:, out[0]].tolist()})"
-            )
-        loops = np.flatnonzero(e[0] == e[1])
-        if loops.size:
-            raise GraphValidationError(
-                f"{name}: self-loops at columns {_rows(loops)} (first: {e[:, loops[0]].tolist()})"
-            )
-        rev = np.flatnonzero(e[0] > e[1])
-        if rev.size:
-            raise GraphValidationError(
-                f"{name}: edges must be stored once with u < v; columns {_rows(rev)} have u > v "
-                f"(first: {e[:, rev[0]].tolist()}); use GraphData.from_edges to canonicalise"
-            )
-        keys = _edge_keys(e, n)
-        order = np.argsort(keys, kind="stable")
-        dup_sorted = np.flatnonzero(keys[order][1:] == keys[order][:-1]) + 1
-        if dup_sorted.size:
-            dup = np.sort(order[dup_sorted])
-            raise GraphValidationError(
-                f"{name}: duplicate edges at columns {_rows(dup)} (first: {e[:, dup[0]].tolist()})"
-            )
+        check_edge_list(e, self.num_nodes, prefix=name, require_canonical=True)
 
     def _validate_disjoint(self) -> None:
         if self.edges_public.shape[1] == 0 or self.edges_private.shape[1] == 0:
@@ -259,12 +286,9 @@ class GraphData:
             raise GraphValidationError(
                 f"private: expected a boolean mask of length {e.shape[1]}, got shape {list(priv.shape)}"
             )
+        rows = lambda idx: f"rows {_rows(idx)}"  # noqa: E731 - input rows, not columns
         if e.shape[1] and ((e < 0) | (e >= num_nodes)).any():
-            bad = np.flatnonzero(((e < 0) | (e >= num_nodes)).any(0))
-            raise GraphValidationError(
-                f"edges: node ids out of range [0, {num_nodes}) at rows {_rows(bad)} "
-                f"(first: {e[:, bad[0]].tolist()})"
-            )
+            check_edge_list(e, num_nodes, where=rows)  # raises the range error
         if drop_self_loops:
             keep = e[0] != e[1]
             e, priv = e[:, keep], priv[keep]
@@ -278,17 +302,9 @@ class GraphData:
             first[1:] = keys_o[1:] != keys_o[:-1]
             sel = np.sort(order[first])
             c, priv = c[:, sel], priv[sel]
-        elif c.shape[1]:
-            # a both-direction duplicate is a duplicate: report it with the input's row numbers
-            keys = c[0] * np.int64(num_nodes) + c[1]
-            order = np.argsort(keys, kind="stable")
-            d = np.flatnonzero(keys[order][1:] == keys[order][:-1]) + 1
-            if d.size:
-                rows = np.sort(order[d])
-                raise GraphValidationError(
-                    f"edges: duplicate or both-direction duplicate edges at rows {_rows(rows)} "
-                    f"(first: {e[:, rows[0]].tolist()})"
-                )
+        else:
+            # self-loops and both-direction duplicates, reported with the input's row numbers
+            check_edge_list(e, num_nodes, where=rows)
         return cls(num_nodes=num_nodes, edges_public=c[:, ~priv], edges_private=c[:, priv], **kwargs)
 
     def replace(self, **changes: Any) -> GraphData:

@@ -1,6 +1,3 @@
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -219,40 +216,19 @@ def test_trains_on_cuda(graph):
     assert train_node_classifier(graph, seed=0, device="auto")["device"].startswith("cuda")
 
 
-def _cora_raw() -> Path:
-    root = os.environ.get("PRIVGRAPH_DATA_ROOT")
-    if not root:
-        pytest.skip("PRIVGRAPH_DATA_ROOT is not set")
-    raw = Path(root) / "planetoid" / "Cora" / "raw"
-    if not (raw / "ind.cora.graph").is_file():
-        pytest.skip(f"Cora raw files are absent from {raw}")
-    return raw
-
-
 @pytest.mark.dataset
 @pytest.mark.parametrize("aggr", ["mean", "gcn"])
-def test_gcn_on_clean_cora(aggr):
-    from torch_geometric.io import read_planetoid_data
-
-    d = read_planetoid_data(str(_cora_raw()), "cora")  # reads raw files, writes nothing
-    cora = GraphData.from_edges(
-        d.num_nodes, d.edge_index.numpy(), drop_self_loops=True, deduplicate=True,
-        x=d.x.numpy(), y=d.y.numpy(), train_mask=d.train_mask.numpy(),
-        val_mask=d.val_mask.numpy(), test_mask=d.test_mask.numpy(),
-    )
+def test_gcn_on_clean_cora(aggr, cora):
     assert (cora.num_nodes, cora.num_features, cora.num_edges) == (2708, 1433, 5278)
     accs = [train_node_classifier(cora, seed=s, aggr=aggr)["test_acc"] for s in range(2)]
     assert np.mean(accs) >= 0.75
 
 
 @pytest.mark.dataset
-def test_dense_offset_features_still_train(data_root):
+def test_dense_offset_features_still_train(cora):
     """Privatized features are dense with a common offset (FeatureRR maps 0 to 1/k): training
     centres them; without that, input dropout over 1,433 offset columns stopped Cora training
     (train accuracy 0.14)."""
-    from privgraph.datasets import load_dataset
-
-    cora = load_dataset("cora", root=data_root)
     shifted = cora.replace(x=(0.5 + 0.5 * cora.x).astype(np.float32))
     r = train_node_classifier(shifted, seed=1, epochs=80, patience=None)
     assert r["train_acc"] > 0.95 and r["test_acc"] > 0.7

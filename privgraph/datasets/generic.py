@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
-from privgraph.graph import GraphData
+from privgraph.graph import GraphData, check_edge_list
 
 __all__ = ["load_generic"]
 
@@ -209,33 +209,7 @@ def _read_edges(path: Path, private_column: str) -> tuple[_Table, np.ndarray, np
 
 def _check_edges(tab: _Table, e: np.ndarray, n: int) -> None:
     """Range, self-loops and (both-direction) duplicates, reported with the file's rows."""
-    if e.shape[1] == 0:
-        return
-    out = np.flatnonzero(((e < 0) | (e >= n)).any(0))
-    if out.size:
-        raise GraphValidationError(
-            f"node ids out of range [0, {n}) at {tab.where(out)} "
-            f"(first: src={int(e[0, out[0]])}, dst={int(e[1, out[0]])})"
-        )
-    loops = np.flatnonzero(e[0] == e[1])
-    if loops.size:
-        raise GraphValidationError(
-            f"self-loops at {tab.where(loops)} (first: src=dst={int(e[0, loops[0]])})"
-        )
-    lo, hi = np.minimum(e[0], e[1]), np.maximum(e[0], e[1])
-    keys = lo * np.int64(n) + hi
-    order = np.argsort(keys, kind="stable")
-    ks = keys[order]
-    later = np.flatnonzero(ks[1:] == ks[:-1]) + 1
-    if later.size:
-        dup = np.sort(order[later])
-        # the earliest row with the same key as the first reported duplicate
-        first_same = int(order[np.searchsorted(ks, keys[dup[0]])])
-        raise GraphValidationError(
-            f"duplicate edges (the same undirected edge, in either direction) at {tab.where(dup)}; "
-            f"first: ({int(e[0, dup[0]])}, {int(e[1, dup[0]])}) repeats "
-            f"{tab.where(np.array([first_same]))}"
-        )
+    check_edge_list(e, n, prefix="", where=tab.where)
 
 
 # -- features and labels ---------------------------------------------------------------------
