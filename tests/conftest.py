@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+# the temporary Prefect server's telemetry heartbeat only adds sqlite-lock noise to test logs
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
 CORA_FILES = tuple(
     f"planetoid/Cora/raw/ind.cora.{s}"
     for s in ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
