@@ -103,6 +103,33 @@ def run(
 
 
 @app.command()
+def evaluate(
+    version: str = typer.Argument(..., help="a published version (see `privgraph artifacts list`)"),
+    config: Path = typer.Option(Path("pipelines.yaml"), "--config", "-c", help="pipelines file"),
+    store: str | None = typer.Option(None, "--store", help="artifact store URI"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+) -> None:
+    """Train the GNN on a published version and on the clean graph; print both accuracies."""
+    try:
+        from privgraph.storage import open_store
+
+        store_uri = store or _default_store()
+        pipeline, version = open_store(store_uri).find_version(version)
+        from flows.evaluate import evaluate_flow
+
+        _quiet_prefect()
+        with err.status(f"evaluating {pipeline}/{version}"):
+            res = evaluate_flow(pipeline=pipeline, version=version, config_path=str(config), store=store_uri)
+    except _user_errors() as exc:
+        _fail(exc)
+        return
+    if as_json:
+        print(json.dumps(res, sort_keys=True))
+        return
+    _print_metrics(res["metrics"])
+
+
+@app.command()
 def serve(
     pipelines: list[str] = typer.Argument(None, help="pipelines to schedule (default: all with a schedule)"),
     config: Path = typer.Option(Path("pipelines.yaml"), "--config", "-c", help="pipelines file"),

@@ -96,3 +96,19 @@ def test_failed_checkpoint_writes_nothing(harness, tmp_path):
     with pytest.raises(ValidationFailedError, match="scope edges .*no budget cap"):
         privatize_flow(pipeline="sbm-small", config_path=str(cfg))
     assert not (tmp_path / "store").exists() or not any((tmp_path / "store").rglob("*.json"))
+
+
+def test_evaluate_flow_on_a_published_version(harness, tmp_path):
+    from flows.evaluate import evaluate_flow
+    from flows.privatize import privatize_flow
+
+    cfg = _config(tmp_path)
+    res = privatize_flow(pipeline="sbm-small", config_path=str(cfg), evaluate=False)
+    out = evaluate_flow(pipeline="sbm-small", version=res["version"], config_path=str(cfg), store=str(tmp_path / "store"))
+    assert out["metrics"]["runs"] == 2 and out["metrics"]["clean"]["test_acc_mean"] > 0.5
+    # a configuration whose dataset is not this version's input is refused
+    other = _config(tmp_path, dataset={"name": "sbm", "rho": 0.1, "options": {"num_nodes": 600, "num_features": 8}})
+    from privgraph.errors import ArtifactError
+
+    with pytest.raises(ArtifactError, match="input fingerprint differs"):
+        evaluate_flow(pipeline="sbm-small", version=res["version"], config_path=str(other), store=str(tmp_path / "store"))
