@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from privgraph.config import EvaluateConfig
@@ -21,4 +21,5 @@ def evaluate(
         private, clean, runs=config.runs, seed_sequence=seed, epochs=config.epochs,
         hidden=config.hidden, lr=config.lr, weight_decay=config.weight_decay,
         dropout=config.dropout, aggr=config.aggr, device=config.device, patience=config.patience,
+        progress=get_run_logger().info,
     )
