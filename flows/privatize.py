@@ -42,7 +42,7 @@ def privatize_flow(
     parts = partition(graph, cfg.partitions)
     result = privatize(graph, parts, cfg, stage_seed(root, "privatize"))
     policy = BudgetPolicy(cfg.budget)
-    report = validate(result.graph, result.ledger, policy)
+    report = validate(result.graph, result.ledger, policy, result.stats.get("feature_range"))
     publish_ledger(pipeline, None, result.ledger.to_dict(), report.to_dict())
     enforce(report)  # exit code 3, nothing written
 

@@ -31,7 +31,11 @@ class PrivatizationResult:
 
 
 def _features_part(x_rows: np.ndarray, seed: np.random.SeedSequence, *, mechanism: Any) -> np.ndarray:
-    return mechanism.privatize_rows(x_rows, np.random.default_rng(seed))
+    released = mechanism.privatize_rows(x_rows, np.random.default_rng(seed))
+    # mechanisms whose release is an encoding (multibit, three_output, pm_sub) also give the
+    # server-side unbiased estimate in feature units; it is post-processing, so free
+    estimate = getattr(mechanism, "estimate", None)
+    return released if estimate is None else estimate(released)
 
 
 def _edges_part(
@@ -115,6 +119,8 @@ def privatize_graph(
         if features.scope is not Scope.FEATURES:
             raise ValueError(f"{features!r} does not protect features")
         changes["x"] = _privatize_features(graph, features, parts, root_seed, executor)
+        output_range = getattr(features, "output_range", None)
+        stats["feature_range"] = None if output_range is None else list(output_range())
         ledger.record(
             LedgerEntry(
                 stage=f"{stage}.features", mechanism=features.name, guarantee=features.guarantee,

@@ -11,5 +11,7 @@ from privgraph.validation import ValidationReport, run_checkpoint
 
 
 @task(name="validate", cache_policy=NO_CACHE, persist_result=False)
-def validate(graph: GraphData, ledger: PrivacyLedger, policy: BudgetPolicy) -> ValidationReport:
-    return run_checkpoint(graph, ledger, policy)
+def validate(
+    graph: GraphData, ledger: PrivacyLedger, policy: BudgetPolicy, feature_range: list[float] | None = None
+) -> ValidationReport:
+    return run_checkpoint(graph, ledger, policy, feature_range=None if feature_range is None else tuple(feature_range))

@@ -22,7 +22,17 @@ from privgraph.mechanisms.base import (
     epsilon_upper,
 )
 from privgraph.mechanisms.edges import DPRR
-from privgraph.mechanisms.features import FeatureRR
+from privgraph.mechanisms.features import (
+    DuchiMechanism,
+    FeatureRR,
+    HybridMechanism,
+    LabelRR,
+    LaplaceMechanism,
+    MultiBitEncoder,
+    PiecewiseMechanism,
+    PMSubMechanism,
+    ThreeOutputMechanism,
+)
 
 __all__ = [
     "MECHANISMS",
@@ -41,8 +51,19 @@ __all__ = [
 ]
 
 MECHANISMS: dict[str, type] = {
-    FeatureRR.name: FeatureRR,
-    DPRR.name: DPRR,
+    cls.name: cls
+    for cls in (
+        FeatureRR,
+        LaplaceMechanism,
+        DuchiMechanism,
+        PiecewiseMechanism,
+        HybridMechanism,
+        ThreeOutputMechanism,
+        PMSubMechanism,
+        MultiBitEncoder,
+        LabelRR,
+        DPRR,
+    )
 }
 
 

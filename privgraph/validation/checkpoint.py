@@ -121,9 +121,13 @@ def run_checkpoint(
     ledger: PrivacyLedger,
     policy: BudgetPolicy,
     *,
-    feature_range: tuple[float, float] | None = (0.0, 1.0),
+    feature_range: tuple[float, float] | None = None,
 ) -> ValidationReport:
-    """Validate the budget spent and the released graph; nothing is raised here (see :func:`enforce`)."""
+    """Validate the budget spent and the released graph; nothing is raised here (see :func:`enforce`).
+
+    ``feature_range`` is the feature mechanism's output range when it has one (FeatureRR's grid
+    lies in [1/k, 1]); unbiased estimators (Laplace, Piecewise, ...) have none.
+    """
     import great_expectations as gx
     import pandas as pd
 

@@ -17,6 +17,14 @@ from privgraph.mechanisms import MECHANISMS, Guarantee, Mechanism, Scope, build_
 # Minimal valid parameters per registry name (beyond ``epsilon``).
 VALID_PARAMS: dict[str, dict[str, Any]] = {
     "feature_rr": {"bins": 4},
+    "laplace": {},
+    "duchi": {},
+    "piecewise": {},
+    "hybrid": {},
+    "three_output": {},
+    "pm_sub": {},
+    "multibit": {"m": 2},
+    "label_rr": {"num_classes": 3},
     "dprr": {"alpha": 0.8},
 }
 
@@ -95,5 +103,5 @@ class TestMechanismContract:
 
 
 def test_unknown_mechanism() -> None:
-    with pytest.raises(ValueError, match=r"unknown mechanism 'x'; known: dprr, feature_rr"):
+    with pytest.raises(ValueError, match=r"unknown mechanism 'x'; known: dprr, duchi, feature_rr, "):
         build_mechanism("x", {"epsilon": 1.0})

@@ -258,6 +258,10 @@ class FeatureRR:
     def __repr__(self) -> str:
         return f"FeatureRR(epsilon={self.epsilon!r}, bins={self.bins})"
 
+    def output_range(self) -> tuple[float, float]:
+        """Every released value lies on the grid {1/k, ..., k/k}, in the scaled domain [0, 1]."""
+        return (1.0 / self.bins, 1.0)
+
     # -- the kernel ---------------------------------------------------------------------------
     def transition_matrix(self, eps_i: float) -> np.ndarray:
         """The exact kernel ``P[t - 1, u - 1] = Pr(u/k | t/k)`` ``[k, k]`` for a budget ``eps_i >= 0``."""
