@@ -21,7 +21,7 @@ from scipy import stats
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Mechanism, Scope
-from privgraph.mechanisms.features import laplace as laplace_module
+from privgraph.mechanisms.features import scaled as laplace_module
 from privgraph.mechanisms.features.duchi import DuchiMechanism
 from privgraph.mechanisms.features.hybrid import HybridMechanism
 from privgraph.mechanisms.features.laplace import (

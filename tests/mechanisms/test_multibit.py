@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import privgraph.mechanisms.features.three_output as base_mod
+import privgraph.mechanisms.features.scaled as base_mod
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Scope
 from privgraph.mechanisms.features.feature_rr import worst_case_log_ratio

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privgraph.mechanisms.base import check_generator
-from privgraph.mechanisms.features.laplace import _ScaledFeatureMechanism
+from privgraph.mechanisms.features.scaled import ScaledFeatureMechanism
 
 __all__ = [
     "DuchiMechanism",
@@ -258,7 +258,7 @@ def duchi_variance(t: Any, epsilon: float, d: int | None = None) -> np.ndarray:
     return B * B - t * t
 
 
-class DuchiMechanism(_ScaledFeatureMechanism):
+class DuchiMechanism(ScaledFeatureMechanism):
     r"""Duchi et al.'s multidimensional mechanism on each node's whole feature vector, as
     Wang et al. (ICDE 2019, Algorithm 3; also Nguyen et al. 2016) state it for
     :math:`t \in [-1, 1]^d`.

@@ -17,6 +17,7 @@ from privgraph.mechanisms.base import (
     check_generator,
     check_int,
 )
+from privgraph.mechanisms.features.scaled import as_bounds
 
 __all__ = ["FeatureRR", "worst_case_log_ratio"]
 
@@ -51,30 +52,6 @@ def worst_case_log_ratio(P: np.ndarray) -> float:
     if np.any(col_min[live] == 0):
         return math.inf
     return float(np.max(np.log(col_max[live]) - np.log(col_min[live]), initial=0.0))
-
-
-def _as_bounds(value: Any, name: str) -> float | np.ndarray:
-    """A finite scalar or a finite 1-D array of per-feature bounds."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a real number or an array of them, got bool {value!r}")
-    if isinstance(value, numbers.Real):
-        v = float(value)
-        if not math.isfinite(v):
-            raise ValueError(f"{name} must be finite, got {v}")
-        return v
-    try:
-        arr = np.asarray(value)
-    except Exception as exc:  # pragma: no cover - exotic inputs
-        raise TypeError(f"{name} must be a real number or an array of them, got {value!r}") from exc
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise TypeError(f"{name} must be a real number or an array of them, got dtype {arr.dtype}")
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a scalar or a non-empty 1-D array, got shape {list(arr.shape)}")
-    arr = arr.astype(np.float64)
-    if not np.all(np.isfinite(arr)):
-        bad = np.flatnonzero(~np.isfinite(arr))[:5].tolist()
-        raise ValueError(f"{name} must be finite, got non-finite entries at {bad}")
-    return arr
 
 
 def _as_theta(value: Any) -> np.ndarray | None:
@@ -188,8 +165,8 @@ class FeatureRR:
         self.epsilon = check_epsilon(epsilon, "epsilon")
         self.bins = check_int(bins, "bins", minimum=2)
         self.theta = _as_theta(theta)
-        self.lower = _as_bounds(lower, "lower")
-        self.upper = _as_bounds(upper, "upper")
+        self.lower = as_bounds(lower, "lower")
+        self.upper = as_bounds(upper, "upper")
         sizes = {
             name: int(v.shape[0])
             for name, v in (("theta", self.theta), ("lower", self.lower), ("upper", self.upper))

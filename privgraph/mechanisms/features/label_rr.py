@@ -17,7 +17,7 @@ from privgraph.mechanisms.base import (
     check_generator,
     check_int,
 )
-from privgraph.mechanisms.features.three_output import MAX_COORDINATE_EPSILON, bernoulli_exact
+from privgraph.mechanisms.features.scaled import MAX_COORDINATE_EPSILON, bernoulli_exact
 
 __all__ = [
     "LabelRR",
@@ -186,7 +186,7 @@ class LabelRR:
         """Perturb every label of ``y`` ``[n]`` -> int64 ``[n]``.
 
         Randomness layout: ``rng.random((n, 2))`` (a 106-bit uniform per label: the less likely
-        of keep/flip is drawn with :func:`~privgraph.mechanisms.features.three_output.bernoulli_exact`,
+        of keep/flip is drawn with :func:`~privgraph.mechanisms.features.scaled.bernoulli_exact`,
         so both probabilities are realised exactly in float64), then
         ``rng.integers(0, c - 1, n)`` (exact uniform integers) for the replacement class.
         """

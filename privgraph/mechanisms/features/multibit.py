@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privgraph.mechanisms.base import check_epsilon, check_int
-from privgraph.mechanisms.features.three_output import (
-    SampledFeatureMechanism,
+from privgraph.mechanisms.features.scaled import (
     bernoulli_exact,
     check_coordinate_epsilon,
     split_epsilon,
     wang_sample_size,
 )
+from privgraph.mechanisms.features.three_output import SampledFeatureMechanism
 
 __all__ = ["MultiBitEncoder", "optimal_m", "multibit_pmf", "multibit_coordinate_pmf"]
 
@@ -126,7 +126,7 @@ class MultiBitEncoder(SampledFeatureMechanism):
     Runtime:
         :math:`O(|V| d)`: one ``(d + 2m)``-uniform row per node, an ``argpartition`` for the
         sampled set, one 106-bit comparison per sampled bit
-        (:func:`~privgraph.mechanisms.features.three_output.bernoulli_exact`: the less likely
+        (:func:`~privgraph.mechanisms.features.scaled.bernoulli_exact`: the less likely
         bit's float64 probability is realised exactly); the rectifier is one affine map.
 
     Utility:
@@ -165,10 +165,9 @@ class MultiBitEncoder(SampledFeatureMechanism):
             raise ValueError(f"m must be <= the number of features d = {d}, got m={self.m}")
         return self.m
 
-    def _assumptions(self) -> tuple[str, ...]:
-        return super()._assumptions() + (
-            "the rectifier is post-processing of the encoded bits (no extra budget)",
-        )
+    _assumptions: ClassVar[tuple[str, ...]] = SampledFeatureMechanism._assumptions + (
+        "the rectifier is post-processing of the encoded bits (no extra budget)",
+    )
 
     def _perturb(self, z: np.ndarray, u: np.ndarray, eps_c: float, d: int, k: int) -> np.ndarray:
         pmf = _bit_pmf(z, eps_c)
@@ -202,8 +201,7 @@ class MultiBitEncoder(SampledFeatureMechanism):
         d = t.shape[1]
         m = self.num_sampled(d)
         eps_c = self.coordinate_epsilon(d)
-        lo = np.broadcast_to(np.asarray(self.lower, dtype=np.float64), (d,))
-        half = (np.broadcast_to(np.asarray(self.upper, dtype=np.float64), (d,)) - lo) / 2.0
+        _, half = self._half_span(d)
         coth = 1.0 / math.tanh(eps_c / 2.0)
         # (x_clipped - (alpha + beta) / 2) = t * half
         return (d / m) * (half * coth) ** 2 - (t * half) ** 2

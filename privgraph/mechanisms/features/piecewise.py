@@ -13,16 +13,21 @@ Reference:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.mechanisms.base import check_epsilon, check_generator, check_int
+from privgraph.mechanisms.base import check_generator, check_int
 from privgraph.mechanisms.features.duchi import as_epsilon_array, as_unit_input
-from privgraph.mechanisms.features.laplace import _ScaledFeatureMechanism
+from privgraph.mechanisms.features.scaled import (
+    KSampledMixin,
+    ScaledFeatureMechanism,
+    choose_coordinates,
+    scatter_coordinates,
+    split_epsilon,
+    wang_sample_size,
+)
 
 __all__ = [
     "PiecewiseMechanism",
@@ -158,22 +163,12 @@ def pm_variance(t: Any, epsilon: Any) -> np.ndarray:
 # -- d dimensions by sampling k of them (Wang et al., Algorithm 4) --------------------------------
 def sampling_k(epsilon: float, d: int) -> int:
     """``k = max(1, min(d, floor(epsilon / 2.5)))``: how many of ``d`` dimensions a node reports."""
-    epsilon = check_epsilon(epsilon, "epsilon")
-    d = check_int(d, "d", minimum=1)
-    return max(1, min(d, math.floor(epsilon / 2.5)))
+    return wang_sample_size(epsilon, check_int(d, "d", minimum=1))
 
 
-def per_dimension_epsilon(epsilon: float, k: int) -> float:
-    """``epsilon / k`` rounded down until ``k * eps_k <= epsilon`` holds EXACTLY (rationals).
-
-    So the k reported dimensions never compose, even in floats, to more than ``epsilon``.
-    """
-    epsilon = check_epsilon(epsilon, "epsilon")
-    k = check_int(k, "k", minimum=1)
-    e = epsilon / k
-    while Fraction(e) * k > Fraction(epsilon):
-        e = float(np.nextafter(e, 0.0))
-    return e
+# ``epsilon / k`` rounded down until ``k * eps_k <= epsilon`` holds EXACTLY (rationals), so the k
+# reported dimensions never compose, even in floats, to more than ``epsilon``.
+per_dimension_epsilon = split_epsilon
 
 
 def k_sampling_transform(
@@ -204,24 +199,10 @@ def k_sampling_transform(
     rows, d = t.shape
     if k == d:
         return perturb(t, u)
-    keys = u[:, :d]
-    if k == 1:
-        idx = np.argmin(keys, axis=1)[:, None]
-    else:
-        idx = np.argpartition(keys, k - 1, axis=1)[:, :k]
-    tk = np.take_along_axis(t, idx, axis=1)
-    yk = perturb(tk, u[:, d:].reshape(rows, draws, k))
+    idx = choose_coordinates(u[:, :d], k)
+    yk = perturb(np.take_along_axis(t, idx, axis=1), u[:, d:].reshape(rows, draws, k))
     yk *= d / k
-    out = np.zeros((rows, d))
-    np.put_along_axis(out, idx, yk, axis=1)
-    return out
-
-
-def _k_sampling_uniforms(rng: np.random.Generator, rows: int, d: int, k: int, draws: int) -> np.ndarray:
-    """One call per block, a fixed count per row (the output does not depend on the chunking)."""
-    if k == d:
-        return rng.random((rows, draws, d))
-    return rng.random((rows, d + draws * k))
+    return scatter_coordinates(yk, idx, d)
 
 
 def k_sampling_variance(t: np.ndarray, k: int, variance_1d: np.ndarray) -> np.ndarray:
@@ -234,11 +215,12 @@ def k_sampling_variance(t: np.ndarray, k: int, variance_1d: np.ndarray) -> np.nd
     return (d / k) * (variance_1d + t * t) - t * t
 
 
-class _KSampledMechanism(_ScaledFeatureMechanism):
+class _KSampledMechanism(KSampledMixin, ScaledFeatureMechanism):
     """Wang et al.'s Algorithm 4 around a one-dimensional mechanism on ``[-1, 1]`` (PM, HM).
 
     A subclass sets ``_draws`` (uniforms per reported entry) and implements
     ``_perturb_1d(t [rows, k], eps_k, u [rows, draws, k])`` and ``_variance_1d(t, eps_k)``.
+    The reported entries are scaled by ``d / k`` and mapped back affinely with the others (0).
     """
 
     domain: ClassVar[tuple[float, float]] = (-1.0, 1.0)
@@ -250,7 +232,7 @@ class _KSampledMechanism(_ScaledFeatureMechanism):
 
     def dimension_epsilon(self, d: int) -> float:
         """The budget of each of the ``k`` reported dimensions (``k * eps_k <= epsilon`` exactly)."""
-        return per_dimension_epsilon(self.epsilon, self.sampled_dimensions(d))
+        return split_epsilon(self.epsilon, self.sampled_dimensions(d))
 
     def _check_dimension(self, d: int) -> None:
         pm_bound(self.dimension_epsilon(d))  # C = coth(eps_k / 4) must be finite
@@ -264,14 +246,16 @@ class _KSampledMechanism(_ScaledFeatureMechanism):
     def _perturb(self, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         rows, d = t.shape
         k = self.sampled_dimensions(d)
-        e = per_dimension_epsilon(self.epsilon, k)
-        u = _k_sampling_uniforms(rng, rows, d, k, self._draws)
-        return k_sampling_transform(t, k, u, lambda tk, uk: self._perturb_1d(tk, e, uk), self._draws)
+        e = split_epsilon(self.epsilon, k)
+        idx, tk, u = self._draw_sampled(t, k, self._draws, rng)
+        yk = self._perturb_1d(tk, e, u.reshape(rows, self._draws, k))
+        yk *= d / k
+        return scatter_coordinates(yk, idx, d)
 
     def _domain_variance(self, t: np.ndarray) -> np.ndarray:
         d = t.shape[-1]
         k = self.sampled_dimensions(d)
-        return k_sampling_variance(t, k, self._variance_1d(t, per_dimension_epsilon(self.epsilon, k)))
+        return k_sampling_variance(t, k, self._variance_1d(t, split_epsilon(self.epsilon, k)))
 
 
 class PiecewiseMechanism(_KSampledMechanism):

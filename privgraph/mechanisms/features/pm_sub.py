@@ -8,7 +8,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privgraph.mechanisms.base import check_epsilon
-from privgraph.mechanisms.features.three_output import SampledFeatureMechanism, categorical3_exact
+from privgraph.mechanisms.features.scaled import categorical3_exact
+from privgraph.mechanisms.features.three_output import SampledFeatureMechanism
 
 __all__ = [
     "PMSubMechanism",
@@ -178,7 +179,7 @@ class PMSubMechanism(SampledFeatureMechanism):
     Runtime:
         :math:`O(|V| d)`: one ``(d + 5k)``-uniform row per node, an ``argpartition`` for the
         sampled set; per sampled coordinate the piece (left tail, high-density interval, right
-        tail) is drawn with :func:`~privgraph.mechanisms.features.three_output.categorical3_exact`
+        tail) is drawn with :func:`~privgraph.mechanisms.features.scaled.categorical3_exact`
         (4 uniforms: the pieces' masses are realised exactly) and the position within it with
         one more; no Python loop over entries.
 
@@ -194,12 +195,11 @@ class PMSubMechanism(SampledFeatureMechanism):
     _divisor: ClassVar[float] = 2.5
     _uniforms: ClassVar[int] = 5
 
-    def _assumptions(self) -> tuple[str, ...]:
-        return super()._assumptions() + (
-            "continuous noise: the real-valued output is sampled in float64 (piece masses exact, "
-            "position by a float64 uniform) and released as float32; floating-point effects "
-            "within a piece (Mironov 2012) are not accounted for",
-        )
+    _assumptions: ClassVar[tuple[str, ...]] = SampledFeatureMechanism._assumptions + (
+        "continuous noise: the real-valued output is sampled in float64 (piece masses exact, "
+        "position by a float64 uniform) and released as float32; floating-point effects "
+        "within a piece (Mironov 2012) are not accounted for",
+    )
 
     def output_bound(self, num_features: int | None = None) -> float:
         """:math:`A` at the per-coordinate budget (the release lies in :math:`[-Ad/k, Ad/k]`)."""
@@ -235,11 +235,4 @@ class PMSubMechanism(SampledFeatureMechanism):
 
     def estimate_variance(self, x: np.ndarray) -> np.ndarray:
         """Exact per-entry variance ``[rows, d]`` (float64) of :meth:`estimate` of a release of ``x``."""
-        t = self._scaled_t(x)
-        d = t.shape[1]
-        k = self.num_sampled(d)
-        v1 = pm_sub_variance(t, self.coordinate_epsilon(d))
-        var_t = (d / k) * (v1 + t * t) - t * t
-        lo = np.broadcast_to(np.asarray(self.lower, dtype=np.float64), (d,))
-        half = (np.broadcast_to(np.asarray(self.upper, dtype=np.float64), (d,)) - lo) / 2.0
-        return var_t * half * half
+        return self._sampled_variance(x, pm_sub_variance)

@@ -1,0 +1,54 @@
+"""Every feature mechanism on a 100,000 x 128 float32 matrix, as JSON lines.
+
+For each registered feature mechanism and each epsilon, the time of ``privatize_rows`` (plus the
+server-side ``estimate`` where the release is an encoding) on a uniform [0, 1] matrix, best of 3,
+and the ratio to drawing one uniform number per entry (``rng.random(n * d)``) timed in the same
+run. Issue 3's target: every ratio within 5.
+
+Run: ``python benchmarks/feature_mechanisms.py [--rows 100000] [--dims 128]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from privgraph.mechanisms import MECHANISMS, Scope, build_mechanism
+
+# the helpers of the first benchmark script: one way to time things
+from foundation_mechanisms import best_of, uniform_baseline  # type: ignore[import-not-found]
+
+EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--dims", type=int, default=128)
+    args = ap.parse_args()
+    n, d = args.rows, args.dims
+    x = np.random.default_rng(7).random((n, d), dtype=np.float32)
+    baseline = uniform_baseline(n * d)
+    names = [k for k, c in MECHANISMS.items() if c.scope is Scope.FEATURES]
+    for name in names:
+        for eps in EPSILONS:
+            mech = build_mechanism(name, {"epsilon": eps})
+            estimate = getattr(mech, "estimate", None)
+
+            def run(mech=mech, estimate=estimate):
+                out = mech.privatize_rows(x, np.random.default_rng(1))
+                return out if estimate is None else estimate(out)
+
+            seconds, _ = best_of(run)
+            print(json.dumps({
+                "bench": f"features/{name}", "epsilon": eps, "rows": n, "dims": d,
+                "seconds": round(seconds, 4), "entries_per_s": int(n * d / seconds),
+                "baseline_uniform_seconds": round(baseline, 4),
+                "ratio_to_uniform": round(seconds / baseline, 2),
+            }), flush=True)
+
+
+if __name__ == "__main__":
+    main()
