@@ -144,6 +144,7 @@ class PipelineConfig(_Strict):
     dataset: DatasetConfig
     features: MechanismConfig | None = None
     edges: MechanismConfig | None = None
+    labels: MechanismConfig | None = None
     budget: dict[Literal["features", "edges", "labels"], float] = Field(default_factory=dict)
     partitions: PartitionConfig = PartitionConfig()
     executor: Literal["serial", "dask"] = "dask"
@@ -164,8 +165,8 @@ class PipelineConfig(_Strict):
 
     @model_validator(mode="after")
     def _something_to_do(self) -> PipelineConfig:
-        if self.features is None and self.edges is None:
-            raise ValueError("a pipeline needs at least one of 'features' or 'edges'")
+        if self.features is None and self.edges is None and self.labels is None:
+            raise ValueError("a pipeline needs at least one of 'features', 'edges' or 'labels'")
         return self
 
 
@@ -201,7 +202,7 @@ def _check_mechanisms(cfg: PipelinesConfig) -> None:
     from privgraph.mechanisms import MECHANISMS, build_mechanism
 
     for pname, p in cfg.pipelines.items():
-        for scope in ("features", "edges"):
+        for scope in ("features", "edges", "labels"):
             m: MechanismConfig | None = getattr(p, scope)
             if m is None:
                 continue

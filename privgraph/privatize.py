@@ -66,6 +66,45 @@ def _privatize_features(
     return x_out
 
 
+def _labels_part(
+    payload: tuple[np.ndarray, np.ndarray], seed: np.random.SeedSequence, *, mechanism: Any, num_classes: int
+) -> np.ndarray:
+    y_rows, selected = payload
+    out = y_rows.copy()
+    out[selected] = mechanism.privatize_labels(y_rows[selected], num_classes, np.random.default_rng(seed))
+    return out
+
+
+def _privatize_labels(
+    graph: GraphData, mechanism: Any, parts: list[np.ndarray], root: np.random.SeedSequence,
+    executor: Executor | None,
+) -> np.ndarray:
+    if graph.y is None or graph.y.ndim != 1:
+        raise ValueError("the pipeline privatizes labels but the graph has no single-label y")
+    if mechanism.num_classes is None:
+        raise ValueError(
+            f"{mechanism.name}: set num_classes in the pipeline's labels section (the number of "
+            f"classes must be public; it is never read from the private labels)"
+        )
+    selected = np.ones(graph.num_nodes, bool)
+    if mechanism.mask is not None:
+        selected[:] = False
+        for name in mechanism.mask:
+            m = getattr(graph, name)
+            if m is None:
+                raise ValueError(f"{mechanism.name}: mask {name!r} is not set on this graph")
+            selected |= m
+    seeds = partition_seeds(stage_seed(root, "labels"), len(parts))
+    out_parts = map_partitions(
+        _labels_part, [(graph.y[p], selected[p]) for p in parts], seeds, executor=executor,
+        mechanism=mechanism, num_classes=mechanism.num_classes,
+    )
+    y_out = graph.y.copy()
+    for p, rows in zip(parts, out_parts, strict=True):
+        y_out[p] = rows
+    return y_out
+
+
 def _privatize_edges_dprr(
     graph: GraphData, mechanism: Any, parts: list[np.ndarray], root: np.random.SeedSequence,
     executor: Executor | None,
@@ -98,11 +137,12 @@ def privatize_graph(
     features: Any | None,
     edges: Any | None,
     partitioning: Partitioning,
+    labels: Any | None = None,
     root_seed: np.random.SeedSequence,
     executor: Executor | None = None,
     stage: str = "privatize",
 ) -> PrivatizationResult:
-    """Apply the feature and edge mechanisms per partition and return the private graph.
+    """Apply the feature, edge and label mechanisms per partition and return the private graph.
 
     The returned graph keeps the public edges as they are and replaces ``edges_private`` by the
     privatized release of the private edges; ``x`` is replaced by the privatized features.
@@ -141,6 +181,16 @@ def privatize_graph(
             LedgerEntry(
                 stage=f"{stage}.edges", mechanism=edges.name, guarantee=edges.guarantee,
                 partitions=part_ids, params=params,
+            )
+        )
+    if labels is not None:
+        if labels.scope is not Scope.LABELS:
+            raise ValueError(f"{labels!r} does not protect labels")
+        changes["y"] = _privatize_labels(graph, labels, parts, root_seed, executor)
+        ledger.record(
+            LedgerEntry(
+                stage=f"{stage}.labels", mechanism=labels.name, guarantee=labels.guarantee,
+                partitions=part_ids, params=labels.params(),
             )
         )
     meta = dict(graph.meta)

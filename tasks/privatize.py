@@ -24,10 +24,11 @@ def privatize(
     """The seed sequence is an argument: a retried run of this task re-draws the same noise."""
     features = None if config.features is None else build_mechanism(config.features.mechanism, config.features.params())
     edges = None if config.edges is None else build_mechanism(config.edges.mechanism, config.edges.params())
+    labels = None if config.labels is None else build_mechanism(config.labels.mechanism, config.labels.params())
     d = config.dask
     kind = config.executor
     with open_executor(kind, address=d.address, n_workers=d.n_workers, threads_per_worker=d.threads_per_worker) as ex:
         return privatize_graph(
-            graph, features=features, edges=edges, partitioning=partitioning,
+            graph, features=features, edges=edges, labels=labels, partitioning=partitioning,
             root_seed=root_seed, executor=ex,
         )

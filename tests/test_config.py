@@ -123,3 +123,10 @@ def test_unknown_pipeline_and_missing_file(tmp_path):
     bad.write_text("pipelines: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(bad)
+
+
+def test_labels_scope():
+    data = _with("pipelines.cora.labels", {"mechanism": "label_rr", "epsilon": 1.0, "num_classes": 7})
+    assert parse_config(data).get("cora").labels.params() == {"epsilon": 1.0, "num_classes": 7}
+    msg = _error(_with("pipelines.cora.labels", {"mechanism": "feature_rr", "epsilon": 1.0}))
+    assert msg.startswith("pipelines.cora.labels.mechanism:") and "features" in msg, msg

@@ -104,3 +104,24 @@ def test_every_feature_mechanism_runs_per_partition(graph, name):
     # the stored features are in feature units: unbiased mechanisms average back to the input
     if name != "feature_rr":
         assert abs(float(a.graph.x.mean()) - float(graph.x.mean())) < 0.05
+
+
+def test_label_rr_per_partition_perturbs_only_masked_labels(graph):
+    mech = build_mechanism("label_rr", {"epsilon": 1.0, "num_classes": 3, "mask": ["train_mask", "val_mask"]})
+    res = privatize_graph(
+        graph, features=None, edges=None, labels=mech, partitioning=partition_graph(graph, 3, "hash"),
+        root_seed=np.random.SeedSequence(9), executor=SerialExecutor(),
+    )
+    y, y0 = res.graph.y, graph.y
+    assert np.array_equal(y[graph.test_mask], y0[graph.test_mask])  # test labels untouched
+    sel = graph.train_mask | graph.val_mask
+    flipped = float((y[sel] != y0[sel]).mean())
+    # keep probability e / (e + 2) = 0.576: flips 0.424; 2,250 labels -> std 0.010; 5 std slack
+    assert abs(flipped - 2 / (np.e + 2)) < 0.05
+    assert res.ledger.spent(Scope.LABELS) == 1.0
+    assert [e.stage for e in res.ledger.entries] == ["privatize.labels"]
+    with pytest.raises(ValueError, match="num_classes"):
+        privatize_graph(
+            graph, features=None, edges=None, labels=build_mechanism("label_rr", {"epsilon": 1.0}),
+            partitioning=partition_graph(graph, 3, "hash"), root_seed=np.random.SeedSequence(9),
+        )

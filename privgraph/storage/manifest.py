@@ -231,6 +231,11 @@ def build_manifest(
         public["private_nodes"] = "the set of nodes incident to a private edge (V_pri) is treated as public"
     if released.y is not None and "labels" not in privatized:
         public["labels"] = "released as they are (labels.npy)"
+    for e in result.ledger.entries:
+        if e.scope.value == "labels" and e.params.get("mask"):
+            public["labels_outside_mask"] = (
+                f"labels of nodes outside {' | '.join(e.params['mask'])} are released as they are"
+            )
     if any(getattr(released, m) is not None for m in ("train_mask", "val_mask", "test_mask")):
         public["splits"] = "the node split is released as it is (splits.npz)"
     if released.x is not None and "features" not in privatized:

@@ -112,3 +112,19 @@ def test_evaluate_flow_on_a_published_version(harness, tmp_path):
 
     with pytest.raises(ArtifactError, match="input fingerprint differs"):
         evaluate_flow(pipeline="sbm-small", version=res["version"], config_path=str(other), store=str(tmp_path / "store"))
+
+
+def test_label_scope_in_the_flow(harness, tmp_path):
+    from flows.privatize import privatize_flow
+    from privgraph.storage import open_store
+
+    cfg = _config(
+        tmp_path,
+        labels={"mechanism": "label_rr", "epsilon": 1.0, "num_classes": 4, "mask": ["train_mask"]},
+        budget={"features": 2.0, "edges": 2.0, "labels": 1.0},
+    )
+    res = privatize_flow(pipeline="sbm-small", config_path=str(cfg), evaluate=False)
+    manifest = open_store(tmp_path / "store").read_manifest("sbm-small", res["version"])
+    scopes = {e["guarantee"]["scope"]: e["guarantee"]["epsilon"] for e in manifest["ledger"]["entries"]}
+    assert scopes == {"features": 2.0, "edges": 2.0, "labels": 1.0}
+    assert "train_mask" in manifest["public"]["labels_outside_mask"]
