@@ -17,7 +17,7 @@ from privgraph.mechanisms.base import (
     check_generator,
     check_int,
 )
-from privgraph.mechanisms.features.scaled import as_bounds
+from privgraph.mechanisms.features.scaled import as_bounds, resolve_num_features
 
 __all__ = ["FeatureRR", "worst_case_log_ratio"]
 
@@ -375,12 +375,4 @@ class FeatureRR:
 
     # -- helpers ------------------------------------------------------------------------------
     def _resolve_d(self, num_features: int | None) -> int:
-        d_fixed = self.num_features
-        if num_features is None:
-            if d_fixed is None:
-                raise ValueError("num_features is needed: theta is None and the bounds are scalars")
-            return d_fixed
-        d = check_int(num_features, "num_features", minimum=1)
-        if d_fixed is not None and d != d_fixed:
-            raise ValueError(f"num_features={d} but theta/lower/upper are given for {d_fixed}")
-        return d
+        return resolve_num_features(num_features, self.num_features, "theta/lower/upper")

@@ -171,6 +171,19 @@ def split_epsilon(epsilon: float, k: int) -> float:
     return e
 
 
+def resolve_num_features(num_features: int | None, d_fixed: int | None, fixed_by: str) -> int:
+    """The feature count ``d``: the one a mechanism's per-feature parameters fix (``d_fixed``,
+    named by ``fixed_by``), or ``num_features``; the two must agree when both are given."""
+    if num_features is None:
+        if d_fixed is None:
+            raise ValueError(f"num_features is needed: {fixed_by} do not fix the number of features")
+        return d_fixed
+    d = check_int(num_features, "num_features", minimum=1)
+    if d_fixed is not None and d != d_fixed:
+        raise ValueError(f"num_features={d} but {fixed_by} are given for {d_fixed}")
+    return d
+
+
 def check_coordinate_epsilon(eps_c: float, what: str = "epsilon / k") -> float:
     """Refuse a per-coordinate budget above :data:`MAX_COORDINATE_EPSILON` (see there)."""
     if eps_c > MAX_COORDINATE_EPSILON:
@@ -445,12 +458,4 @@ class KSampledMixin:
         return idx, np.take_along_axis(t, idx, axis=1), u[:, d:]
 
     def _resolve_d(self, num_features: int | None) -> int:
-        d_fixed = self.num_features
-        if num_features is None:
-            if d_fixed is None:
-                raise ValueError("num_features is needed: lower and upper are scalars")
-            return d_fixed
-        d = check_int(num_features, "num_features", minimum=1)
-        if d_fixed is not None and d != d_fixed:
-            raise ValueError(f"num_features={d} but lower/upper are given for {d_fixed}")
-        return d
+        return resolve_num_features(num_features, self.num_features, "lower/upper")
