@@ -17,6 +17,7 @@ from privgraph.mechanisms.base import (
     check_int,
     check_probability,
 )
+from privgraph.mechanisms.noise import discrete_laplace
 
 __all__ = [
     "DPRR",
@@ -199,12 +200,6 @@ def expected_noisy_degree(d: int, n_candidates: int, eps1: float, eps2: float) -
     """
     t, f = expected_report_probability(d, n_candidates, eps1, eps2)
     return d * t + (n_candidates - d) * f
-
-
-def _discrete_laplace(rng: np.random.Generator, eps1: float, size: int) -> np.ndarray:
-    """Two-sided geometric noise, ``Pr(Z = z) \u221d exp(-eps1 |z|)``: a difference of two geometrics."""
-    success = -math.expm1(-eps1)
-    return rng.geometric(success, size) - rng.geometric(success, size)
 
 
 def _place_false_reports(
@@ -410,7 +405,7 @@ class DPRR:
         if total and not np.all(in_sorted(nbr, candidates)):
             raise ValueError("a neighbour of a reporter is not in candidates (V_pri)")
 
-        d_star = deg + _discrete_laplace(rng, eps1, nodes.size)
+        d_star = deg + discrete_laplace(rng, eps1, nodes.size)
         q = _sampling_probability(d_star, n_cand, eps2)
         kept = rng.random(total) < np.repeat(p * q, deg)
         n_false = rng.binomial(n_cand - deg, p_flip * q)

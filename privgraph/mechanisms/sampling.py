@@ -1,0 +1,142 @@
+"""Sampling distinct integers and node pairs without visiting every pair.
+
+Every sampler of a sparse private graph (an HRG's per-internal-node edge counts, EdgeRand's
+flipped non-edges, LapGraph's top pairs) places ``k`` edges uniformly without replacement in a
+block of ``M`` pairs. :func:`sample_distinct_blocks` does that for many blocks at once in
+``O(sum k log sum k)`` time and memory, never ``O(M)`` unless ``k > M / 2`` (then it enumerates the
+block, which costs at most ``2 k``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privgraph.graph import in_sorted, sorted_unique
+from privgraph.mechanisms.base import check_generator
+
+__all__ = ["sample_distinct_blocks", "sample_distinct", "unrank_pairs", "rank_pairs"]
+
+# Each rejection round accepts every pending draw with probability >= 1/2; 200 rounds failing
+# means a broken precondition, not bad luck.
+_MAX_ROUNDS = 200
+
+
+def _as_counts(a: np.ndarray, name: str) -> np.ndarray:
+    arr = np.asarray(a)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {list(arr.shape)}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False)
+    if arr.size and arr.min() < 0:
+        raise ValueError(f"{name} must be >= 0")
+    return arr
+
+
+def _sparse_blocks(
+    totals: np.ndarray, counts: np.ndarray, offsets: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Global keys ``offsets[b] + i`` of ``counts[b] <= totals[b] / 2`` distinct draws per block."""
+    owners = np.repeat(np.arange(totals.size, dtype=np.int64), counts)
+    accepted = np.zeros(0, dtype=np.int64)
+    pending = owners
+    for _ in range(_MAX_ROUNDS):
+        if pending.size == 0:
+            return accepted
+        idx = np.floor(rng.random(pending.size) * totals[pending]).astype(np.int64)
+        idx = np.minimum(idx, totals[pending] - 1)  # guard the float edge at 1 - 2^-53
+        keys = offsets[pending] + idx
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
+        first = np.ones(keys.size, dtype=bool)
+        first[order[1:]] = sk[1:] != sk[:-1]
+        ok = first & ~in_sorted(keys, accepted)
+        accepted = np.sort(np.concatenate([accepted, keys[ok]]))
+        pending = pending[~ok]
+    raise RuntimeError(f"sample_distinct_blocks: rejection did not finish in {_MAX_ROUNDS} rounds")
+
+
+def sample_distinct_blocks(
+    totals: np.ndarray, counts: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each block ``b``, ``counts[b]`` distinct integers uniform without replacement in
+    ``[0, totals[b])``; all blocks at once.
+
+    Blocks with ``counts[b] <= totals[b] / 2`` are filled by rejection in rounds (each draw is
+    accepted with probability >= 1/2); fuller blocks draw the complement that way and enumerate
+    the rest. The chosen set of every block is uniform among its ``C(totals[b], counts[b])``
+    subsets (the process is invariant under permutations of a block).
+
+    Args:
+        totals (np.ndarray): int64 ``[B]`` block sizes (``sum(totals)`` must fit in int64).
+        counts (np.ndarray): int64 ``[B]``, ``0 <= counts <= totals``.
+        rng (np.random.Generator): the only source of randomness.
+
+    Returns:
+        tuple: ``(block, index)``, int64 arrays of length ``sum(counts)``, sorted by block then index.
+    """
+    rng = check_generator(rng)
+    totals = _as_counts(totals, "totals")
+    counts = _as_counts(counts, "counts")
+    if totals.shape != counts.shape:
+        raise ValueError(f"totals and counts must have the same length, got {totals.size} and {counts.size}")
+    if np.any(counts > totals):
+        b = int(np.flatnonzero(counts > totals)[0])
+        raise ValueError(f"block {b}: counts ({counts[b]}) exceeds totals ({totals[b]})")
+    if totals.size == 0 or counts.sum() == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z.copy()
+    offsets = np.concatenate([[0], np.cumsum(totals)[:-1]]).astype(np.int64)
+    dense = 2 * counts > totals
+    sparse_counts = np.where(dense, totals - counts, counts)
+    keys = _sparse_blocks(totals, sparse_counts, offsets, rng)
+    block_of = np.searchsorted(offsets, keys, side="right") - 1
+    keep_sparse = keys[~dense[block_of]]
+    excluded = keys[dense[block_of]]
+    parts = [keep_sparse]
+    if dense.any():
+        db = np.flatnonzero(dense)
+        # enumerate every dense block (each has totals <= 2 counts), drop its excluded keys
+        all_keys = np.repeat(offsets[db] - np.concatenate([[0], np.cumsum(totals[db])[:-1]]), totals[db])
+        all_keys = all_keys + np.arange(all_keys.size, dtype=np.int64)
+        parts.append(all_keys[~in_sorted(all_keys, excluded)])
+    out = np.sort(np.concatenate(parts))
+    block = np.searchsorted(offsets, out, side="right") - 1
+    # empty blocks share their offset with the next block; searchsorted(side=right) picks the last
+    # block starting at that offset, which is the non-empty one since keys < offset + total
+    return block.astype(np.int64), out - offsets[block]
+
+
+def sample_distinct(total: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` distinct integers uniform without replacement in ``[0, total)``, sorted."""
+    _, idx = sample_distinct_blocks(np.array([total], np.int64), np.array([count], np.int64), rng)
+    return idx
+
+
+def unrank_pairs(k: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs ``(i, j)``, ``0 <= i < j < n``, of ranks ``k`` in row-major upper-triangle order.
+
+    Rank ``k(i, j) = i (2n - i - 1) / 2 + (j - i - 1)`` (see :func:`rank_pairs`); the inverse uses
+    a float square root and an exact integer correction.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    n = int(n)
+    total = n * (n - 1) // 2
+    if k.size and (k.min() < 0 or k.max() >= total):
+        raise ValueError(f"pair ranks must be in [0, {total}) for n = {n}")
+    # rows from the end: with r = n - 1 - i, the pairs of rows > i number r (r + 1) / 2
+    rev = total - 1 - k
+    r = np.floor((np.sqrt(8.0 * rev.astype(np.float64) + 1.0) - 1.0) / 2.0).astype(np.int64)
+    # exact fix-up of the float root: r (r + 1) / 2 <= rev < (r + 1)(r + 2) / 2
+    r = np.where(r * (r + 1) // 2 > rev, r - 1, r)
+    r = np.where((r + 1) * (r + 2) // 2 <= rev, r + 1, r)
+    i = n - 2 - r
+    j = k - rank_pairs(i, i + 1, n) + i + 1
+    return i, j
+
+
+def rank_pairs(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
+    """Row-major rank of the pairs ``(i, j)``, ``i < j``, among the ``n (n - 1) / 2`` pairs."""
+    i = np.asarray(i, dtype=np.int64)
+    j = np.asarray(j, dtype=np.int64)
+    return i * (2 * np.int64(n) - i - 1) // 2 + (j - i - 1)
