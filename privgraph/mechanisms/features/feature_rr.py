@@ -17,7 +17,12 @@ from privgraph.mechanisms.base import (
     check_generator,
     check_int,
 )
-from privgraph.mechanisms.features.scaled import as_bounds, resolve_num_features
+from privgraph.mechanisms.features.scaled import (
+    as_bounds,
+    bernoulli_exact,
+    check_coordinate_epsilon,
+    resolve_num_features,
+)
 
 __all__ = ["FeatureRR", "worst_case_log_ratio"]
 
@@ -185,6 +190,10 @@ class FeatureRR:
         span = hi - lo
         if not np.all(np.isfinite(span)):
             raise ValueError("upper - lower overflows; use bounds of a smaller magnitude")
+        if self.theta is not None:
+            check_coordinate_epsilon(
+                float(self.per_feature_epsilon().max()), "FeatureRR's per-feature budget eps_f * theta_i"
+            )
 
     # -- public parameters --------------------------------------------------------------------
     @property
@@ -215,6 +224,14 @@ class FeatureRR:
                 "features are scaled with public bounds and clipped",
                 "theta (the per-feature budget shares) is computed from public data",
                 "each node's feature vector is randomized independently (local model)",
+            )
+            + (
+                ()
+                if self.bins == 2
+                else (
+                    "bins > 2: the kernel is sampled by a float64 inverse CDF, so output "
+                    "probabilities are realised to about 2^-52 absolute (bins = 2 is exact)",
+                )
             ),
         )
 
@@ -274,6 +291,7 @@ class FeatureRR:
             return out
         k = self.bins
         eps = self.per_feature_epsilon(d)
+        check_coordinate_epsilon(float(eps.max()), "FeatureRR's per-feature budget eps_f * theta_i")
         a = eps / (k - 1)
         uniform = a < _A_UNIFORM
         a_c = np.minimum(a, _A_CAP)
@@ -286,7 +304,8 @@ class FeatureRR:
         sr_tab = _tail_mass(a_c, em, np.broadcast_to((k - 1) - t_idx, (k, d)), uniform)
         c_tab = (1.0 + sl_tab + sr_tab).ravel()
         sl_tab = sl_tab.ravel()
-        keep2 = 1.0 / (1.0 + np.exp(-a_c))  # k = 2: Pr(u = t) = 1 / (1 + r)
+        # k = 2: flip with probability r / (1 + r) = 1 / (1 + e^eps_i), drawn exactly
+        flip2 = np.exp(-a_c) / (1.0 + np.exp(-a_c))
         lo = np.broadcast_to(np.asarray(self.lower, dtype=np.float64), (d,))
         span = np.broadcast_to(np.asarray(self.upper, dtype=np.float64), (d,)) - lo
         col = np.arange(d, dtype=np.float64)
@@ -308,8 +327,10 @@ class FeatureRR:
             np.clip(t0, 0.0, k - 1, out=t0)
             u = rng.random(t0.shape)
             if k == 2:
-                # the two-value kernel: keep t with probability 1 / (1 + r), else the other value
-                u0 = np.where(u < keep2, t0, 1.0 - t0)
+                # the two-value kernel: move to the other value with probability r / (1 + r);
+                # bernoulli_exact realises that small probability exactly (low bits drawn for
+                # ties only), so the ratio e^eps_i holds to the last bit
+                u0 = np.where(bernoulli_exact(flip2, u, rng), 1.0 - t0, t0)
             else:
                 u0 = self._sample_kernel(t0, u, d, col, c_tab, sl_tab, em, a_safe, uniform, any_uniform)
             u0 += 1.0

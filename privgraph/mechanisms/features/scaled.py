@@ -213,7 +213,7 @@ def scatter_coordinates(yk: np.ndarray, idx: np.ndarray | None, d: int) -> np.nd
 
 
 # -- exact samplers ------------------------------------------------------------------------------------
-def bernoulli_exact(p: Any, u_hi: np.ndarray, u_lo: np.ndarray) -> np.ndarray:
+def bernoulli_exact(p: Any, u_hi: np.ndarray, u_lo: np.ndarray | np.random.Generator) -> np.ndarray:
     r"""``U < p`` for the 106-bit uniform :math:`U = u_{hi} + 2^{-53} u_{lo}`.
 
     ``u_hi`` and ``u_lo`` are ``Generator.random`` doubles (multiples of :math:`2^{-53}`). With
@@ -226,14 +226,19 @@ def bernoulli_exact(p: Any, u_hi: np.ndarray, u_lo: np.ndarray) -> np.ndarray:
 
     Computed as ``d = p - u_hi`` (exact whenever it matters): ``d >= 2^-53`` or ``d < 0`` decide
     at once; the rare ties ``0 <= d < 2^-53`` (:math:`2^{53} u_{hi} = f`, probability
-    :math:`2^{-53}` each) compare ``u_lo < 2^{53} d = \phi``.
+    :math:`2^{-53}` each) compare ``u_lo < 2^{53} d = \phi``. ``u_lo`` may be a Generator: then
+    the low uniforms are drawn for the ties only (one ``random`` call, in order), which keeps the
+    cost at one uniform per draw.
     """
     d = np.subtract(p, u_hi)
     shape = np.shape(d)
     d = np.ascontiguousarray(d).reshape(-1)
     hit = d > 0.0
     tie = np.flatnonzero((d >= 0.0) & (d < _ULP53))
-    if tie.size:
+    if isinstance(u_lo, np.random.Generator):
+        if tie.size:
+            hit[tie] = u_lo.random(tie.size) < d[tie] * _TWO53
+    elif tie.size:
         lo = np.broadcast_to(u_lo, shape).reshape(-1)
         hit[tie] = lo[tie] < d[tie] * _TWO53
     return hit.reshape(shape)
