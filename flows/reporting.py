@@ -28,3 +28,18 @@ def publish_metrics(pipeline: str, version: str, metrics: dict[str, Any]) -> Non
         markdown=metrics_markdown(pipeline, version, metrics),
         description=f"utility of {pipeline} {version}",
     )
+
+
+def publish_comparison(name: str, version: str, table_md: str, plot_png: bytes) -> None:
+    """The comparison table, and the plot inlined as a data URI, as markdown artifacts."""
+    import base64
+
+    create_markdown_artifact(
+        key=_key(name, "table"), markdown=table_md + f"\nStored as version `{version}`.\n",
+        description=f"utility comparison {name} {version}",
+    )
+    data = base64.b64encode(plot_png).decode()
+    create_markdown_artifact(
+        key=_key(name, "plot"), markdown=f"![privacy-utility plot of {name}](data:image/png;base64,{data})\n",
+        description=f"privacy-utility plot of {name} {version}",
+    )

@@ -130,6 +130,43 @@ def evaluate(
 
 
 @app.command()
+def compare(
+    name: str = typer.Argument(..., help="comparison name in pipelines.yaml (comparisons:)"),
+    config: Path = typer.Option(Path("pipelines.yaml"), "--config", "-c", help="pipelines file"),
+    store: str | None = typer.Option(None, "--store", help="artifact store URI (default: the pipeline's storage)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (version, summary)"),
+) -> None:
+    """Compare mechanisms: privatize one scope with each at each epsilon, train on each, and store
+    the table (mean +- std, t-test of the target against the best other) and the plot."""
+    try:
+        from privgraph.config import load_config
+
+        load_config(config).comparison(name)  # fail fast on config errors
+        from flows.compare import compare_flow
+
+        _quiet_prefect()
+        t0 = time.perf_counter()
+        with err.status(f"running comparison [bold]{name}[/]"):
+            res = compare_flow(name=name, config_path=str(config), store=store)
+        res["seconds"] = round(time.perf_counter() - t0, 2)
+    except _user_errors() as exc:
+        _fail(exc)
+        return
+    if as_json:
+        print(json.dumps(res, sort_keys=True))
+        return
+    out.print(f"[bold green]stored[/] {res['comparison']}/{res['version']} in {res['store']} ({res['seconds']} s)")
+    s = res["summary"]
+    eps_keys = list(next(iter(s["cells"].values())))
+    t = Table("mechanism", *[f"eps {k}" for k in eps_keys], title="test accuracy, mean +- std")
+    for mech, cells in s["cells"].items():
+        t.add_row(mech, *[f"{cells[k]['mean']:.3f} +- {cells[k]['std']:.3f}" for k in eps_keys])
+    t.add_row("clean graph", *[f"{s['clean']['mean']:.3f} +- {s['clean']['std']:.3f}"] * len(eps_keys))
+    t.add_row("t-test p", *["n/a" if s["t_tests"][k]["p"] is None else f"{s['t_tests'][k]['p']:.3g}" for k in eps_keys])
+    out.print(t)
+
+
+@app.command()
 def serve(
     pipelines: list[str] = typer.Argument(None, help="pipelines to schedule (default: all with a schedule)"),
     config: Path = typer.Option(Path("pipelines.yaml"), "--config", "-c", help="pipelines file"),

@@ -24,6 +24,7 @@ __all__ = [
     "EvaluateConfig",
     "ScheduleConfig",
     "PipelineConfig",
+    "ComparisonConfig",
     "PipelinesConfig",
     "load_config",
     "parse_config",
@@ -170,8 +171,38 @@ class PipelineConfig(_Strict):
         return self
 
 
+class ComparisonConfig(_Strict):
+    """A utility comparison (``privgraph compare NAME``): one scope privatized by each mechanism
+    at each epsilon, ``runs`` seeded times, the same model trained on each (privgraph.comparison)."""
+
+    description: str = ""
+    pipeline: str = Field(description="the pipeline whose dataset, partitions, executor, storage and evaluate settings are used")
+    scope: Literal["features", "edges"]
+    target: str = Field(description="the mechanism t-tested against the best other one")
+    mechanisms: dict[str, dict[str, Any]] = Field(description="registry name -> parameters other than epsilon")
+    epsilons: list[float] = Field(min_length=1)
+    runs: int = Field(default=3, ge=2)
+    seed: int | None = Field(default=None, ge=0)
+    evaluate: EvaluateConfig | None = None
+
+    @field_validator("epsilons")
+    @classmethod
+    def _eps(cls, v: list[float]) -> list[float]:
+        for e in v:
+            if not (math.isfinite(e) and e > 0):
+                raise ValueError(f"every epsilon must be finite and > 0, got {e}")
+        return v
+
+    @model_validator(mode="after")
+    def _target_listed(self) -> ComparisonConfig:
+        if self.target not in self.mechanisms:
+            raise ValueError(f"target {self.target!r} is not among mechanisms {sorted(self.mechanisms)}")
+        return self
+
+
 class PipelinesConfig(_Strict):
     pipelines: dict[str, PipelineConfig]
+    comparisons: dict[str, ComparisonConfig] = Field(default_factory=dict)
 
     @field_validator("pipelines")
     @classmethod
@@ -184,6 +215,27 @@ class PipelinesConfig(_Strict):
                     f"pipeline name {name!r} must be lowercase letters, digits, '-' or '_'"
                 )
         return v
+
+    @model_validator(mode="after")
+    def _comparison_pipelines(self) -> PipelinesConfig:
+        for name, c in self.comparisons.items():
+            if not _NAME.match(name):
+                raise ValueError(f"comparison name {name!r} must be lowercase letters, digits, '-' or '_'")
+            if name in self.pipelines:
+                raise ValueError(f"comparison {name!r} has the name of a pipeline; their artifacts would mix")
+            if c.pipeline not in self.pipelines:
+                raise ValueError(
+                    f"comparisons.{name}.pipeline: no such pipeline {c.pipeline!r}; defined: "
+                    f"{', '.join(sorted(self.pipelines))}"
+                )
+        return self
+
+    def comparison(self, name: str) -> ComparisonConfig:
+        if name not in self.comparisons:
+            raise ConfigError(
+                f"comparisons.{name}: no such comparison; defined: {', '.join(sorted(self.comparisons)) or 'none'}"
+            )
+        return self.comparisons[name]
 
     def get(self, name: str) -> PipelineConfig:
         if name not in self.pipelines:
@@ -217,6 +269,20 @@ def _check_mechanisms(cfg: PipelinesConfig) -> None:
                 )
             try:
                 build_mechanism(m.mechanism, m.params())
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+    for cname, c in cfg.comparisons.items():
+        for mname, params in c.mechanisms.items():
+            where = f"comparisons.{cname}.mechanisms.{mname}"
+            if mname not in MECHANISMS:
+                known = ", ".join(k for k, cl in MECHANISMS.items() if cl.scope.value == c.scope)
+                raise ConfigError(f"{where}: unknown mechanism; known for {c.scope}: {known}")
+            if MECHANISMS[mname].scope.value != c.scope:
+                raise ConfigError(f"{where}: {mname!r} protects {MECHANISMS[mname].scope.value}, not {c.scope}")
+            if "epsilon" in (params or {}):
+                raise ConfigError(f"{where}.epsilon: set the budgets in epsilons, not per mechanism")
+            try:
+                build_mechanism(mname, {**(params or {}), "epsilon": c.epsilons[0]})
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{where}: {exc}") from None
 

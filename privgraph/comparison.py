@@ -1,0 +1,289 @@
+"""Utility comparisons: accuracy of a GNN trained on graphs privatized by each mechanism.
+
+:func:`run_comparison` privatizes ONE scope of a graph (features or edges) with every listed
+mechanism at every budget, several seeded times, trains the same model on each private graph and on
+the clean graph (the upper bound), and :func:`summarize` turns the accuracies into a table:
+mean +- sample standard deviation per (mechanism, epsilon), and per epsilon a two-tailed Welch
+t-test of the target mechanism (e.g. FeatureRR) against the best other mechanism.
+
+Pairing: run ``i`` of every (mechanism, epsilon) uses the same training seed as run ``i`` of the
+clean graph, so runs differ in the privatization noise and the data only. Only the compared scope
+is privatized; the other parts of the graph stay as in the clean graph.
+
+The accuracies are computed on the raw graph's labels: a comparison is an evaluation for the data
+owner, not a private release (its manifest has an empty ledger and says so).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from privgraph.graph import GraphData
+from privgraph.mechanisms import build_mechanism
+from privgraph.mechanisms.base import Scope
+from privgraph.parallel import Executor
+from privgraph.partition import Partitioning
+from privgraph.privatize import privatize_graph
+from privgraph.seeding import partition_seeds, stage_seed
+from privgraph.training import train_node_classifier
+
+__all__ = ["ComparisonResult", "run_comparison", "summarize", "comparison_markdown", "utility_plot_png"]
+
+CLEAN = "clean"
+
+
+@dataclasses.dataclass(frozen=True)
+class ComparisonResult:
+    """Per-run accuracies: ``records`` rows ``{mechanism, epsilon, run, test_acc}`` (the clean
+    graph's rows have ``mechanism = "clean"`` and ``epsilon = None``)."""
+
+    scope: str
+    target: str
+    epsilons: tuple[float, ...]
+    mechanisms: tuple[str, ...]
+    runs: int
+    records: tuple[dict[str, Any], ...]
+
+    def accuracies(self, mechanism: str, epsilon: float | None) -> np.ndarray:
+        return np.array(
+            [r["test_acc"] for r in self.records if r["mechanism"] == mechanism and r["epsilon"] == epsilon]
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "target": self.target,
+            "epsilons": list(self.epsilons),
+            "mechanisms": list(self.mechanisms),
+            "runs": self.runs,
+            "records": [dict(r) for r in self.records],
+            "summary": summarize(self),
+        }
+
+
+def _check_inputs(
+    scope: str, mechanisms: Mapping[str, Mapping[str, Any]], epsilons: Sequence[float], runs: int, target: str
+) -> Scope:
+    try:
+        sc = Scope(scope)
+    except ValueError:
+        raise ValueError(f"scope must be 'features' or 'edges', got {scope!r}") from None
+    if sc not in (Scope.FEATURES, Scope.EDGES):
+        raise ValueError(f"scope must be 'features' or 'edges', got {scope!r}")
+    if not mechanisms:
+        raise ValueError("mechanisms: list at least one mechanism to compare")
+    if target not in mechanisms:
+        raise ValueError(f"target {target!r} is not among the compared mechanisms {sorted(mechanisms)}")
+    if CLEAN in mechanisms:
+        raise ValueError(f"{CLEAN!r} is reserved for the clean graph")
+    if not epsilons or any(not (isinstance(e, (int, float)) and math.isfinite(e) and e > 0) for e in epsilons):
+        raise ValueError(f"epsilons must be a non-empty list of finite numbers > 0, got {list(epsilons)}")
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"runs must be an int >= 1, got {runs!r}")
+    for name, params in mechanisms.items():
+        if "epsilon" in params:
+            raise ValueError(f"mechanisms.{name}: do not set epsilon; it takes each value of epsilons")
+        m = build_mechanism(name, {**params, "epsilon": float(epsilons[0])})  # validates early
+        if m.scope is not sc:
+            raise ValueError(f"mechanisms.{name}: {name!r} protects {m.scope.value}, not {sc.value}")
+    return sc
+
+
+def run_comparison(
+    graph: GraphData,
+    *,
+    scope: str,
+    mechanisms: Mapping[str, Mapping[str, Any]],
+    epsilons: Sequence[float],
+    runs: int,
+    target: str,
+    partitioning: Partitioning,
+    root_seed: np.random.SeedSequence,
+    executor: Executor | None = None,
+    train_kwargs: Mapping[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ComparisonResult:
+    """Privatize ``scope`` with each mechanism at each epsilon ``runs`` times and train on each.
+
+    Args:
+        graph (GraphData): the clean graph (with its split).
+        scope (str): ``"features"`` or ``"edges"``: the one scope that is privatized.
+        mechanisms (Mapping): registry name -> parameters other than ``epsilon``.
+        epsilons (Sequence[float]): the budgets, each > 0.
+        runs (int): seeded runs per (mechanism, epsilon) and of the clean graph.
+        target (str): the mechanism tested against the best other one.
+        partitioning (Partitioning): node partitions the mechanisms run over.
+        root_seed (SeedSequence): privatization run ``i`` of mechanism ``m`` at ``eps`` is seeded
+            from ``stage_seed(root, f"{m}/{eps}")``'s child ``i``; training run ``i`` from child
+            ``i`` of ``stage_seed(root, "train")``, shared by every mechanism (paired runs).
+        executor (Executor, optional): where the per-partition work runs (default: serially).
+        train_kwargs (Mapping, optional): passed to :func:`train_node_classifier`.
+        progress (Callable, optional): receives one line per finished training run.
+    """
+    sc = _check_inputs(scope, mechanisms, epsilons, runs, target)
+    kwargs = dict(train_kwargs or {})
+    train_seeds = partition_seeds(stage_seed(root_seed, "train"), runs)
+    say = progress or (lambda _msg: None)
+    records: list[dict[str, Any]] = []
+    for i, ts in enumerate(train_seeds):
+        acc = float(train_node_classifier(graph, seed=ts, **kwargs)["test_acc"])
+        records.append({"mechanism": CLEAN, "epsilon": None, "run": i, "test_acc": acc})
+        say(f"clean run {i}: test accuracy {acc:.4f}")
+    for name, params in mechanisms.items():
+        for eps in epsilons:
+            eps = float(eps)
+            mech = build_mechanism(name, {**params, "epsilon": eps})
+            priv_seeds = partition_seeds(stage_seed(root_seed, f"{name}/{eps!r}"), runs)
+            for i, (ps, ts) in enumerate(zip(priv_seeds, train_seeds, strict=True)):
+                mech_kw = {"features": mech if sc is Scope.FEATURES else None,
+                           "edges": mech if sc is Scope.EDGES else None}
+                result = privatize_graph(graph, partitioning=partitioning, root_seed=ps, executor=executor, **mech_kw)
+                acc = float(train_node_classifier(result.graph, seed=ts, eval_y=graph.y, **kwargs)["test_acc"])
+                records.append({"mechanism": name, "epsilon": eps, "run": i, "test_acc": acc})
+                say(f"{name} eps={eps:g} run {i}: test accuracy {acc:.4f}")
+    return ComparisonResult(
+        scope=sc.value, target=target, epsilons=tuple(float(e) for e in epsilons),
+        mechanisms=tuple(mechanisms), runs=runs, records=tuple(records),
+    )
+
+
+def _mean_std(a: np.ndarray) -> tuple[float, float]:
+    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0
+
+
+def summarize(result: ComparisonResult) -> dict[str, Any]:
+    """Mean +- std per (mechanism, epsilon); per epsilon the Welch two-tailed t-test of the target
+    against the best other mechanism (highest mean; ``None`` fields when not computable)."""
+    from scipy import stats
+
+    cells: dict[str, dict[str, dict[str, float]]] = {}
+    for name in result.mechanisms:
+        cells[name] = {}
+        for eps in result.epsilons:
+            mean, std = _mean_std(result.accuracies(name, eps))
+            cells[name][repr(eps)] = {"mean": mean, "std": std}
+    clean_mean, clean_std = _mean_std(result.accuracies(CLEAN, None))
+    tests: dict[str, dict[str, Any]] = {}
+    others = [m for m in result.mechanisms if m != result.target]
+    for eps in result.epsilons:
+        key = repr(eps)
+        if not others:
+            tests[key] = {"best_baseline": None, "t": None, "p": None}
+            continue
+        best = max(others, key=lambda m: cells[m][key]["mean"])
+        a, b = result.accuracies(result.target, eps), result.accuracies(best, eps)
+        t = p = None
+        if a.size > 1 and b.size > 1 and (a.std() > 0 or b.std() > 0):
+            res = stats.ttest_ind(a, b, equal_var=False)
+            t, p = float(res.statistic), float(res.pvalue)
+        tests[key] = {"best_baseline": best, "t": t, "p": p}
+    return {"cells": cells, "clean": {"mean": clean_mean, "std": clean_std}, "t_tests": tests}
+
+
+def comparison_markdown(title: str, result: ComparisonResult) -> str:
+    """The comparison table as markdown: mechanisms x epsilons, the best mean per column in bold,
+    the clean graph's accuracy, and the t-test row."""
+    s = summarize(result)
+    eps_keys = [repr(e) for e in result.epsilons]
+    head = "| mechanism | " + " | ".join(f"eps = {e:g}" for e in result.epsilons) + " |"
+    lines = [f"# {title}", "", f"Test accuracy, mean +- std over {result.runs} runs; "
+             f"only the {result.scope} are privatized.", "", head,
+             "|---|" + "---|" * len(eps_keys)]
+    best = {k: max(result.mechanisms, key=lambda m: s["cells"][m][k]["mean"]) for k in eps_keys}
+    for name in result.mechanisms:
+        row = []
+        for k in eps_keys:
+            c = s["cells"][name][k]
+            txt = f"{c['mean']:.3f} +- {c['std']:.3f}"
+            row.append(f"**{txt}**" if best[k] == name else txt)
+        label = f"{name} (target)" if name == result.target else name
+        lines.append(f"| {label} | " + " | ".join(row) + " |")
+    c = s["clean"]
+    lines.append("| clean graph | " + " | ".join([f"{c['mean']:.3f} +- {c['std']:.3f}"] * len(eps_keys)) + " |")
+    tt = []
+    for k in eps_keys:
+        t = s["t_tests"][k]
+        tt.append("n/a" if t["p"] is None else f"vs {t['best_baseline']}: t = {t['t']:.2f}, p = {t['p']:.3g}")
+    lines.append(f"| Welch t-test, {result.target} vs best other | " + " | ".join(tt) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def utility_plot_png(title: str, result: ComparisonResult) -> bytes:
+    """Privacy-utility plot (PNG bytes): accuracy against epsilon (log scale) with +-1 std bars,
+    one line per mechanism, the clean graph as a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    s = summarize(result)
+    fig = Figure(figsize=(7, 4.5), dpi=110)
+    ax = fig.add_subplot(1, 1, 1)
+    xs = np.array(result.epsilons)
+    for name in result.mechanisms:
+        means = np.array([s["cells"][name][repr(e)]["mean"] for e in result.epsilons])
+        stds = np.array([s["cells"][name][repr(e)]["std"] for e in result.epsilons])
+        ax.errorbar(xs, means, yerr=stds, marker="o", capsize=3,
+                    linewidth=2.5 if name == result.target else 1.2, label=name)
+    ax.axhline(s["clean"]["mean"], color="black", linestyle="--", linewidth=1, label="clean graph")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [f"{e:g}" for e in xs])
+    ax.set_xlabel(f"epsilon ({result.scope})")
+    ax.set_ylabel("test accuracy")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def comparison_objects(title: str, result: ComparisonResult) -> dict[str, bytes]:
+    """The stored objects of a comparison: ``results.json`` (per-run accuracies and the summary),
+    ``table.md`` and ``utility.png``."""
+    import json
+
+    return {
+        "results.json": (json.dumps(result.to_dict(), sort_keys=True, indent=2) + "\n").encode(),
+        "table.md": comparison_markdown(title, result).encode(),
+        "utility.png": utility_plot_png(title, result),
+    }
+
+
+def comparison_manifest(
+    name: str, *, config: Any, pipeline_config: Any, graph_in: GraphData, result: ComparisonResult
+) -> dict[str, Any]:
+    """The manifest of a stored comparison: public settings only (no seed, no split seed, no data
+    paths). The ledger is empty: nothing private is released; the accuracies are an evaluation."""
+    from privgraph.accounting import PrivacyLedger
+    from privgraph.storage.manifest import code_version
+
+    dataset = pipeline_config.dataset
+    return {
+        "pipeline": name,
+        "kind": "comparison",
+        "description": config.description,
+        "dataset": {"name": dataset.name, "rho": dataset.rho},
+        "input_fingerprint": graph_in.fingerprint(),
+        "code_version": code_version(),
+        "ledger": PrivacyLedger().to_dict(),
+        "mechanisms": [
+            {"mechanism": m, "scope": result.scope, "params": dict(config.mechanisms[m]), "epsilons": list(result.epsilons)}
+            for m in result.mechanisms
+        ],
+        "validation": {"success": True, "note": "a comparison releases no private graph; nothing to validate"},
+        "evaluation": {
+            "runs": result.runs,
+            "target": result.target,
+            "settings": (config.evaluate or pipeline_config.evaluate).model_dump(mode="json"),
+            "note": "accuracies are computed on the raw graph: an evaluation for the data owner, not a private release",
+        },
+        "summary": summarize(result),
+    }

@@ -1,0 +1,85 @@
+"""Utility comparisons: paired seeded runs, the summary and its t-test, the table and the plot."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from privgraph.comparison import (
+    ComparisonResult,
+    comparison_markdown,
+    run_comparison,
+    summarize,
+    utility_plot_png,
+)
+from privgraph.datasets import load_dataset
+from privgraph.partition import partition_graph
+
+TRAIN = {"epochs": 15, "patience": None, "hidden": 16, "device": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def small():
+    g = load_dataset("sbm", rho=0.2, num_nodes=300, num_features=8, num_classes=3)
+    return g, partition_graph(g, 2, "hash")
+
+
+def _run(small, seed=5, **kw):
+    g, parts = small
+    args = dict(
+        scope="features", mechanisms={"feature_rr": {"bins": 2}, "laplace": {}}, epsilons=[1.0, 4.0],
+        runs=2, target="feature_rr", partitioning=parts, root_seed=np.random.SeedSequence(seed),
+        train_kwargs=TRAIN,
+    )
+    args.update(kw)
+    return run_comparison(g, **args)
+
+
+def test_runs_are_seeded_paired_and_complete(small):
+    r = _run(small)
+    assert len(r.records) == 2 + 2 * 2 * 2  # clean runs + mechanisms x epsilons x runs
+    assert r.to_dict()["records"] == _run(small).to_dict()["records"]  # same seed, same accuracies
+    assert all(0.0 <= rec["test_acc"] <= 1.0 for rec in r.records)
+    assert {rec["mechanism"] for rec in r.records} == {"clean", "feature_rr", "laplace"}
+    other = _run(small, seed=6)
+    assert [x["test_acc"] for x in other.records] != [x["test_acc"] for x in r.records]
+
+
+def test_summary_and_t_test_match_scipy():
+    recs = []
+    acc = {"a": [0.5, 0.52, 0.54], "b": [0.6, 0.58, 0.59], "c": [0.4, 0.41, 0.39]}
+    for m, xs in acc.items():
+        recs += [{"mechanism": m, "epsilon": 1.0, "run": i, "test_acc": x} for i, x in enumerate(xs)]
+    recs += [{"mechanism": "clean", "epsilon": None, "run": i, "test_acc": 0.8} for i in range(3)]
+    r = ComparisonResult(scope="features", target="a", epsilons=(1.0,), mechanisms=("a", "b", "c"), runs=3,
+                         records=tuple(recs))
+    s = summarize(r)
+    assert s["cells"]["b"]["1.0"]["mean"] == pytest.approx(np.mean(acc["b"]))
+    assert s["cells"]["b"]["1.0"]["std"] == pytest.approx(np.std(acc["b"], ddof=1))
+    t = s["t_tests"]["1.0"]
+    ref = stats.ttest_ind(acc["a"], acc["b"], equal_var=False)
+    assert t["best_baseline"] == "b"  # the best OTHER mechanism by mean
+    assert t["t"] == pytest.approx(ref.statistic) and t["p"] == pytest.approx(ref.pvalue)
+    md = comparison_markdown("T", r)
+    assert "| a (target) | 0.520 +- 0.020 |" in md
+    assert "| b | **0.590 +- 0.010** |" in md
+    assert "vs b: t = " in md and "| clean graph | 0.800 +- 0.000 |" in md
+    png = utility_plot_png("T", r)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+def test_bad_comparisons_are_refused(small):
+    g, parts = small
+    with pytest.raises(ValueError, match="target 'x' is not among"):
+        _run(small, target="x")
+    with pytest.raises(ValueError, match="protects edges, not features"):
+        _run(small, mechanisms={"feature_rr": {}, "dprr": {}})
+    with pytest.raises(ValueError, match="do not set epsilon"):
+        _run(small, mechanisms={"feature_rr": {"epsilon": 1.0}})
+    with pytest.raises(ValueError, match="epsilons"):
+        _run(small, epsilons=[0.0])
+    with pytest.raises(ValueError, match="runs"):
+        _run(small, runs=0)
+    with pytest.raises(ValueError, match="bins"):
+        _run(small, mechanisms={"feature_rr": {"bins": 1}})
