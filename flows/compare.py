@@ -2,7 +2,8 @@
 
 The table (markdown), the per-run results (JSON) and the privacy-utility plot (PNG) are stored as
 one version named after the comparison, and published as Prefect artifacts
-(``<name>-table``, ``<name>-plot``).
+(``<name>-table``, ``<name>-plot``; edge comparisons add the degree-preservation plot
+``degrees.png`` / ``<name>-degrees``).
 """
 
 from __future__ import annotations
@@ -37,5 +38,7 @@ def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | No
     objects = comparison_objects(title, result)
     manifest = comparison_manifest(name, config=ccfg, pipeline_config=pcfg, graph_in=graph, result=result)
     version = open_store(store_uri).put_version(name, objects, manifest)
-    publish_comparison(name, version, objects["table.md"].decode(), objects["utility.png"])
+    publish_comparison(
+        name, version, objects["table.md"].decode(), objects["utility.png"], objects.get("degrees.png")
+    )
     return {"comparison": name, "version": version, "store": str(store_uri), "summary": summarize(result)}

@@ -30,8 +30,10 @@ def publish_metrics(pipeline: str, version: str, metrics: dict[str, Any]) -> Non
     )
 
 
-def publish_comparison(name: str, version: str, table_md: str, plot_png: bytes) -> None:
-    """The comparison table, and the plot inlined as a data URI, as markdown artifacts."""
+def publish_comparison(
+    name: str, version: str, table_md: str, plot_png: bytes, degrees_png: bytes | None = None
+) -> None:
+    """The comparison table, and the plots inlined as data URIs, as markdown artifacts."""
     import base64
 
     create_markdown_artifact(
@@ -43,3 +45,9 @@ def publish_comparison(name: str, version: str, table_md: str, plot_png: bytes) 
         key=_key(name, "plot"), markdown=f"![privacy-utility plot of {name}](data:image/png;base64,{data})\n",
         description=f"privacy-utility plot of {name} {version}",
     )
+    if degrees_png is not None:
+        create_markdown_artifact(
+            key=_key(name, "degrees"),
+            markdown=f"![degree preservation of {name}](data:image/png;base64,{base64.b64encode(degrees_png).decode()})\n",
+            description=f"original vs released private degree, {name} {version}",
+        )

@@ -33,7 +33,15 @@ from privgraph.privatize import privatize_graph
 from privgraph.seeding import partition_seeds, stage_seed
 from privgraph.training import train_node_classifier
 
-__all__ = ["ComparisonResult", "run_comparison", "summarize", "comparison_markdown", "utility_plot_png"]
+__all__ = [
+    "ComparisonResult",
+    "run_comparison",
+    "summarize",
+    "comparison_markdown",
+    "utility_plot_png",
+    "degree_curve",
+    "degree_plot_png",
+]
 
 CLEAN = "clean"
 
@@ -49,6 +57,9 @@ class ComparisonResult:
     mechanisms: tuple[str, ...]
     runs: int
     records: tuple[dict[str, Any], ...]
+    #: scope "edges" only: per "mechanism/epsilon", run 0's mean released private degree per
+    #: original private degree (``{"degree": [...], "noisy_mean": [...], "nodes": [...]}``)
+    degree_curves: dict[str, dict[str, list[float]]] = dataclasses.field(default_factory=dict)
 
     def accuracies(self, mechanism: str, epsilon: float | None) -> np.ndarray:
         return np.array(
@@ -64,6 +75,7 @@ class ComparisonResult:
             "runs": self.runs,
             "records": [dict(r) for r in self.records],
             "summary": summarize(self),
+            "degree_curves": {k: dict(v) for k, v in self.degree_curves.items()},
         }
 
 
@@ -89,10 +101,23 @@ def _check_inputs(
     for name, params in mechanisms.items():
         if "epsilon" in params:
             raise ValueError(f"mechanisms.{name}: do not set epsilon; it takes each value of epsilons")
-        m = build_mechanism(name, {**params, "epsilon": float(epsilons[0])})  # validates early
+        m = _build(name, params, float(epsilons[0]))  # validates early
         if m.scope is not sc:
             raise ValueError(f"mechanisms.{name}: {name!r} protects {m.scope.value}, not {sc.value}")
     return sc
+
+
+def _takes_epsilon(name: str) -> bool:
+    import inspect
+
+    from privgraph.mechanisms import MECHANISMS
+
+    return "epsilon" in inspect.signature(MECHANISMS[name]).parameters
+
+
+def _build(name: str, params: Mapping[str, Any], eps: float) -> Any:
+    """The mechanism at ``eps``; a mechanism without a budget (NonPriv-Part) ignores it."""
+    return build_mechanism(name, {**params, "epsilon": eps} if _takes_epsilon(name) else dict(params))
 
 
 def run_comparison(
@@ -131,26 +156,90 @@ def run_comparison(
     train_seeds = partition_seeds(stage_seed(root_seed, "train"), runs)
     say = progress or (lambda _msg: None)
     records: list[dict[str, Any]] = []
+    curves: dict[str, dict[str, list[float]]] = {}
+    true_degree = _degrees(graph) if sc is Scope.EDGES else None
     for i, ts in enumerate(train_seeds):
         acc = float(train_node_classifier(graph, seed=ts, **kwargs)["test_acc"])
         records.append({"mechanism": CLEAN, "epsilon": None, "run": i, "test_acc": acc})
         say(f"clean run {i}: test accuracy {acc:.4f}")
     for name, params in mechanisms.items():
+        constant = not _takes_epsilon(name)  # spends no budget: one set of runs serves every eps
         for eps in epsilons:
             eps = float(eps)
-            mech = build_mechanism(name, {**params, "epsilon": eps})
+            if constant and eps != float(epsilons[0]):
+                first = [r for r in records if r["mechanism"] == name and r["epsilon"] == float(epsilons[0])]
+                records += [{**r, "epsilon": eps} for r in first]
+                if f"{name}/{float(epsilons[0]):g}" in curves:
+                    curves[f"{name}/{eps:g}"] = curves[f"{name}/{float(epsilons[0]):g}"]
+                continue
+            mech = _build(name, params, eps)
             priv_seeds = partition_seeds(stage_seed(root_seed, f"{name}/{eps!r}"), runs)
             for i, (ps, ts) in enumerate(zip(priv_seeds, train_seeds, strict=True)):
                 mech_kw = {"features": mech if sc is Scope.FEATURES else None,
                            "edges": mech if sc is Scope.EDGES else None}
                 result = privatize_graph(graph, partitioning=partitioning, root_seed=ps, executor=executor, **mech_kw)
+                if true_degree is not None and i == 0:
+                    curves[f"{name}/{eps:g}"] = degree_curve(true_degree, _degrees(result.graph))
                 acc = float(train_node_classifier(result.graph, seed=ts, eval_y=graph.y, **kwargs)["test_acc"])
                 records.append({"mechanism": name, "epsilon": eps, "run": i, "test_acc": acc})
                 say(f"{name} eps={eps:g} run {i}: test accuracy {acc:.4f}")
     return ComparisonResult(
         scope=sc.value, target=target, epsilons=tuple(float(e) for e in epsilons),
-        mechanisms=tuple(mechanisms), runs=runs, records=tuple(records),
+        mechanisms=tuple(mechanisms), runs=runs, records=tuple(records), degree_curves=curves,
     )
+
+
+def _degrees(graph: GraphData) -> np.ndarray:
+    """Private degrees: over the private edges (original) or their release (privatized graph)."""
+    return np.bincount(graph.edges_private.ravel(), minlength=graph.num_nodes)
+
+
+def degree_curve(true_degree: np.ndarray, noisy_degree: np.ndarray) -> dict[str, list[float]]:
+    """Mean released degree per original degree (nodes grouped by their original degree):
+    the data of a degree-preservation plot (paper 004, Fig. 7). ``O(n)``."""
+    true_degree = np.asarray(true_degree, dtype=np.int64)
+    noisy_degree = np.asarray(noisy_degree, dtype=np.float64)
+    counts = np.bincount(true_degree)
+    sums = np.bincount(true_degree, weights=noisy_degree)
+    present = np.flatnonzero(counts)
+    return {
+        "degree": present.astype(float).tolist(),
+        "noisy_mean": (sums[present] / counts[present]).tolist(),
+        "nodes": counts[present].astype(float).tolist(),
+    }
+
+
+def degree_plot_png(title: str, result: ComparisonResult, epsilon: float) -> bytes:
+    """Degree preservation (PNG): mean released degree against original degree, log-log, one line
+    per edge mechanism at ``epsilon``, with the identity line (paper 004, Fig. 7)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 5), dpi=110)
+    ax = fig.add_subplot(1, 1, 1)
+    top = 1.0
+    for name in result.mechanisms:
+        c = result.degree_curves.get(f"{name}/{epsilon:g}")
+        if not c:
+            continue
+        d, m = np.array(c["degree"]), np.array(c["noisy_mean"])
+        keep = d > 0
+        ax.plot(d[keep], np.maximum(m[keep], 0.5), marker=".", linewidth=1, label=name)
+        top = max(top, float(d.max()), float(m.max()))
+    ax.plot([1, top], [1, top], color="black", linestyle="--", linewidth=1, label="identity")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("original degree")
+    ax.set_ylabel("mean released degree")
+    ax.set_title(f"{title} (eps = {epsilon:g})")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
 
 
 def _mean_std(a: np.ndarray) -> tuple[float, float]:
@@ -250,11 +339,15 @@ def comparison_objects(title: str, result: ComparisonResult) -> dict[str, bytes]
     ``table.md`` and ``utility.png``."""
     import json
 
-    return {
+    objects = {
         "results.json": (json.dumps(result.to_dict(), sort_keys=True, indent=2) + "\n").encode(),
         "table.md": comparison_markdown(title, result).encode(),
         "utility.png": utility_plot_png(title, result),
     }
+    if result.degree_curves:
+        eps = result.epsilons[len(result.epsilons) // 2]
+        objects["degrees.png"] = degree_plot_png(title, result, eps)
+    return objects
 
 
 def comparison_manifest(

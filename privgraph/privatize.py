@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from privgraph.accounting import LedgerEntry, PrivacyLedger
-from privgraph.graph import GraphData, in_sorted
+from privgraph.graph import GraphData, in_sorted, sorted_unique
 from privgraph.mechanisms.base import Scope
 from privgraph.parallel import Executor, map_partitions
 from privgraph.partition import Partitioning
@@ -43,11 +43,12 @@ def _edges_part(
     seed: np.random.SeedSequence,
     *,
     mechanism: Any,
+    method: str,
     indptr: np.ndarray,
     indices: np.ndarray,
     candidates: np.ndarray,
 ) -> np.ndarray:
-    return mechanism.privatize_nodes(nodes, indptr, indices, candidates, np.random.default_rng(seed))
+    return getattr(mechanism, method)(nodes, indptr, indices, candidates, np.random.default_rng(seed))
 
 
 def _privatize_features(
@@ -105,29 +106,93 @@ def _privatize_labels(
     return y_out
 
 
-def _privatize_edges_dprr(
-    graph: GraphData, mechanism: Any, parts: list[np.ndarray], root: np.random.SeedSequence,
+def _per_node_reports(
+    graph: GraphData, mechanism: Any, method: str, parts: list[np.ndarray], seed: np.random.SeedSequence,
     executor: Executor | None,
-) -> tuple[np.ndarray, dict[str, Any]]:
-    from privgraph.mechanisms.edges.dprr import merge_with_public, private_csr, symmetrize_reports
+) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """Run ``mechanism.<method>(nodes, indptr, indices, candidates, rng)`` per partition on the
+    partition's nodes of ``V_pri`` (each node reports on its own private neighbour list)."""
+    from privgraph.mechanisms.edges.dprr import private_csr
 
     candidates = graph.private_nodes()
     indptr, indices = private_csr(graph.edges_private, graph.num_nodes)
-    seeds = partition_seeds(stage_seed(root, "edges"), len(parts))
-    # each node reports its own (private) neighbour list; only nodes of V_pri have one
+    seeds = partition_seeds(seed, len(parts))
     payloads = [p[in_sorted(p, candidates)] for p in parts]
-    reports = map_partitions(
-        _edges_part, payloads, seeds, executor=executor,
-        mechanism=mechanism, indptr=indptr, indices=indices, candidates=candidates,
+    out = map_partitions(
+        _edges_part, payloads, seeds, executor=executor, mechanism=mechanism, method=method,
+        indptr=indptr, indices=indices, candidates=candidates,
     )
+    return payloads, out, candidates
+
+
+def _privatize_edges_local(
+    graph: GraphData, mechanism: Any, parts: list[np.ndarray], root: np.random.SeedSequence,
+    executor: Executor | None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Per-node edge-LDP mechanisms (DPRR, Warner RR): each node of ``V_pri`` randomizes its own
+    private neighbour list, partition by partition; the server combines the directed reports."""
+    _, reports, candidates = _per_node_reports(graph, mechanism, "privatize_nodes", parts, stage_seed(root, "edges"), executor)
     arcs = np.concatenate(reports, axis=1) if reports else np.zeros((2, 0), np.int64)
-    noisy = symmetrize_reports(arcs, graph.num_nodes)
+    noisy = mechanism.combine_reports(arcs, graph.num_nodes)
+    return noisy, {"private_nodes": int(candidates.size), "reports": int(arcs.shape[1])}
+
+
+def _privatize_edges_degrees(
+    graph: GraphData, mechanism: Any, parts: list[np.ndarray], root: np.random.SeedSequence,
+    executor: Executor | None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """LocalLap: each node of ``V_pri`` sends its noisy degree (per partition); the server's
+    top-T selection over the noisy pair values is global."""
+    nodes, degs, candidates = _per_node_reports(
+        graph, mechanism, "noisy_degrees", parts, stage_seed(root, "edges.degrees"), executor
+    )
+    d_star = np.zeros(candidates.size, dtype=np.int64)
+    for p, d in zip(nodes, degs, strict=True):
+        d_star[np.searchsorted(candidates, p)] = d
+    rng = np.random.default_rng(stage_seed(root, "edges"))
+    noisy = mechanism.privatize_edges(graph, rng, noisy_degrees=d_star)
+    return noisy, {"private_nodes": int(candidates.size)}
+
+
+def _hrg_sample_part(
+    internal: np.ndarray, seed: np.random.SeedSequence, *, mechanism: Any, fitted: Any
+) -> np.ndarray:
+    return mechanism.sample(fitted, internal, np.random.default_rng(seed))
+
+
+def _privatize_edges_hrg(
+    graph: GraphData, mechanism: Any, parts: list[np.ndarray], root: np.random.SeedSequence,
+    executor: Executor | None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Dendrogram mechanisms (EdgeRR, privHRG): one global fit (MCMC + noisy probabilities), then
+    the private edges sampled per chunk of internal nodes (dendrogram subtrees) through the map."""
+    fitted = mechanism.fit(graph, np.random.default_rng(stage_seed(root, "edges.fit")))
+    chunks = mechanism.split(fitted, max(1, len(parts)))
+    seeds = partition_seeds(stage_seed(root, "edges.sample"), len(chunks))
+    sampled = map_partitions(_hrg_sample_part, chunks, seeds, executor=executor, mechanism=mechanism, fitted=fitted)
+    noisy = np.concatenate(sampled, axis=1) if sampled else np.zeros((2, 0), np.int64)
+    keys = sorted_unique(noisy[0] * np.int64(graph.num_nodes) + noisy[1])
+    noisy = np.stack([keys // graph.num_nodes, keys % graph.num_nodes]).astype(np.int64)
+    return noisy, {"private_nodes": int(graph.private_nodes().size), "diagnostics": mechanism.diagnostics(fitted)}
+
+
+def _privatize_edges(
+    graph: GraphData, mechanism: Any, parts: list[np.ndarray], root: np.random.SeedSequence,
+    executor: Executor | None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    from privgraph.mechanisms.edges.dprr import merge_with_public
+
+    if hasattr(mechanism, "privatize_nodes") and hasattr(mechanism, "combine_reports"):
+        noisy, stats = _privatize_edges_local(graph, mechanism, parts, root, executor)
+    elif hasattr(mechanism, "noisy_degrees"):
+        noisy, stats = _privatize_edges_degrees(graph, mechanism, parts, root, executor)
+    elif hasattr(mechanism, "fit") and hasattr(mechanism, "sample"):
+        noisy, stats = _privatize_edges_hrg(graph, mechanism, parts, root, executor)
+    else:  # central mechanisms over the pairs of V_pri (EdgeRand, LapGraph, LocalLap, NonPriv-Part)
+        noisy = mechanism.privatize_edges(graph, np.random.default_rng(stage_seed(root, "edges")))
+        stats = {"private_nodes": int(graph.private_nodes().size)}
     released = merge_with_public(noisy, graph.edges_public)
-    stats = {
-        "private_nodes": int(candidates.size),
-        "reports": int(arcs.shape[1]),
-        "released_private_edges": int(released.shape[1]),
-    }
+    stats["released_private_edges"] = int(released.shape[1])
     return released, stats
 
 
@@ -170,11 +235,9 @@ def privatize_graph(
     if edges is not None:
         if edges.scope is not Scope.EDGES:
             raise ValueError(f"{edges!r} does not protect edges")
-        if edges.name != "dprr":
-            raise ValueError(f"edge mechanism {edges.name!r} has no partitioned runner yet")
         n_max = int(graph.private_nodes().size)
-        params = edges.params_for(n_max) if n_max > 1 else edges.params()
-        released, estats = _privatize_edges_dprr(graph, edges, parts, root_seed, executor)
+        params = edges.params_for(n_max) if n_max > 1 and hasattr(edges, "params_for") else edges.params()
+        released, estats = _privatize_edges(graph, edges, parts, root_seed, executor)
         changes["edges_private"] = released
         stats["edges"] = estats
         ledger.record(

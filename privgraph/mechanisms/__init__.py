@@ -21,7 +21,7 @@ from privgraph.mechanisms.base import (
     check_probability,
     epsilon_upper,
 )
-from privgraph.mechanisms.edges import DPRR
+from privgraph.mechanisms.edges import DPRR, EdgeRand, LapGraph, LocalLap, NonPrivPart, WarnerRR
 from privgraph.mechanisms.features import (
     DuchiMechanism,
     FeatureRR,
@@ -63,6 +63,11 @@ MECHANISMS: dict[str, type] = {
         MultiBitEncoder,
         LabelRR,
         DPRR,
+        WarnerRR,
+        LocalLap,
+        EdgeRand,
+        LapGraph,
+        NonPrivPart,
     )
 }
 

@@ -70,7 +70,7 @@ class Guarantee:
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", GuaranteeKind(self.kind))
         object.__setattr__(self, "scope", Scope(self.scope))
-        check_epsilon(self.epsilon, "epsilon")
+        check_epsilon(self.epsilon, "epsilon", allow_zero=True)  # 0: reads no private data
         object.__setattr__(self, "epsilon", float(self.epsilon))
         object.__setattr__(self, "assumptions", tuple(self.assumptions))
 

@@ -14,7 +14,24 @@ import numpy as np
 from privgraph.graph import in_sorted, sorted_unique
 from privgraph.mechanisms.base import check_generator
 
-__all__ = ["sample_distinct_blocks", "sample_distinct", "unrank_pairs", "rank_pairs"]
+__all__ = [
+    "sample_distinct_blocks",
+    "sample_distinct",
+    "sample_excluding",
+    "unrank_pairs",
+    "rank_pairs",
+    "bernoulli_exact",
+    "MAX_EXACT_EPSILON",
+    "check_coordinate_epsilon",
+]
+
+# The largest budget whose smallest output probability (about e^-eps) the exact samplers realise:
+# bernoulli_exact realises every float64 probability >= 2^-54 EXACTLY and smaller ones to 2^-106
+# absolute, i.e. to a relative 2^-106 e^eps (6e-11 at eps = 50, 1.4e-6 at 60). Above the cap the
+# stated pure-DP guarantee would not hold to float precision, so a larger budget is refused.
+MAX_EXACT_EPSILON = 50.0
+_TWO53 = 2.0**53
+_ULP53 = 2.0**-53
 
 # Each rejection round accepts every pending draw with probability >= 1/2; 200 rounds failing
 # means a broken precondition, not bad luck.
@@ -54,6 +71,17 @@ def _sparse_blocks(
         accepted = np.sort(np.concatenate([accepted, keys[ok]]))
         pending = pending[~ok]
     raise RuntimeError(f"sample_distinct_blocks: rejection did not finish in {_MAX_ROUNDS} rounds")
+
+
+def check_coordinate_epsilon(eps_c: float, what: str = "epsilon / k") -> float:
+    """Refuse a per-coordinate budget above :data:`MAX_EXACT_EPSILON` (see there)."""
+    if eps_c > MAX_EXACT_EPSILON:
+        raise ValueError(
+            f"{what} = {eps_c:g} per coordinate exceeds {MAX_EXACT_EPSILON:g}: float64 sampling "
+            f"cannot realise output probabilities near e^-{eps_c:g}, so the pure-DP guarantee "
+            "would not hold; use a smaller epsilon (or sample more coordinates)"
+        )
+    return eps_c
 
 
 def sample_distinct_blocks(
@@ -107,6 +135,67 @@ def sample_distinct_blocks(
     return block.astype(np.int64), out - offsets[block]
 
 
+def sample_excluding(
+    sizes: np.ndarray,
+    counts: np.ndarray,
+    excluded_block: np.ndarray,
+    excluded_index: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each block ``b``, ``counts[b]`` distinct indices uniform without replacement in
+    ``[0, sizes[b])`` minus the block's excluded indices; all blocks at once.
+
+    The free indices of block ``b`` are drawn as ranks ``t`` in ``[0, F_b)``,
+    ``F_b = sizes[b] - |excluded_b|`` (:func:`sample_distinct_blocks`,
+    a uniform subset), then mapped to the ``t``-th index not excluded: ``t + #{j : x_j - j <= t}``
+    over the block's sorted excluded ``x_0 < x_1 < ...`` (a monotone bijection, so the mapped
+    subset is uniform among the subsets of the allowed indices). No rejection, no ``O(sizes)`` work.
+
+    Args:
+        sizes (np.ndarray): int64 ``[B]`` index-space size per block.
+        counts (np.ndarray): int64 ``[B]``, ``0 <= counts[b] <= sizes[b] - |excluded_b|``.
+        excluded_block (np.ndarray): int64 ``[E]`` block of each excluded index, ascending.
+        excluded_index (np.ndarray): int64 ``[E]`` excluded indices, ascending and distinct
+            within a block, each in ``[0, sizes[b])``.
+        rng (np.random.Generator): the only source of randomness.
+
+    Returns:
+        tuple: ``(block, index)``, int64 arrays of length ``sum(counts)``, sorted by block then index.
+
+    Runtime:
+        :math:`O((\\sum_b k_b + E) \\log(\\sum_b k_b + E))`, plus ``O(F_b)`` for a block asked for
+        more than half of its free indices (then ``F_b < 2 k_b``).
+    """
+    rng = check_generator(rng)
+    sizes = _as_counts(sizes, "sizes")
+    counts = _as_counts(counts, "counts")
+    eb = _as_counts(excluded_block, "excluded_block")
+    ex = _as_counts(excluded_index, "excluded_index")
+    b = sizes.size
+    if counts.size != b or eb.size != ex.size:
+        raise ValueError("sizes/counts and excluded_block/excluded_index must have equal lengths")
+    if eb.size:
+        if eb[0] < 0 or eb[-1] >= b or np.any(np.diff(eb) < 0):
+            raise ValueError(f"excluded_block must be ascending block ids in [0, {b})")
+        same = eb[1:] == eb[:-1]
+        if np.any(same & (ex[1:] <= ex[:-1])):
+            raise ValueError("excluded_index must be ascending and distinct within each block")
+        if ex.min() < 0 or np.any(ex >= sizes[eb]):
+            raise ValueError("excluded_index: an index lies outside its block")
+    n_excl = np.bincount(eb, minlength=b).astype(np.int64)
+    free = sizes - n_excl
+    blk, t = sample_distinct_blocks(free, counts, rng)  # validates 0 <= counts <= free
+    if t.size == 0 or eb.size == 0:
+        return blk, t
+    start = np.zeros(b + 1, dtype=np.int64)
+    np.cumsum(n_excl, out=start[1:])
+    adj = ex - (np.arange(ex.size, dtype=np.int64) - start[eb])  # free indices before x_j; in [0, F_b]
+    off = np.zeros(b, dtype=np.int64)
+    np.cumsum(free[:-1] + 1, out=off[1:])  # blocks' key ranges [off_b, off_b + F_b] are disjoint
+    below = np.searchsorted(off[eb] + adj, off[blk] + t, side="right") - start[blk]
+    return blk, t + below
+
+
 def sample_distinct(total: int, count: int, rng: np.random.Generator) -> np.ndarray:
     """``count`` distinct integers uniform without replacement in ``[0, total)``, sorted."""
     _, idx = sample_distinct_blocks(np.array([total], np.int64), np.array([count], np.int64), rng)
@@ -140,3 +229,34 @@ def rank_pairs(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
     i = np.asarray(i, dtype=np.int64)
     j = np.asarray(j, dtype=np.int64)
     return i * (2 * np.int64(n) - i - 1) // 2 + (j - i - 1)
+
+
+def bernoulli_exact(p: Any, u_hi: np.ndarray, u_lo: np.ndarray | np.random.Generator) -> np.ndarray:
+    r"""``U < p`` for the 106-bit uniform :math:`U = u_{hi} + 2^{-53} u_{lo}`.
+
+    ``u_hi`` and ``u_lo`` are ``Generator.random`` doubles (multiples of :math:`2^{-53}`). With
+    :math:`2^{53} p = f + \phi` (``f`` integer), :math:`U < p` iff :math:`2^{53} u_{hi} < f`, or
+    :math:`2^{53} u_{hi} = f` and :math:`u_{lo} < \phi`. So :math:`\Pr = f 2^{-53} + \lceil
+    2^{53}\phi \rceil 2^{-106}`, which is EXACTLY ``p`` for every float64 :math:`p \ge 2^{-54}`
+    (those are multiples of :math:`2^{-106}`), and within :math:`2^{-106}` below. A plain
+    ``u < p`` realises ``p`` only to :math:`2^{-53}`, a relative error of :math:`2^{-53}/p` on
+    small probabilities, which is where pure DP's ratios live.
+
+    Computed as ``d = p - u_hi`` (exact whenever it matters): ``d >= 2^-53`` or ``d < 0`` decide
+    at once; the rare ties ``0 <= d < 2^-53`` (:math:`2^{53} u_{hi} = f`, probability
+    :math:`2^{-53}` each) compare ``u_lo < 2^{53} d = \phi``. ``u_lo`` may be a Generator: then
+    the low uniforms are drawn for the ties only (one ``random`` call, in order), which keeps the
+    cost at one uniform per draw.
+    """
+    d = np.subtract(p, u_hi)
+    shape = np.shape(d)
+    d = np.ascontiguousarray(d).reshape(-1)
+    hit = d > 0.0
+    tie = np.flatnonzero((d >= 0.0) & (d < _ULP53))
+    if isinstance(u_lo, np.random.Generator):
+        if tie.size:
+            hit[tie] = u_lo.random(tie.size) < d[tie] * _TWO53
+    elif tie.size:
+        lo = np.broadcast_to(u_lo, shape).reshape(-1)
+        hit[tie] = lo[tie] < d[tie] * _TWO53
+    return hit.reshape(shape)

@@ -26,7 +26,14 @@ VALID_PARAMS: dict[str, dict[str, Any]] = {
     "multibit": {"m": 2},
     "label_rr": {"num_classes": 3},
     "dprr": {"alpha": 0.8},
+    "warner_rr": {},
+    "local_lap": {"degree_share": 0.2},
+    "edge_rand": {},
+    "lapgraph": {"count_share": 0.05},
 }
+
+# Mechanisms that read no private data and take no budget (their guarantee is epsilon 0).
+BUDGETLESS: dict[str, dict[str, Any]] = {"nonpriv_part": {}}
 
 BAD_EPSILONS = [
     (float("nan"), ValueError),
@@ -40,7 +47,17 @@ BAD_EPSILONS = [
 
 
 def test_every_mechanism_has_contract_params() -> None:
-    assert set(VALID_PARAMS) == set(MECHANISMS)
+    assert set(VALID_PARAMS) | set(BUDGETLESS) == set(MECHANISMS)
+    assert not set(VALID_PARAMS) & set(BUDGETLESS)
+
+
+@pytest.mark.parametrize("name", sorted(BUDGETLESS))
+def test_budgetless_mechanisms(name: str) -> None:
+    m = build_mechanism(name, BUDGETLESS[name])
+    assert m.guarantee.epsilon == 0.0 and m.guarantee.check(0.0)
+    assert _plain(m.params()) and build_mechanism(name, m.params()).params() == m.params()
+    with pytest.raises(ValueError, match="no parameter 'epsilon'"):
+        build_mechanism(name, {"epsilon": 1.0})
 
 
 def _plain(value: Any) -> bool:
@@ -52,7 +69,7 @@ def _plain(value: Any) -> bool:
     return value is None or type(value) in (bool, int, float, str)
 
 
-@pytest.mark.parametrize("name", sorted(MECHANISMS))
+@pytest.mark.parametrize("name", sorted(VALID_PARAMS))
 class TestMechanismContract:
     def build(self, name: str, **over: Any) -> Any:
         return build_mechanism(name, {"epsilon": 1.0, **VALID_PARAMS[name], **over})
@@ -103,5 +120,5 @@ class TestMechanismContract:
 
 
 def test_unknown_mechanism() -> None:
-    with pytest.raises(ValueError, match=r"unknown mechanism 'x'; known: dprr, duchi, feature_rr, "):
+    with pytest.raises(ValueError, match=r"unknown mechanism 'x'; known: dprr, duchi, edge_rand, feature_rr, "):
         build_mechanism("x", {"epsilon": 1.0})

@@ -8,9 +8,19 @@ from privgraph.mechanisms.edges.dprr import (
     private_csr,
     symmetrize_reports,
 )
+from privgraph.mechanisms.edges.edge_rand import EdgeRand
+from privgraph.mechanisms.edges.lapgraph import LapGraph
+from privgraph.mechanisms.edges.local_lap import LocalLap
+from privgraph.mechanisms.edges.nonpriv_part import NonPrivPart
+from privgraph.mechanisms.edges.warner_rr import WarnerRR
 
 __all__ = [
     "DPRR",
+    "EdgeRand",
+    "LapGraph",
+    "LocalLap",
+    "NonPrivPart",
+    "WarnerRR",
     "expected_noisy_degree",
     "expected_report_probability",
     "merge_with_public",

@@ -432,6 +432,12 @@ class DPRR:
         order = np.argsort(reports[0] * np.int64(n) + reports[1], kind="stable")
         return np.ascontiguousarray(reports[:, order])
 
+    def combine_reports(self, arcs: np.ndarray, num_nodes: int) -> np.ndarray:
+        """The server's undirected graph: ``{u, v}`` when either endpoint reported the other
+        (OR rule, :func:`symmetrize_reports`; 2 eps relationship DP): int64 ``[2, m]``, ``u < v``,
+        sorted, no duplicates."""
+        return symmetrize_reports(arcs, num_nodes)
+
     def privatize(self, graph: GraphData, rng: np.random.Generator) -> GraphData:
         """Privatize all private edges in one partition.
 

@@ -33,6 +33,7 @@ from privgraph.mechanisms.base import (
     check_generator,
     check_int,
 )
+from privgraph.mechanisms.sampling import MAX_EXACT_EPSILON, bernoulli_exact, check_coordinate_epsilon
 
 __all__ = [
     "ScaledFeatureMechanism",
@@ -53,14 +54,8 @@ __all__ = [
 # block, its uniforms and the output block) to some tens of MB.
 _CHUNK_ENTRIES = 1 << 20
 
-# The largest per-coordinate budget the exact samplers accept. The smallest output probability of
-# a coordinate is about e^-eps_c; the samplers realise every float64 probability >= 2^-54 EXACTLY
-# (bernoulli_exact) and smaller ones to 2^-106 absolute, i.e. to a relative 2^-106 e^eps_c
-# (6e-11 at eps_c = 50, 1.4e-6 at 60). Above the cap the stated pure-DP guarantee would not hold
-# to float precision, so a larger eps / k is refused rather than silently weakened.
-MAX_COORDINATE_EPSILON = 50.0
-_TWO53 = 2.0**53
-_ULP53 = 2.0**-53
+# The largest per-coordinate budget the exact samplers accept (see sampling.MAX_EXACT_EPSILON).
+MAX_COORDINATE_EPSILON = MAX_EXACT_EPSILON
 
 _COMMON_ASSUMPTIONS: tuple[str, ...] = (
     "feature bounds are public",
@@ -184,17 +179,6 @@ def resolve_num_features(num_features: int | None, d_fixed: int | None, fixed_by
     return d
 
 
-def check_coordinate_epsilon(eps_c: float, what: str = "epsilon / k") -> float:
-    """Refuse a per-coordinate budget above :data:`MAX_COORDINATE_EPSILON` (see there)."""
-    if eps_c > MAX_COORDINATE_EPSILON:
-        raise ValueError(
-            f"{what} = {eps_c:g} per coordinate exceeds {MAX_COORDINATE_EPSILON:g}: float64 sampling "
-            f"cannot realise output probabilities near e^-{eps_c:g}, so the pure-DP guarantee "
-            "would not hold; use a smaller epsilon (or sample more coordinates)"
-        )
-    return eps_c
-
-
 def choose_coordinates(keys: np.ndarray, k: int) -> np.ndarray:
     """The ``k`` smallest of each row's uniform keys ``[rows, d]``: a uniform ``k``-subset
     ``[rows, k]`` per row (``argmin`` when ``k = 1``, else ``argpartition``)."""
@@ -213,37 +197,6 @@ def scatter_coordinates(yk: np.ndarray, idx: np.ndarray | None, d: int) -> np.nd
 
 
 # -- exact samplers ------------------------------------------------------------------------------------
-def bernoulli_exact(p: Any, u_hi: np.ndarray, u_lo: np.ndarray | np.random.Generator) -> np.ndarray:
-    r"""``U < p`` for the 106-bit uniform :math:`U = u_{hi} + 2^{-53} u_{lo}`.
-
-    ``u_hi`` and ``u_lo`` are ``Generator.random`` doubles (multiples of :math:`2^{-53}`). With
-    :math:`2^{53} p = f + \phi` (``f`` integer), :math:`U < p` iff :math:`2^{53} u_{hi} < f`, or
-    :math:`2^{53} u_{hi} = f` and :math:`u_{lo} < \phi`. So :math:`\Pr = f 2^{-53} + \lceil
-    2^{53}\phi \rceil 2^{-106}`, which is EXACTLY ``p`` for every float64 :math:`p \ge 2^{-54}`
-    (those are multiples of :math:`2^{-106}`), and within :math:`2^{-106}` below. A plain
-    ``u < p`` realises ``p`` only to :math:`2^{-53}`, a relative error of :math:`2^{-53}/p` on
-    small probabilities, which is where pure DP's ratios live.
-
-    Computed as ``d = p - u_hi`` (exact whenever it matters): ``d >= 2^-53`` or ``d < 0`` decide
-    at once; the rare ties ``0 <= d < 2^-53`` (:math:`2^{53} u_{hi} = f`, probability
-    :math:`2^{-53}` each) compare ``u_lo < 2^{53} d = \phi``. ``u_lo`` may be a Generator: then
-    the low uniforms are drawn for the ties only (one ``random`` call, in order), which keeps the
-    cost at one uniform per draw.
-    """
-    d = np.subtract(p, u_hi)
-    shape = np.shape(d)
-    d = np.ascontiguousarray(d).reshape(-1)
-    hit = d > 0.0
-    tie = np.flatnonzero((d >= 0.0) & (d < _ULP53))
-    if isinstance(u_lo, np.random.Generator):
-        if tie.size:
-            hit[tie] = u_lo.random(tie.size) < d[tie] * _TWO53
-    elif tie.size:
-        lo = np.broadcast_to(u_lo, shape).reshape(-1)
-        hit[tie] = lo[tie] < d[tie] * _TWO53
-    return hit.reshape(shape)
-
-
 def categorical3_exact(p0: np.ndarray, p1: np.ndarray, p2: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Sample an index in {0, 1, 2} with probabilities ``(p0, p1, p2)`` (same shapes ``[...]``,
     summing to 1) from 4 uniforms ``u [..., 4]``.
