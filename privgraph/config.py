@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from privgraph.errors import ConfigError
+from privgraph.scoring.theta import ScoresConfig
 
 __all__ = [
     "DatasetConfig",
@@ -154,8 +155,15 @@ class PipelineConfig(_Strict):
         default=None, ge=0, description="noise seed; stays private, never written to an artifact"
     )
     storage: str = "./artifacts"
+    private_records: str = Field(
+        default="./private-records",
+        description="local directory for run diagnostics that no guarantee covers (e.g. EdgeRR's MCMC trace); never the artifact store",
+    )
     evaluate: EvaluateConfig = EvaluateConfig()
     schedule: ScheduleConfig | None = None
+    scores: ScoresConfig | None = Field(
+        default=None, description="HeteroRR scores (SHAP importance, masking sensitivity) -> FeatureRR's theta"
+    )
 
     @field_validator("budget")
     @classmethod
@@ -168,6 +176,16 @@ class PipelineConfig(_Strict):
     def _something_to_do(self) -> PipelineConfig:
         if self.features is None and self.edges is None and self.labels is None:
             raise ValueError("a pipeline needs at least one of 'features', 'edges' or 'labels'")
+        return self
+
+    @model_validator(mode="after")
+    def _scores_feed_feature_rr(self) -> PipelineConfig:
+        if self.scores is None:
+            return self
+        if self.features is None or self.features.mechanism != "feature_rr":
+            raise ValueError("scores: set only with features.mechanism feature_rr (theta sets its per-feature budgets)")
+        if "theta" in (self.features.model_extra or {}):
+            raise ValueError("scores: features.theta is computed from the scores; do not set both")
         return self
 
 

@@ -25,9 +25,14 @@ __all__ = ["PrivatizationResult", "privatize_graph"]
 
 @dataclasses.dataclass(frozen=True)
 class PrivatizationResult:
+    """The private graph, its ledger, public stage statistics (published in the manifest), and
+    ``private_record``: run diagnostics computed from private data that NO guarantee covers (e.g.
+    an MCMC log-likelihood trace). It goes to the run's private record, never to the store."""
+
     graph: GraphData
     ledger: PrivacyLedger
     stats: dict[str, Any]
+    private_record: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def _features_part(x_rows: np.ndarray, seed: np.random.SeedSequence, *, mechanism: Any) -> np.ndarray:
@@ -155,9 +160,9 @@ def _privatize_edges_degrees(
 
 
 def _hrg_sample_part(
-    internal: np.ndarray, seed: np.random.SeedSequence, *, mechanism: Any, fitted: Any
+    internal: np.ndarray, seed: np.random.SeedSequence, *, mechanism: Any, release: Any
 ) -> np.ndarray:
-    return mechanism.sample(fitted, internal, np.random.default_rng(seed))
+    return mechanism.sample(release, internal, np.random.default_rng(seed))
 
 
 def _privatize_edges_hrg(
@@ -167,13 +172,21 @@ def _privatize_edges_hrg(
     """Dendrogram mechanisms (EdgeRR, privHRG): one global fit (MCMC + noisy probabilities), then
     the private edges sampled per chunk of internal nodes (dendrogram subtrees) through the map."""
     fitted = mechanism.fit(graph, np.random.default_rng(stage_seed(root, "edges.fit")))
-    chunks = mechanism.split(fitted, max(1, len(parts)))
+    release = fitted.release  # the noisy dendrogram: the DP output; sampling is post-processing
+    chunks = mechanism.split(release, max(1, len(parts)))
     seeds = partition_seeds(stage_seed(root, "edges.sample"), len(chunks))
-    sampled = map_partitions(_hrg_sample_part, chunks, seeds, executor=executor, mechanism=mechanism, fitted=fitted)
+    sampled = map_partitions(_hrg_sample_part, chunks, seeds, executor=executor, mechanism=mechanism, release=release)
     noisy = np.concatenate(sampled, axis=1) if sampled else np.zeros((2, 0), np.int64)
     keys = sorted_unique(noisy[0] * np.int64(graph.num_nodes) + noisy[1])
     noisy = np.stack([keys // graph.num_nodes, keys % graph.num_nodes]).astype(np.int64)
-    return noisy, {"private_nodes": int(graph.private_nodes().size), "diagnostics": mechanism.diagnostics(fitted)}
+    diag = mechanism.diagnostics(fitted)
+    public = {  # fixed in advance or post-processing of the release: covered by the guarantee
+        "steps": diag["info"]["steps"], "phases": diag["info"]["phases"], "release": diag["release"],
+        "sample_chunks": len(chunks),
+        "note": "the MCMC log-likelihood trace and its convergence statistics are computed from the "
+                "private edges and are not covered by the guarantee: kept in the run's private record",
+    }
+    return noisy, {"private_nodes": int(graph.private_nodes().size), "hrg": public, "_private": diag}
 
 
 def _privatize_edges(
@@ -191,7 +204,10 @@ def _privatize_edges(
     else:  # central mechanisms over the pairs of V_pri (EdgeRand, LapGraph, LocalLap, NonPriv-Part)
         noisy = mechanism.privatize_edges(graph, np.random.default_rng(stage_seed(root, "edges")))
         stats = {"private_nodes": int(graph.private_nodes().size)}
-    released = merge_with_public(noisy, graph.edges_public)
+    if getattr(mechanism, "all_edges_private", False):
+        released = noisy  # every edge was private (privHRG): nothing is released as it is
+    else:
+        released = merge_with_public(noisy, graph.edges_public)
     stats["released_private_edges"] = int(released.shape[1])
     return released, stats
 
@@ -218,6 +234,7 @@ def privatize_graph(
     part_ids = tuple(range(len(parts)))
     ledger = PrivacyLedger()
     changes: dict[str, Any] = {}
+    private_record: dict[str, Any] = {}
     stats: dict[str, Any] = {"partitions": partitioning.sizes(), "partition_method": partitioning.method}
 
     if features is not None:
@@ -238,7 +255,10 @@ def privatize_graph(
         n_max = int(graph.private_nodes().size)
         params = edges.params_for(n_max) if n_max > 1 and hasattr(edges, "params_for") else edges.params()
         released, estats = _privatize_edges(graph, edges, parts, root_seed, executor)
+        private_record = {"edges": estats.pop("_private")} if "_private" in estats else {}
         changes["edges_private"] = released
+        if getattr(edges, "all_edges_private", False):
+            changes["edges_public"] = np.zeros((2, 0), dtype=np.int64)
         stats["edges"] = estats
         ledger.record(
             LedgerEntry(
@@ -259,4 +279,4 @@ def privatize_graph(
     meta = dict(graph.meta)
     meta["privatized"] = True
     changes["meta"] = meta
-    return PrivatizationResult(graph=graph.replace(**changes), ledger=ledger, stats=stats)
+    return PrivatizationResult(graph=graph.replace(**changes), ledger=ledger, stats=stats, private_record=private_record)

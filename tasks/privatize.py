@@ -20,9 +20,14 @@ def privatize(
     partitioning: Partitioning,
     config: PipelineConfig,
     root_seed: np.random.SeedSequence,
+    theta: np.ndarray | None = None,
 ) -> PrivatizationResult:
-    """The seed sequence is an argument: a retried run of this task re-draws the same noise."""
-    features = None if config.features is None else build_mechanism(config.features.mechanism, config.features.params())
+    """The seed sequence is an argument: a retried run of this task re-draws the same noise.
+    ``theta`` (from the scores stage) sets FeatureRR's per-feature budget shares."""
+    fparams = None if config.features is None else config.features.params()
+    if theta is not None and fparams is not None:
+        fparams["theta"] = theta
+    features = None if config.features is None else build_mechanism(config.features.mechanism, fparams)
     edges = None if config.edges is None else build_mechanism(config.edges.mechanism, config.edges.params())
     labels = None if config.labels is None else build_mechanism(config.labels.mechanism, config.labels.params())
     d = config.dask

@@ -3,6 +3,8 @@ public edges kept, released pairs inside V_pri, the same private graph with 1 an
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -21,9 +23,13 @@ EDGE_PARAMS = {
     "edge_rand": {"epsilon": 6.0},
     "lapgraph": {"epsilon": 2.0},
     "nonpriv_part": {},
+    "edge_rr": {"epsilon": 1.0, "rounds": 2, "public_steps_per_leaf": 5.0, "private_steps_per_leaf": 5.0},
+    "priv_hrg": {"epsilon": 1.0, "steps_per_leaf": 10.0},
 }
 # per-node mechanisms: their reports are computed per partition through parallel.py
 PER_NODE = ("dprr", "warner_rr", "local_lap")
+# EdgeRR's sampling runs per chunk of dendrogram internal nodes through the same map
+MAPPED = PER_NODE + ("edge_rr",)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +48,7 @@ def _run(graph, name, executor, seed=5):
 
 def test_every_registered_edge_mechanism_is_covered():
     edge = {n for n, c in MECHANISMS.items() if c.scope is Scope.EDGES}
-    assert edge - {"edge_rr", "priv_hrg"} <= set(EDGE_PARAMS)
+    assert edge <= set(EDGE_PARAMS)
 
 
 @pytest.mark.parametrize("name", sorted(EDGE_PARAMS))
@@ -50,13 +56,23 @@ def test_edge_mechanism_release(graph, name):
     a = _run(graph, name, SerialExecutor())
     b = _run(graph, name, SerialExecutor())
     assert np.array_equal(a.graph.edges_private, b.graph.edges_private)
-    assert np.array_equal(a.graph.edges_public, graph.edges_public)
+    if name == "priv_hrg":  # every edge private: nothing released as it is
+        assert a.graph.edges_public.shape == (2, 0)
+    else:
+        assert np.array_equal(a.graph.edges_public, graph.edges_public)
     e = a.graph.edges_private
     vpri = graph.private_nodes()
-    assert np.all(e[0] < e[1]) and np.all(np.isin(e, vpri))
+    assert np.all(e[0] < e[1])
+    if name != "priv_hrg":  # privHRG samples over every node with an edge
+        assert np.all(np.isin(e, vpri))
     keys = e[0] * graph.num_nodes + e[1]
     assert np.all(np.diff(keys) > 0)
-    assert not np.isin(keys, graph.edges_public[0] * graph.num_nodes + graph.edges_public[1]).any()
+    assert not np.isin(keys, a.graph.edges_public[0] * graph.num_nodes + a.graph.edges_public[1]).any()
+    if name in ("edge_rr", "priv_hrg"):
+        # the MCMC trace is private-record material, not a published stat
+        assert "log_likelihood_private" in json.dumps(a.private_record)
+        assert "log_likelihood" not in json.dumps(a.stats) and "acceptance" not in json.dumps(a.stats)
+        assert a.stats["edges"]["hrg"]["steps"]["private"] > 0
     (entry,) = a.ledger.entries
     assert entry.mechanism == name and entry.scope is Scope.EDGES
     assert entry.partitions == (0, 1, 2)
@@ -69,7 +85,7 @@ def test_edge_mechanism_release(graph, name):
 
 
 @pytest.mark.dask
-@pytest.mark.parametrize("name", PER_NODE)
+@pytest.mark.parametrize("name", MAPPED)
 def test_per_node_edge_mechanisms_same_with_one_and_two_dask_workers(graph, name):
     serial = _run(graph, name, SerialExecutor())
     for workers in (1, 2):

@@ -21,7 +21,7 @@ from privgraph.mechanisms.base import (
     check_probability,
     epsilon_upper,
 )
-from privgraph.mechanisms.edges import DPRR, EdgeRand, LapGraph, LocalLap, NonPrivPart, WarnerRR
+from privgraph.mechanisms.edges import DPRR, EdgeRand, EdgeRR, LapGraph, LocalLap, NonPrivPart, PrivHRG, WarnerRR
 from privgraph.mechanisms.features import (
     DuchiMechanism,
     FeatureRR,
@@ -68,6 +68,8 @@ MECHANISMS: dict[str, type] = {
         EdgeRand,
         LapGraph,
         NonPrivPart,
+        EdgeRR,
+        PrivHRG,
     )
 }
 

@@ -193,6 +193,7 @@ def build_manifest(
     result: PrivatizationResult,
     validation: Mapping[str, Any],
     metrics: Mapping[str, Any] | None = None,
+    scores: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a privatize run (validated; the store adds version, time, checksums).
 
@@ -209,6 +210,8 @@ def build_manifest(
         result: the privatization result (the released graph, the ledger, the stage stats).
         validation: the validation report (``ValidationReport.to_dict()``).
         metrics: the evaluation metrics, if any (default: ``None``).
+        scores: the provenance of FeatureRR's theta (public subset size and rule, surrogate,
+            SHAP explainer, sensitivity settings; no seed, no node ids), if scores were used.
     """
     released = result.graph
     mechanisms = [
@@ -256,6 +259,7 @@ def build_manifest(
         "stats": _plain(result.stats),
         "validation": _plain(dict(validation)),
         "metrics": None if metrics is None else _plain(dict(metrics)),
+        "scores": None if scores is None else _plain(dict(scores)),
         "code_version": code_version(),
     }
     validate_manifest(manifest)

@@ -30,6 +30,8 @@ VALID_PARAMS: dict[str, dict[str, Any]] = {
     "local_lap": {"degree_share": 0.2},
     "edge_rand": {},
     "lapgraph": {"count_share": 0.05},
+    "edge_rr": {"rounds": 2},
+    "priv_hrg": {},
 }
 
 # Mechanisms that read no private data and take no budget (their guarantee is epsilon 0).
@@ -120,5 +122,5 @@ class TestMechanismContract:
 
 
 def test_unknown_mechanism() -> None:
-    with pytest.raises(ValueError, match=r"unknown mechanism 'x'; known: dprr, duchi, edge_rand, feature_rr, "):
+    with pytest.raises(ValueError, match=r"unknown mechanism 'x'; known: dprr, duchi, edge_rand, edge_rr, feature_rr, "):
         build_mechanism("x", {"epsilon": 1.0})

@@ -9,17 +9,21 @@ from privgraph.mechanisms.edges.dprr import (
     symmetrize_reports,
 )
 from privgraph.mechanisms.edges.edge_rand import EdgeRand
+from privgraph.mechanisms.edges.edge_rr import EdgeRR
 from privgraph.mechanisms.edges.lapgraph import LapGraph
 from privgraph.mechanisms.edges.local_lap import LocalLap
 from privgraph.mechanisms.edges.nonpriv_part import NonPrivPart
+from privgraph.mechanisms.edges.priv_hrg import PrivHRG
 from privgraph.mechanisms.edges.warner_rr import WarnerRR
 
 __all__ = [
     "DPRR",
     "EdgeRand",
+    "EdgeRR",
     "LapGraph",
     "LocalLap",
     "NonPrivPart",
+    "PrivHRG",
     "WarnerRR",
     "expected_noisy_degree",
     "expected_report_probability",

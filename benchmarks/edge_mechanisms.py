@@ -1,0 +1,156 @@
+"""Timings of the edge mechanisms (EdgeRR / privHRG machinery), as JSON lines.
+
+- ``hrg_mcmc``: MCMC steps per second on Barabasi-Albert graphs (``networkx.barabasi_albert_graph(n,
+  3)``, half of the edges private, EdgeRR's dendrogram over ``V_pri``) for the public, private and
+  privHRG (all edges private) acceptance rules, after a burn-in of ``--burn-in`` steps per leaf.
+  ``scratch_seconds`` is one from-scratch recomputation of every count and both likelihoods
+  (each edge's LCA by climbing, then Eq. 10), timed in the same run (best of 3);
+  ``ratio_scratch_to_step`` says how many incremental steps cost as much as one recomputation.
+- ``hrg_sample``: sampling every private edge from a fitted EdgeRR release (seconds, best of 3)
+  and its peak traced memory (``tracemalloc``, separate run) plus the process's peak RSS; the
+  release is fitted with ``--sample-steps`` MCMC steps per leaf (sampling cost does not depend on
+  the fit's quality), whose time is reported as ``fit_seconds``.
+
+Run: ``python benchmarks/edge_mechanisms.py [--sizes 1000 10000 100000] [--sample-sizes ... 1000000]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from privgraph.graph import GraphData, in_sorted
+from privgraph.mechanisms.edges.edge_rr import EdgeRR
+from privgraph.mechanisms.hrg import Dendrogram, Phase, exponent, run_mcmc, sample_all
+
+SEED = 12345
+REPEATS = 3
+
+
+def emit(record: dict[str, Any]) -> None:
+    print(json.dumps(record), flush=True)
+
+
+def best_of(fn: Callable[[], Any], repeats: int = REPEATS) -> tuple[float, Any]:
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, result
+
+
+def ba_graph(n: int, *, m: int = 3, rho: float = 0.5, seed: int = SEED) -> GraphData:
+    """``networkx.barabasi_albert_graph(n, m, seed)``, each edge private with probability ``rho``."""
+    import networkx as nx
+
+    g = nx.barabasi_albert_graph(n, m, seed=seed)
+    flat = np.fromiter((x for e in g.edges() for x in e), dtype=np.int64, count=2 * g.number_of_edges())
+    e = flat.reshape(-1, 2).T
+    private = np.random.default_rng(seed + 1).random(e.shape[1]) < rho
+    return GraphData.from_edges(n, e, private=private)
+
+
+def edge_rr_dendrogram(graph: GraphData, rng: np.random.Generator, *, all_private: bool = False) -> Dendrogram:
+    """The random initial dendrogram EdgeRR builds (leaves ``V_pri``), or privHRG's (all edges private)."""
+    if all_private:
+        e = graph.edges("all")
+        leaves = np.unique(e.ravel())
+        return Dendrogram.random(graph.num_nodes, leaves, np.zeros((2, 0), np.int64), e, rng)
+    v = graph.private_nodes()
+    pub = graph.edges_public
+    pub = pub[:, in_sorted(pub[0], v) & in_sorted(pub[1], v)]
+    return Dendrogram.random(graph.num_nodes, v, pub, graph.edges_private, rng)
+
+
+def bench_mcmc(graph: GraphData, *, steps: int, burn_in: float, label: str = "ba") -> None:
+    """Steps/s of the public, private and privHRG rules on ``graph``, and the from-scratch ratio."""
+    n = graph.num_nodes
+    rng = np.random.default_rng(SEED)
+    for rule, all_private in (("public", False), ("private", False), ("priv_hrg", True)):
+        d = edge_rr_dendrogram(graph, rng, all_private=all_private)
+        a_pri = exponent(0.5, int(d.w_pri.sum()))
+        phase = {
+            "public": lambda k: Phase("public", k, 1.0, 0.0),
+            "private": lambda k: Phase("private", k, 0.0, a_pri),
+            "priv_hrg": lambda k: Phase("private", k, 0.0, a_pri),
+        }[rule]
+        run_mcmc(d, [phase(int(burn_in * d.n))], rng)  # burn-in (also warms the JIT)
+        t0 = time.perf_counter()
+        res = run_mcmc(d, [phase(steps)], rng)
+        seconds = time.perf_counter() - t0
+        scratch, _ = best_of(lambda: (d.recompute(), d.log_likelihood()))
+        per_step = seconds / steps
+        emit({
+            "bench": "hrg_mcmc",
+            "graph": label,
+            "n": n,
+            "leaves": d.n,
+            "edges": d.num_edges,
+            "rule": rule,
+            "steps": steps,
+            "seconds": round(seconds, 4),
+            "steps_per_s": round(steps / seconds),
+            "acceptance_rate": round(sum(res.accepted.values()) / steps, 4),
+            "depth": d.depth(),
+            "scratch_seconds": round(scratch, 5),
+            "ratio_scratch_to_step": round(scratch / per_step, 1),
+        })
+
+
+def bench_sampling(graph: GraphData, *, fit_steps: float, label: str = "ba") -> None:
+    """Time and peak memory of sampling all private edges from a fitted EdgeRR release."""
+    m = EdgeRR(epsilon=1.0, rounds=1, public_steps_per_leaf=fit_steps / 2, private_steps_per_leaf=fit_steps / 2)
+    t0 = time.perf_counter()
+    fitted = m.fit(graph, np.random.default_rng(SEED))
+    fit_seconds = time.perf_counter() - t0
+    rng = np.random.default_rng(SEED + 1)
+    seconds, edges = best_of(lambda: sample_all(fitted.release, rng))
+    tracemalloc.start()
+    sample_all(fitted.release, np.random.default_rng(SEED + 2))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    emit({
+        "bench": "hrg_sample",
+        "graph": label,
+        "n": graph.num_nodes,
+        "private_leaves": int(fitted.release.private_order.size),
+        "private_edges_in": int(graph.edges_private.shape[1]),
+        "sampled_edges": int(edges.shape[1]),
+        "fit_steps_per_leaf": fit_steps,
+        "fit_seconds": round(fit_seconds, 3),
+        "seconds": round(seconds, 4),
+        "edges_per_s": round(edges.shape[1] / seconds),
+        "peak_traced_mib": round(peak / 2**20, 1),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    })
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000],
+                   help="BA graph sizes for the MCMC timings")
+    p.add_argument("--sample-sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000],
+                   help="BA graph sizes for the sampling timings")
+    p.add_argument("--steps", type=int, default=1_000_000, help="timed MCMC steps per rule")
+    p.add_argument("--burn-in", type=float, default=5.0, help="MCMC burn-in, steps per leaf")
+    p.add_argument("--sample-steps", type=float, default=2.0, help="MCMC steps per leaf before sampling")
+    args = p.parse_args(argv)
+    graphs: dict[int, GraphData] = {}
+    for n in args.sizes:
+        graphs[n] = ba_graph(n)
+        bench_mcmc(graphs[n], steps=args.steps, burn_in=args.burn_in)
+    for n in args.sample_sizes:
+        g = graphs.pop(n, None) or ba_graph(n)
+        bench_sampling(g, fit_steps=args.sample_steps)
+
+
+if __name__ == "__main__":
+    main()

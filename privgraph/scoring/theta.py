@@ -1,0 +1,568 @@
+r"""The unifying score :math:`\theta` (HeteroRR, papers 000/002: Eq. 7 and Algorithm 1, lines 4-5)
+and :func:`compute_scores`, the one entry point that turns a graph and a :class:`ScoresConfig`
+into the ``theta`` that :class:`~privgraph.mechanisms.features.feature_rr.FeatureRR` takes.
+
+.. math::
+    \theta_i = \gamma\,\alpha_i + (1 - \gamma)\left[\beta_{\min} + (\beta_{\max} - \beta_i)\right],
+    \qquad \theta_i \leftarrow \theta_i \Big/ \textstyle\sum_j \theta_j,
+
+with :math:`\gamma \in [0, 1]`, :math:`\alpha` (Eq. 6) and :math:`\beta` (Eq. 5) each summing
+to 1. FeatureRR then spends :math:`\varepsilon_i = \varepsilon_f \theta_i` on feature :math:`i`
+(Alg. 1 line 6): ``FeatureRR(epsilon=eps_f, theta=result.theta, ...)``; FeatureRR re-normalises
+theta itself, and :math:`\theta_i = 0` gives feature :math:`i` the uniform (0-LDP) kernel.
+
+Privacy status: theta is published (FeatureRR's parameters go into the manifest), so it must be
+a function of public data, or of data randomized by a mechanism charged to the ledger.
+:func:`compute_scores` reads only the public node subset (features; labels when declared
+public), or randomizes private labels with LabelRR and returns the Guarantee to charge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import math
+import numbers
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from privgraph.graph import GraphData
+from privgraph.mechanisms.base import Guarantee
+from privgraph.mechanisms.features.scaled import MAX_COORDINATE_EPSILON
+from privgraph.scoring import importance as _imp
+from privgraph.scoring import sensitivity as _sens
+from privgraph.scoring.cache import ScoreCache, fingerprint
+from privgraph.seeding import as_generator, as_seed_sequence, stage_seed
+
+__all__ = [
+    "SCORING_VERSION",
+    "PublicNodesConfig",
+    "ImportanceConfig",
+    "SensitivityConfig",
+    "ScoresConfig",
+    "ScoreResult",
+    "theta_from_scores",
+    "compute_scores",
+]
+
+#: bump when a change alters computed scores (it is part of the cache key)
+SCORING_VERSION = "1"
+
+_EQ7 = "theta_i = gamma alpha_i + (1 - gamma) (beta_min + beta_max - beta_i), then theta / sum(theta)"
+
+
+# -- configuration ----------------------------------------------------------------------------------
+
+
+def _real(v: Any, name: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise ValueError(f"{name} must be a number, got {v!r}")
+    f = float(v)
+    if not math.isfinite(f):
+        raise ValueError(f"{name} must be finite, got {f}")
+    return f
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PublicNodesConfig(_Strict):
+    """Which nodes scoring may read (see :func:`privgraph.scoring.importance.public_node_subset`)."""
+
+    rule: Literal["train_mask", "random", "all"] = Field(
+        default="train_mask",
+        description="train_mask: the split's training nodes are public; random: a random fraction "
+        "of nodes is declared public; all: every node (private labels: needs charge_epsilon)",
+    )
+    fraction: float | None = Field(default=None, description="rule random: fraction of all nodes, in (0, 1]")
+    size: int | None = Field(default=None, strict=True, ge=1, description="rule random: number of nodes instead of fraction")
+    private_label_masks: tuple[Literal["train_mask", "val_mask", "test_mask"], ...] = Field(
+        default=(), description="masks whose labels the pipeline declares private (e.g. the labels mechanism's mask)"
+    )
+    charge_epsilon: float | None = Field(
+        default=None,
+        description="train the surrogate on private labels randomized by LabelRR at this epsilon, "
+        "charged to the labels scope (None: private labels are refused)",
+    )
+    num_classes: int | None = Field(
+        default=None, strict=True, ge=2, description="public number of classes for LabelRR (default graph.meta['num_classes'])"
+    )
+    all_features_public: bool = Field(
+        default=False, strict=True, description="rule all: declares every node's features public"
+    )
+    selection_seed: int = Field(
+        default=0,
+        strict=True,
+        ge=0,
+        description="seed of the rule-random draw and of the SHAP background/explained samples "
+        "(like dataset.split_seed: NOT the noise seed, which a published theta must not depend on; "
+        "not written to the provenance)",
+    )
+
+    @field_validator("fraction", mode="before")
+    @classmethod
+    def _fraction(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        f = _real(v, "fraction")
+        if not 0.0 < f <= 1.0:
+            raise ValueError(f"fraction must be in (0, 1], got {f}")
+        return f
+
+    @field_validator("charge_epsilon", mode="before")
+    @classmethod
+    def _charge(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        f = _real(v, "charge_epsilon")
+        if not 0.0 < f <= MAX_COORDINATE_EPSILON:
+            raise ValueError(f"charge_epsilon must be in (0, {MAX_COORDINATE_EPSILON:g}], got {f}")
+        return f
+
+    @model_validator(mode="after")
+    def _rule_args(self) -> PublicNodesConfig:
+        if self.rule == "random":
+            if (self.fraction is None) == (self.size is None):
+                raise ValueError("rule 'random' needs exactly one of fraction or size")
+        elif self.fraction is not None or self.size is not None:
+            raise ValueError(f"fraction and size apply to rule 'random' only, got rule {self.rule!r}")
+        return self
+
+
+class ImportanceConfig(_Strict):
+    """How alpha (Eq. 6) is computed."""
+
+    source: Literal["public_subset", "model_file"] = Field(
+        default="public_subset",
+        description="public_subset: logistic regression trained on the public nodes; model_file: "
+        "a linear surrogate .npz trained elsewhere on public data",
+    )
+    model_path: str | None = Field(default=None, description="source model_file: path of the .npz")
+    background_size: int = Field(default=100, strict=True, ge=1, description="SHAP background rows (public subset)")
+    explain_size: int = Field(default=200, strict=True, ge=1, description="SHAP explained rows (public subset)")
+    C: float = Field(default=1.0, description="inverse L2 strength of the logistic regression (> 0)")
+    max_iter: int = Field(default=1000, strict=True, ge=1, description="lbfgs iterations")
+
+    @field_validator("C", mode="before")
+    @classmethod
+    def _c(cls, v: Any) -> float:
+        f = _real(v, "C")
+        if f <= 0:
+            raise ValueError(f"C must be > 0, got {f}")
+        return f
+
+    @model_validator(mode="after")
+    def _path(self) -> ImportanceConfig:
+        if self.source == "model_file" and not self.model_path:
+            raise ValueError("importance.source 'model_file' needs model_path")
+        if self.source == "public_subset" and self.model_path is not None:
+            raise ValueError("model_path applies to importance.source 'model_file' only")
+        return self
+
+
+class SensitivityConfig(_Strict):
+    """How beta (Eq. 5) is computed: which input columns are sensitive and what masking puts there."""
+
+    sensitive_columns: tuple[int, ...] = Field(min_length=1, description="indices of the sensitive input columns")
+    mask_value: Literal["zero", "mean"] | float = Field(
+        default="zero",
+        description="zero: masked inputs become 0; mean: their mean over the public subset's rows; "
+        "or a public constant",
+    )
+
+    @field_validator("sensitive_columns", mode="before")
+    @classmethod
+    def _cols(cls, v: Any) -> Any:
+        if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+            raise ValueError(f"sensitive_columns must be a list of column indices, got {v!r}")
+        out = []
+        for c in v:
+            if isinstance(c, bool) or not isinstance(c, numbers.Integral) or int(c) < 0:
+                raise ValueError(f"sensitive_columns must hold column indices >= 0, got {c!r}")
+            out.append(int(c))
+        if len(set(out)) != len(out):
+            raise ValueError("sensitive_columns: duplicate column indices")
+        return tuple(out)
+
+    @field_validator("mask_value", mode="before")
+    @classmethod
+    def _mask(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return v
+        return _real(v, "mask_value")
+
+
+class ScoresConfig(_Strict):
+    """The HeteroRR score configuration (``scores:`` in a pipeline, for FeatureRR's theta)."""
+
+    gamma: float = Field(default=0.5, description="Eq. 7 weight of importance vs sensitivity, in [0, 1]")
+    public_nodes: PublicNodesConfig = PublicNodesConfig()
+    importance: ImportanceConfig = ImportanceConfig()
+    sensitivity: SensitivityConfig | None = Field(default=None, description="required unless gamma == 1")
+
+    @field_validator("gamma", mode="before")
+    @classmethod
+    def _gamma(cls, v: Any) -> float:
+        f = _real(v, "gamma")
+        if not 0.0 <= f <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1], got {f}")
+        return f
+
+    @model_validator(mode="after")
+    def _needs_sensitivity(self) -> ScoresConfig:
+        if self.sensitivity is None and self.gamma < 1.0:
+            raise ValueError(
+                f"gamma={self.gamma} weighs sensitivity by {1.0 - self.gamma:g}: set "
+                "sensitivity.sensitive_columns (or gamma: 1 for importance only)"
+            )
+        return self
+
+
+def as_scores_config(config: Any) -> ScoresConfig:
+    """A :class:`ScoresConfig` from itself or a mapping (validated)."""
+    if isinstance(config, ScoresConfig):
+        return config
+    if isinstance(config, Mapping):
+        return ScoresConfig.model_validate(dict(config))
+    raise TypeError(f"config must be a ScoresConfig or a mapping, got {type(config).__name__}")
+
+
+# -- Eq. 7 ------------------------------------------------------------------------------------------
+
+
+def _check_score(v: Any, name: str) -> np.ndarray:
+    if isinstance(v, (bool, str, bytes)) or isinstance(v, numbers.Number):
+        raise TypeError(f"{name} must be a 1-D array of scores, got {v!r}")
+    arr = np.asarray(v)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {list(arr.shape)}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite (NaN or inf found)")
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be >= 0, got negative entries at {np.flatnonzero(arr < 0)[:5].tolist()}")
+    total = math.fsum(arr.tolist())
+    if total == 0:
+        raise ValueError(f"{name} is all zero: Eq. 5/6 normalise by the L1 norm, so a score vector sums to 1")
+    if abs(total - 1.0) > 1e-6:
+        raise ValueError(f"{name} must be normalised to sum 1 (Eq. 5/6), got sum {total!r}")
+    return arr
+
+
+def theta_from_scores(alpha: Any, beta: Any, gamma: float) -> np.ndarray:
+    r"""Eq. 7, then Alg. 1 line 5: float64 ``[d]``, non-negative, summing to 1.
+
+    ``alpha`` may be ``None`` when ``gamma == 0`` and ``beta`` when ``gamma == 1`` (their term
+    has weight 0). Some :math:`\theta_i` may be 0 (e.g. ``gamma = 0`` and the most sensitive
+    feature while another has :math:`\beta = 0`): FeatureRR then randomizes that feature
+    uniformly. With both inputs normalised the sum is always > 0 (the bracket is at least
+    :math:`\beta_{\min}`, and equals :math:`\beta_{\max} > 0` where :math:`\beta_i = \beta_{\min}`).
+
+    Raises:
+        ValueError: gamma outside [0, 1] or not finite; a score not 1-D, negative, non-finite,
+            all zero or not summing to 1; alpha and beta of different lengths.
+    """
+    g = _real(gamma, "gamma")
+    if not 0.0 <= g <= 1.0:
+        raise ValueError(f"gamma must be in [0, 1], got {g}")
+    a = None if (alpha is None and g == 0.0) else _check_score(alpha, "alpha")
+    b = None if (beta is None and g == 1.0) else _check_score(beta, "beta")
+    if a is not None and b is not None and a.shape != b.shape:
+        raise ValueError(f"alpha has {a.shape[0]} entries but beta has {b.shape[0]}")
+    d = (a if a is not None else b).shape[0]  # type: ignore[union-attr]
+    theta = np.zeros(d)
+    if a is not None and g > 0:
+        theta += g * a
+    if b is not None and g < 1:
+        theta += (1.0 - g) * (b.min() + (b.max() - b))
+    total = math.fsum(theta.tolist())
+    if not total > 0:  # pragma: no cover - impossible for normalised inputs (see docstring)
+        raise ValueError("theta is all zero; FeatureRR needs a positive total")
+    return theta / total
+
+
+# -- the entry point --------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ScoreResult:
+    """Scores for FeatureRR and their public record.
+
+    Attributes:
+        theta: float64 ``[d]``, sums to 1: ``FeatureRR(epsilon=eps_f, theta=theta)``.
+        alpha: float64 ``[d]`` (Eq. 6), or ``None`` when ``gamma == 0``.
+        beta: float64 ``[d]`` (Eq. 5), or ``None`` when ``gamma == 1``.
+        provenance: public record for the manifest (no seed, no node ids, no rows).
+        guarantee: the label charge to record in the ledger (scope LABELS), or ``None`` when no
+            private label was used.
+        cache_hit: whether the result came from the cache.
+        cache_key: the input fingerprint (a SHA-256; ``None`` when caching was off). Keep it in
+            the run's private record, not in a manifest: in the charged path it hashes the
+            randomized labels, a function of the secret seed.
+    """
+
+    theta: np.ndarray
+    alpha: np.ndarray | None
+    beta: np.ndarray | None
+    provenance: dict[str, Any]
+    guarantee: Guarantee | None
+    cache_hit: bool = False
+    cache_key: str | None = None
+
+    def __repr__(self) -> str:
+        return f"ScoreResult(d={self.theta.shape[0]}, charged={self.guarantee is not None}, cache_hit={self.cache_hit})"
+
+
+def _code_version() -> dict[str, str]:
+    import privgraph
+
+    def ver(pkg: str) -> str:
+        try:
+            return importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+            return "absent"
+
+    pv = getattr(privgraph, "__version__", None) or ver("privgraph")
+    return {"privgraph": pv, "scoring": SCORING_VERSION, "shap": ver("shap"), "scikit-learn": ver("scikit-learn")}
+
+
+def _resolve_cache(cache: Any) -> ScoreCache | None:
+    if cache is False:
+        return None
+    if cache is None:
+        return ScoreCache()
+    if isinstance(cache, ScoreCache):
+        return cache
+    if isinstance(cache, (str, os.PathLike)):
+        return ScoreCache(cache)
+    raise TypeError(f"cache must be None (default directory), False (off), a path or a ScoreCache, got {cache!r}")
+
+
+def _from_payload(payload: Mapping[str, Any], key: str) -> ScoreResult | None:
+    try:
+        theta = np.asarray(payload["theta"], dtype=np.float64)
+        alpha = None if payload["alpha"] is None else np.asarray(payload["alpha"], dtype=np.float64)
+        beta = None if payload["beta"] is None else np.asarray(payload["beta"], dtype=np.float64)
+        g = payload["guarantee"]
+        guarantee = None if g is None else Guarantee.from_dict(g)
+        provenance = dict(payload["provenance"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if theta.ndim != 1 or not np.all(np.isfinite(theta)) or np.any(theta < 0):
+        return None
+    return ScoreResult(theta, alpha, beta, provenance, guarantee, cache_hit=True, cache_key=key)
+
+
+def compute_scores(
+    graph: GraphData,
+    config: ScoresConfig | Mapping[str, Any],
+    *,
+    seed: Any,
+    cache: ScoreCache | str | os.PathLike[str] | Literal[False] | None = None,
+    embed: Callable[[np.ndarray], Any] | None = None,
+    embed_id: str | None = None,
+) -> ScoreResult:
+    r"""alpha (Eq. 6), beta (Eq. 5) and theta (Eq. 7, normalised) for FeatureRR, from public data.
+
+    Steps: choose the public node subset (:func:`~privgraph.scoring.importance.public_node_subset`,
+    which refuses private labels unless ``charge_epsilon`` is set); randomize the private labels
+    among them with LabelRR when charged; alpha from a logistic-regression surrogate on the
+    subset (or from a model file); beta from masking the sensitive columns on the subset's rows
+    only; theta by Eq. 7.
+
+    Randomness: the ``random`` rule's draw and the SHAP samples touch only public rows, and theta
+    is published, so they come from ``public_nodes.selection_seed`` (children ``scores.subset``
+    and ``scores.shap``), NEVER from the secret ``seed``: otherwise anyone holding the public
+    rows could test candidate noise seeds against the published theta, and a known noise seed
+    de-randomizes every release of the run. ``seed`` drives only LabelRR in the charged path
+    (child ``scores.labels``). Without a charge the result does not depend on ``seed``.
+
+    Args:
+        graph: the input graph (``x`` required; ``y`` when importance is trained on the subset).
+        config: a :class:`ScoresConfig` or a mapping of its fields.
+        seed: the run's secret noise seed (int, SeedSequence, or None: OS entropy), used only
+            to randomize private labels when charged. Never recorded.
+        cache: ``None``: the default directory (``$PRIVGRAPH_CACHE_DIR/scores`` or
+            ``~/.cache/privgraph/scores``); a path or a :class:`ScoreCache`; ``False``: off.
+        embed: ``g`` of Eq. 5 (and the features the surrogate sees): ``[n, ...] -> [n, d]``
+            applied to the subset's rows of ``graph.x`` (default: identity).
+        embed_id: a stable name for ``embed`` (part of the cache key); with ``embed`` but no
+            ``embed_id`` the cache is off, since a callable cannot be fingerprinted.
+
+    Returns:
+        :class:`ScoreResult`. When ``guarantee`` is not None the caller MUST record it in the
+        ledger (scope LABELS), also when the result came from the cache.
+    """
+    if not isinstance(graph, GraphData):
+        raise TypeError(f"graph must be a GraphData, got {type(graph).__name__}")
+    if graph.x is None:
+        raise ValueError("compute_scores: graph.x is None (an unattributed graph has no features to score)")
+    cfg = as_scores_config(config)
+    if embed is not None and not callable(embed):
+        raise TypeError(f"embed must be a callable [n, ...] -> [n, d], got {embed!r}")
+    if embed_id is not None and not isinstance(embed_id, str):
+        raise TypeError(f"embed_id must be a string, got {embed_id!r}")
+    store = None if (embed is not None and embed_id is None) else _resolve_cache(cache)
+    root = as_seed_sequence(seed)  # secret: LabelRR noise only
+    pn, imp = cfg.public_nodes, cfg.importance
+    selection = np.random.SeedSequence(pn.selection_seed)  # public-row choices only
+    need_alpha = cfg.gamma > 0.0
+    need_beta = cfg.gamma < 1.0
+    train_on_subset = need_alpha and imp.source == "public_subset"
+
+    subset = _imp.public_node_subset(
+        graph,
+        rule=pn.rule,
+        fraction=pn.fraction,
+        size=pn.size,
+        seed=stage_seed(selection, "scores.subset"),
+        private_label_masks=pn.private_label_masks,
+        charge_epsilon=pn.charge_epsilon,
+        use_labels=train_on_subset,
+        all_features_public=pn.all_features_public,
+    )
+    x_sub = graph.x[subset.nodes]
+    if need_beta:
+        bad = [c for c in cfg.sensitivity.sensitive_columns if c >= x_sub.shape[1]]  # type: ignore[union-attr]
+        if bad:
+            raise ValueError(f"sensitivity.sensitive_columns: {bad[:5]} out of range for {x_sub.shape[1]} input columns")
+
+    # labels the surrogate sees (public, or randomized and charged) --------------------------------
+    y_used = y_eval = None
+    guarantee: Guarantee | None = None
+    if need_alpha and (train_on_subset or not subset.private_labels.any()):
+        if graph.y is None or graph.y.ndim != 1:
+            if train_on_subset:
+                raise ValueError("compute_scores: importance from the public subset needs single labels graph.y [n]")
+        else:
+            y_sub = graph.y[subset.nodes]
+            if not train_on_subset:
+                y_eval = y_sub  # public labels: only the model file's accuracy
+            elif subset.private_labels.any():
+                c = pn.num_classes if pn.num_classes is not None else graph.meta.get("num_classes")
+                if c is None:
+                    raise ValueError(
+                        "compute_scores: charging private labels needs the PUBLIC number of classes: set "
+                        "public_nodes.num_classes or graph.meta['num_classes'] (never counted from the labels)"
+                    )
+                y_used, guarantee = _imp.randomize_private_labels(
+                    y_sub,
+                    subset.private_labels,
+                    epsilon=pn.charge_epsilon,  # type: ignore[arg-type]  (set: else refused above)
+                    num_classes=int(c),
+                    rng=as_generator(stage_seed(root, "scores.labels")),
+                )
+            else:
+                y_used = y_sub
+
+    z_sub = None
+    bg = ex = None
+    model_sha = None
+    if train_on_subset:
+        bg, ex = _imp.sample_shap_rows(
+            subset.size, imp.background_size, imp.explain_size, as_generator(stage_seed(selection, "scores.shap"))
+        )
+    elif need_alpha:
+        model_file = Path(imp.model_path).expanduser()  # type: ignore[arg-type]
+        if not model_file.is_file():
+            raise FileNotFoundError(f"importance.model_path: no such file {str(model_file)!r}")
+        model_sha = hashlib.sha256(model_file.read_bytes()).hexdigest()
+
+    key = None
+    if store is not None:
+        key = fingerprint(
+            {
+                "code": _code_version(),
+                "config": cfg.model_dump(mode="json"),
+                "x_rows": np.ascontiguousarray(x_sub),
+                "y_used": y_used,
+                "y_eval": y_eval,
+                "shap_rows": [bg, ex],
+                "model_sha256": model_sha,
+                "embed_id": embed_id,
+            }
+        )
+        payload = store.get(key)
+        if payload is not None:
+            hit = _from_payload(payload, key)
+            if hit is not None:
+                return hit
+
+    # compute -------------------------------------------------------------------------------------
+    def embedded(x: np.ndarray) -> np.ndarray:
+        return x if embed is None else _sens._embed(embed, np.asarray(x), "the public subset")
+
+    alpha = beta = None
+    imp_prov: dict[str, Any] = {"source": None, "note": "not computed: gamma = 0"}
+    if train_on_subset:
+        z_sub = embedded(x_sub)
+        alpha, imp_prov = _imp.shap_importance(
+            z_sub,
+            y_used,
+            background_rows=bg,
+            explain_rows=ex,
+            C=imp.C,
+            max_iter=imp.max_iter,
+        )
+        if guarantee is not None:
+            imp_prov["surrogate"]["accuracy_on"] = (
+                "the labels it was trained on: public ones and LabelRR-randomized private ones "
+                "(never the true private labels)"
+            )
+    elif need_alpha:
+        x_eval = None if y_eval is None else embedded(x_sub)
+        alpha, imp_prov = _imp.model_file_importance(model_file, x_eval=x_eval, y_eval=y_eval)  # type: ignore[arg-type]
+    sens_prov: dict[str, Any] = {"note": "not computed: gamma = 1"}
+    if need_beta:
+        sc = cfg.sensitivity
+        beta = _sens.masking_sensitivity(x_sub, list(sc.sensitive_columns), embed=embed, mask_value=sc.mask_value)  # type: ignore[union-attr]
+        sens_prov = {
+            "sensitive_columns": list(sc.sensitive_columns),  # type: ignore[union-attr]
+            "mask_value": sc.mask_value,  # type: ignore[union-attr]
+            "embedding": "identity (the features are the embedding)" if embed is None else (embed_id or "caller's embed"),
+            "rows": "the public node subset's features only (beta from private rows would leak them)",
+            "num_rows": int(subset.size),
+            "aggregate": "mean over rows of |z - zhat|, normalised to sum 1",
+        }
+    if alpha is not None and beta is not None and alpha.shape != beta.shape:
+        raise ValueError(f"alpha has {alpha.shape[0]} entries but beta has {beta.shape[0]} (embedding dimensions differ)")
+    theta = theta_from_scores(alpha, beta, cfg.gamma)
+
+    provenance: dict[str, Any] = {
+        "paper": "HeteroRR (papers 000/002) Sec. III-A: Eq. 5 (beta), Eq. 6 (alpha), Eq. 7 and Alg. 1 line 5 (theta)",
+        "code_version": _code_version(),
+        "gamma": cfg.gamma,
+        "public_nodes": dict(subset.description),
+        "importance": imp_prov,
+        "sensitivity": sens_prov,
+        "theta": {
+            "equation": _EQ7,
+            "num_features": int(theta.shape[0]),
+            "zero_entries": int(np.count_nonzero(theta == 0)),
+            "use": "FeatureRR(theta=...): eps_i = eps_f * theta_i",
+        },
+        "labels_charge": None if guarantee is None else guarantee.to_dict(),
+    }
+    result = ScoreResult(theta, alpha, beta, provenance, guarantee, cache_hit=False, cache_key=key)
+    if store is not None and key is not None:
+        store.put(
+            key,
+            {
+                "schema": 1,
+                "theta": theta.tolist(),
+                "alpha": None if alpha is None else alpha.tolist(),
+                "beta": None if beta is None else beta.tolist(),
+                "provenance": provenance,
+                "guarantee": None if guarantee is None else guarantee.to_dict(),
+            },
+        )
+    return result
