@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from privgraph.config import mechanism_entry
 from privgraph.graph import GraphData
 from privgraph.mechanisms import build_mechanism
 from privgraph.mechanisms.base import Scope
@@ -38,6 +39,7 @@ __all__ = [
     "run_comparison",
     "summarize",
     "comparison_markdown",
+    "mechanism_entry",
     "utility_plot_png",
     "degree_curve",
     "degree_plot_png",
@@ -80,7 +82,8 @@ class ComparisonResult:
 
 
 def _check_inputs(
-    scope: str, mechanisms: Mapping[str, Mapping[str, Any]], epsilons: Sequence[float], runs: int, target: str
+    scope: str, mechanisms: Mapping[str, Mapping[str, Any]], epsilons: Sequence[float], runs: int, target: str,
+    theta: np.ndarray | None = None,
 ) -> Scope:
     try:
         sc = Scope(scope)
@@ -98,12 +101,13 @@ def _check_inputs(
         raise ValueError(f"epsilons must be a non-empty list of finite numbers > 0, got {list(epsilons)}")
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be an int >= 1, got {runs!r}")
-    for name, params in mechanisms.items():
-        if "epsilon" in params:
-            raise ValueError(f"mechanisms.{name}: do not set epsilon; it takes each value of epsilons")
-        m = _build(name, params, float(epsilons[0]))  # validates early
+    for label, params in mechanisms.items():
+        name, p, use_scores = mechanism_entry(label, params)
+        if use_scores and theta is None:
+            raise ValueError(f"mechanisms.{label}: use_scores needs scores (theta); none were computed")
+        m = _build(name, {**p, "theta": theta} if use_scores else p, float(epsilons[0]))  # validates early
         if m.scope is not sc:
-            raise ValueError(f"mechanisms.{name}: {name!r} protects {m.scope.value}, not {sc.value}")
+            raise ValueError(f"mechanisms.{label}: {name!r} protects {m.scope.value}, not {sc.value}")
     return sc
 
 
@@ -133,13 +137,16 @@ def run_comparison(
     executor: Executor | None = None,
     train_kwargs: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
+    theta: np.ndarray | None = None,
 ) -> ComparisonResult:
     """Privatize ``scope`` with each mechanism at each epsilon ``runs`` times and train on each.
 
     Args:
         graph (GraphData): the clean graph (with its split).
         scope (str): ``"features"`` or ``"edges"``: the one scope that is privatized.
-        mechanisms (Mapping): registry name -> parameters other than ``epsilon``.
+        mechanisms (Mapping): label -> parameters other than ``epsilon`` (see
+            :func:`mechanism_entry`: ``mechanism`` names the registered mechanism when the label
+            is not its name; ``use_scores`` passes ``theta``).
         epsilons (Sequence[float]): the budgets, each > 0.
         runs (int): seeded runs per (mechanism, epsilon) and of the clean graph.
         target (str): the mechanism tested against the best other one.
@@ -150,8 +157,9 @@ def run_comparison(
         executor (Executor, optional): where the per-partition work runs (default: serially).
         train_kwargs (Mapping, optional): passed to :func:`train_node_classifier`.
         progress (Callable, optional): receives one line per finished training run.
+        theta (np.ndarray, optional): HeteroRR's feature scores, for entries with ``use_scores``.
     """
-    sc = _check_inputs(scope, mechanisms, epsilons, runs, target)
+    sc = _check_inputs(scope, mechanisms, epsilons, runs, target, theta)
     kwargs = dict(train_kwargs or {})
     train_seeds = partition_seeds(stage_seed(root_seed, "train"), runs)
     say = progress or (lambda _msg: None)
@@ -162,8 +170,11 @@ def run_comparison(
         acc = float(train_node_classifier(graph, seed=ts, **kwargs)["test_acc"])
         records.append({"mechanism": CLEAN, "epsilon": None, "run": i, "test_acc": acc})
         say(f"clean run {i}: test accuracy {acc:.4f}")
-    for name, params in mechanisms.items():
-        constant = not _takes_epsilon(name)  # spends no budget: one set of runs serves every eps
+    for name, entry in mechanisms.items():
+        registry, params, use_scores = mechanism_entry(name, entry)
+        if use_scores:
+            params = {**params, "theta": theta}
+        constant = not _takes_epsilon(registry)  # spends no budget: one set of runs serves every eps
         for eps in epsilons:
             eps = float(eps)
             if constant and eps != float(epsilons[0]):
@@ -172,7 +183,7 @@ def run_comparison(
                 if f"{name}/{float(epsilons[0]):g}" in curves:
                     curves[f"{name}/{eps:g}"] = curves[f"{name}/{float(epsilons[0]):g}"]
                 continue
-            mech = _build(name, params, eps)
+            mech = _build(registry, params, eps)
             priv_seeds = partition_seeds(stage_seed(root_seed, f"{name}/{eps!r}"), runs)
             for i, (ps, ts) in enumerate(zip(priv_seeds, train_seeds, strict=True)):
                 mech_kw = {"features": mech if sc is Scope.FEATURES else None,
@@ -351,7 +362,8 @@ def comparison_objects(title: str, result: ComparisonResult) -> dict[str, bytes]
 
 
 def comparison_manifest(
-    name: str, *, config: Any, pipeline_config: Any, graph_in: GraphData, result: ComparisonResult
+    name: str, *, config: Any, pipeline_config: Any, graph_in: GraphData, result: ComparisonResult,
+    scores: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a stored comparison: public settings only (no seed, no split seed, no data
     paths). The ledger is empty: nothing private is released; the accuracies are an evaluation."""
@@ -368,7 +380,10 @@ def comparison_manifest(
         "code_version": code_version(),
         "ledger": PrivacyLedger().to_dict(),
         "mechanisms": [
-            {"mechanism": m, "scope": result.scope, "params": dict(config.mechanisms[m]), "epsilons": list(result.epsilons)}
+            {"label": m, "mechanism": mechanism_entry(m, config.mechanisms[m])[0], "scope": result.scope,
+             "params": mechanism_entry(m, config.mechanisms[m])[1],
+             "theta": "HeteroRR scores (see scores)" if mechanism_entry(m, config.mechanisms[m])[2] else None,
+             "epsilons": list(result.epsilons)}
             for m in result.mechanisms
         ],
         "validation": {"success": True, "note": "a comparison releases no private graph; nothing to validate"},
@@ -379,4 +394,5 @@ def comparison_manifest(
             "note": "accuracies are computed on the raw graph: an evaluation for the data owner, not a private release",
         },
         "summary": summarize(result),
+        "scores": None if scores is None else dict(scores),
     }

@@ -6,6 +6,7 @@ YAML path of the fault, e.g. ``pipelines.cora.features.epsilon: must be finite, 
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from pathlib import Path
@@ -28,6 +29,7 @@ __all__ = [
     "ComparisonConfig",
     "PipelinesConfig",
     "load_config",
+    "mechanism_entry",
     "parse_config",
 ]
 
@@ -197,9 +199,12 @@ class ComparisonConfig(_Strict):
     pipeline: str = Field(description="the pipeline whose dataset, partitions, executor, storage and evaluate settings are used")
     scope: Literal["features", "edges"]
     target: str = Field(description="the mechanism t-tested against the best other one")
-    mechanisms: dict[str, dict[str, Any]] = Field(description="registry name -> parameters other than epsilon")
+    mechanisms: dict[str, dict[str, Any]] = Field(
+        description="label -> parameters other than epsilon; 'mechanism' names the registered one when the label differs; 'use_scores: true' gives feature_rr the scores' theta"
+    )
     epsilons: list[float] = Field(min_length=1)
     runs: int = Field(default=3, ge=2)
+    scores: ScoresConfig | None = Field(default=None, description="theta for entries with use_scores (default: the pipeline's scores)")
     seed: int | None = Field(default=None, ge=0)
     evaluate: EvaluateConfig | None = None
 
@@ -267,6 +272,25 @@ def _path(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc if not (isinstance(p, str) and p.startswith("function-")))
 
 
+def mechanism_entry(label: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any], bool]:
+    """``(registry name, constructor params, use_scores)`` of a comparison entry.
+
+    An entry is ``label: {params}``; ``mechanism:`` names the registered mechanism when the label
+    is not its registry name (e.g. ``heterorr: {mechanism: feature_rr, use_scores: true}`` next to
+    ``homogeneous_rr: {mechanism: feature_rr}``); ``use_scores: true`` passes the scores' theta.
+    """
+    p = dict(params or {})
+    name = p.pop("mechanism", label)
+    use_scores = p.pop("use_scores", False)
+    if not isinstance(name, str):
+        raise ValueError(f"mechanisms.{label}.mechanism must be a registry name, got {name!r}")
+    if not isinstance(use_scores, bool):
+        raise ValueError(f"mechanisms.{label}.use_scores must be true or false, got {use_scores!r}")
+    if "epsilon" in p:
+        raise ValueError(f"mechanisms.{label}: do not set epsilon; it takes each value of epsilons")
+    return name, p, use_scores
+
+
 def _check_mechanisms(cfg: PipelinesConfig) -> None:
     """Build every mechanism once so that unknown names and bad parameters fail at load time."""
     from privgraph.mechanisms import MECHANISMS, build_mechanism
@@ -290,17 +314,26 @@ def _check_mechanisms(cfg: PipelinesConfig) -> None:
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{where}: {exc}") from None
     for cname, c in cfg.comparisons.items():
-        for mname, params in c.mechanisms.items():
-            where = f"comparisons.{cname}.mechanisms.{mname}"
-            if mname not in MECHANISMS:
-                known = ", ".join(k for k, cl in MECHANISMS.items() if cl.scope.value == c.scope)
-                raise ConfigError(f"{where}: unknown mechanism; known for {c.scope}: {known}")
-            if MECHANISMS[mname].scope.value != c.scope:
-                raise ConfigError(f"{where}: {mname!r} protects {MECHANISMS[mname].scope.value}, not {c.scope}")
-            if "epsilon" in (params or {}):
+        for label, entry in c.mechanisms.items():
+            where = f"comparisons.{cname}.mechanisms.{label}"
+            if "epsilon" in (entry or {}):
                 raise ConfigError(f"{where}.epsilon: set the budgets in epsilons, not per mechanism")
             try:
-                build_mechanism(mname, {**(params or {}), "epsilon": c.epsilons[0]})
+                mname, params, use_scores = mechanism_entry(label, entry)
+            except ValueError as exc:
+                raise ConfigError(f"comparisons.{cname}.{exc}") from None
+            if mname not in MECHANISMS:
+                known = ", ".join(k for k, cl in MECHANISMS.items() if cl.scope.value == c.scope)
+                raise ConfigError(f"{where}: unknown mechanism {mname!r}; known for {c.scope}: {known}")
+            if MECHANISMS[mname].scope.value != c.scope:
+                raise ConfigError(f"{where}: {mname!r} protects {MECHANISMS[mname].scope.value}, not {c.scope}")
+            if use_scores and c.scores is None and cfg.pipelines[c.pipeline].scores is None:
+                raise ConfigError(f"{where}.use_scores: neither the comparison nor pipeline {c.pipeline!r} sets scores")
+            if use_scores and mname != "feature_rr":
+                raise ConfigError(f"{where}.use_scores: only feature_rr takes the scores' theta")
+            takes_eps = "epsilon" in inspect.signature(MECHANISMS[mname]).parameters
+            try:
+                build_mechanism(mname, {**params, "epsilon": c.epsilons[0]} if takes_eps else params)
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{where}: {exc}") from None
 

@@ -20,6 +20,7 @@ def compare(
     config: ComparisonConfig,
     pipeline: PipelineConfig,
     root_seed: np.random.SeedSequence,
+    theta: np.ndarray | None = None,
 ) -> ComparisonResult:
     ev = config.evaluate or pipeline.evaluate
     train_kwargs = ev.model_dump(exclude={"runs"})
@@ -29,5 +30,5 @@ def compare(
         return run_comparison(
             graph, scope=config.scope, mechanisms=config.mechanisms, epsilons=config.epsilons,
             runs=config.runs, target=config.target, partitioning=partitioning, root_seed=root_seed,
-            executor=ex, train_kwargs=train_kwargs, progress=get_run_logger().info,
+            executor=ex, train_kwargs=train_kwargs, progress=get_run_logger().info, theta=theta,
         )

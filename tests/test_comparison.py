@@ -83,3 +83,27 @@ def test_bad_comparisons_are_refused(small):
         _run(small, runs=0)
     with pytest.raises(ValueError, match="bins"):
         _run(small, mechanisms={"feature_rr": {"bins": 1}})
+
+
+def test_labels_alias_a_registered_mechanism_and_use_scores_needs_theta(small):
+    g, parts = small
+    mechs = {"hetero": {"mechanism": "feature_rr", "use_scores": True}, "homo": {"mechanism": "feature_rr"}}
+    with pytest.raises(ValueError, match="use_scores needs scores"):
+        _run(small, mechanisms=mechs, target="hetero", epsilons=[1.0])
+    theta = np.array([1.0, 0, 0, 0, 0, 0, 0, 0])
+    r = _run(small, mechanisms=mechs, target="hetero", epsilons=[8.0], theta=theta)
+    assert r.mechanisms == ("hetero", "homo")
+    assert len(r.records) == 2 + 2 * 2
+
+
+def test_edge_comparison_records_degree_curves_and_budgetless_baseline(small):
+    from privgraph.comparison import comparison_objects
+
+    r = _run(small, scope="edges", mechanisms={"dprr": {}, "nonpriv_part": {}}, target="dprr", epsilons=[1.0, 2.0])
+    assert set(r.degree_curves) == {"dprr/1", "dprr/2", "nonpriv_part/1", "nonpriv_part/2"}
+    # NonPriv-Part spends nothing: one set of runs serves every epsilon
+    assert list(r.accuracies("nonpriv_part", 1.0)) == list(r.accuracies("nonpriv_part", 2.0))
+    c = r.degree_curves["nonpriv_part/1"]
+    assert all(m == 0.0 for m in c["noisy_mean"])  # no private edge released
+    objs = comparison_objects("edges", r)
+    assert objs["degrees.png"][:4] == b"\x89PNG"

@@ -32,7 +32,8 @@ def _config(tmp_path: Path, **overrides) -> Path:
     }
     comp = {
         "pipeline": "sbm-small", "scope": "features", "target": "feature_rr",
-        "mechanisms": {"feature_rr": {"bins": 2}, "duchi": {}}, "epsilons": [1.0, 2.0], "runs": 2, "seed": 3,
+        "mechanisms": {"feature_rr": {"bins": 2, "use_scores": True}, "duchi": {}}, "epsilons": [1.0, 2.0],
+        "runs": 2, "seed": 3, "scores": {"gamma": 1.0},
     }
     comp.update(overrides)
     path = tmp_path / "pipelines.yaml"
@@ -50,6 +51,9 @@ def test_compare_flow_stores_table_plot_and_artifacts(harness, tmp_path):
     store = open_store(str(tmp_path / "store"))
     manifest = store.read_manifest("sbm-cmp", res["version"])
     assert manifest["kind"] == "comparison" and manifest["ledger"]["entries"] == []
+    assert manifest["scores"]["public_nodes"]["rule"] == "train_mask"
+    by_label = {m["label"]: m for m in manifest["mechanisms"]}
+    assert by_label["feature_rr"]["theta"] == "HeteroRR scores (see scores)" and by_label["duchi"]["theta"] is None
     assert "seed" not in json.dumps(manifest).lower()
     objs = store.read_objects("sbm-cmp", res["version"])
     assert set(objs) == {"results.json", "table.md", "utility.png"}
@@ -84,5 +88,9 @@ def test_comparison_config_errors_name_their_path(tmp_path):
         load_config(_config(tmp_path, target="laplace"))
     with pytest.raises(ConfigError, match=r"comparisons.sbm-cmp.mechanisms.duchi.epsilon"):
         load_config(_config(tmp_path, mechanisms={"feature_rr": {}, "duchi": {"epsilon": 1.0}}))
+    with pytest.raises(ConfigError, match="use_scores: only feature_rr"):
+        load_config(_config(tmp_path, mechanisms={"feature_rr": {}, "duchi": {"use_scores": True}}))
+    with pytest.raises(ConfigError, match="unknown mechanism 'nope'"):
+        load_config(_config(tmp_path, mechanisms={"feature_rr": {}, "x": {"mechanism": "nope"}}))
     with pytest.raises(ConfigError, match="no such comparison"):
         load_config(_config(tmp_path)).comparison("other")
