@@ -11,6 +11,13 @@
   release is fitted with ``--sample-steps`` MCMC steps per leaf (sampling cost does not depend on
   the fit's quality), whose time is reported as ``fit_seconds``.
 
+- ``local``: a per-node edge mechanism (DPRR, Warner RR) over every node of ``V_pri`` in one
+  process (seconds, best of 3; peak traced memory in a separate run), with the ratio to drawing
+  one uniform per output report in the same run.
+- ``dask_speedup``: the whole edge stage of ``privatize_graph`` (per node partition for DPRR and
+  Warner RR, per chunk of internal nodes for EdgeRR's sampling) on a Dask LocalCluster with 1 and
+  2 workers (1 thread each), best of 3 after a warm-up, and ``speedup = t1 / t2``.
+
 Run: ``python benchmarks/edge_mechanisms.py [--sizes 1000 10000 100000] [--sample-sizes ... 1000000]``
 """
 
@@ -133,6 +140,60 @@ def bench_sampling(graph: GraphData, *, fit_steps: float, label: str = "ba") -> 
     })
 
 
+def bench_local(graph: GraphData, name: str, *, label: str = "ba") -> None:
+    """One process: the per-node mechanism over all of V_pri, time and peak traced memory."""
+    from privgraph.mechanisms import build_mechanism
+    from privgraph.mechanisms.edges.dprr import private_csr
+
+    cand = graph.private_nodes()
+    # Warner RR's output grows like |V_pri|^2 / (e^eps + 1) at any fixed eps: time it at the eps
+    # that gives about 10 false reports per node, ln(|V_pri| / 10), so that the output stays linear
+    eps = 1.0 if name == "dprr" else float(np.log(max(cand.size / 10.0, 2.0)))
+    mech = build_mechanism(name, {"epsilon": eps})
+    indptr, indices = private_csr(graph.edges_private, graph.num_nodes)
+    run = lambda: mech.privatize_nodes(cand, indptr, indices, cand, np.random.default_rng(SEED))  # noqa: E731
+    seconds, reports = best_of(run)
+    base, _ = best_of(lambda: np.random.default_rng(SEED).random(reports.shape[1]))
+    tracemalloc.start()
+    run()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    emit({
+        "bench": "local", "mechanism": name, "epsilon": round(eps, 3), "graph": label, "n": graph.num_nodes,
+        "private_nodes": int(cand.size), "private_edges_in": int(graph.edges_private.shape[1]),
+        "reports": int(reports.shape[1]), "seconds": round(seconds, 4),
+        "reports_per_s": round(reports.shape[1] / seconds), "baseline_uniform_seconds": round(base, 5),
+        "ratio_to_uniform": round(seconds / base, 1), "peak_traced_mib": round(peak / 2**20, 1),
+    })
+
+
+def bench_dask_speedup(graph: GraphData, name: str, params: dict[str, Any], *, parts: int = 8,
+                       label: str = "ba") -> None:
+    """privatize_graph's edge stage with 1 and 2 Dask workers; EdgeRR is fitted inside (serial)
+    so its figure includes the global fit (reported separately by hrg_sample)."""
+    from privgraph.mechanisms import build_mechanism
+    from privgraph.parallel import DaskExecutor
+    from privgraph.partition import partition_graph
+    from privgraph.privatize import privatize_graph
+
+    mech = build_mechanism(name, params)
+    partitioning = partition_graph(graph, parts, "hash")
+    times = {}
+    for workers in (1, 2):
+        with DaskExecutor(n_workers=workers, threads_per_worker=1) as ex:
+            run = lambda: privatize_graph(  # noqa: E731
+                graph, features=None, edges=mech, partitioning=partitioning,
+                root_seed=np.random.SeedSequence(SEED), executor=ex,
+            )
+            run()  # warm-up: workers import privgraph and numba compiles
+            times[workers], _ = best_of(run)
+    emit({
+        "bench": "dask_speedup", "mechanism": name, "graph": label, "n": graph.num_nodes,
+        "parts": parts, "seconds_1_worker": round(times[1], 3), "seconds_2_workers": round(times[2], 3),
+        "speedup": round(times[1] / times[2], 2),
+    })
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000, 100_000],
@@ -142,14 +203,36 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--steps", type=int, default=1_000_000, help="timed MCMC steps per rule")
     p.add_argument("--burn-in", type=float, default=5.0, help="MCMC burn-in, steps per leaf")
     p.add_argument("--sample-steps", type=float, default=2.0, help="MCMC steps per leaf before sampling")
+    p.add_argument("--local-sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000],
+                   help="BA graph sizes for DPRR / Warner RR")
+    p.add_argument("--dask-size", type=int, default=300_000, help="BA graph size for the 1 vs 2 worker timing")
+    p.add_argument("--skip", nargs="*", default=[], choices=["mcmc", "sample", "local", "dask"])
     args = p.parse_args(argv)
     graphs: dict[int, GraphData] = {}
-    for n in args.sizes:
-        graphs[n] = ba_graph(n)
-        bench_mcmc(graphs[n], steps=args.steps, burn_in=args.burn_in)
-    for n in args.sample_sizes:
-        g = graphs.pop(n, None) or ba_graph(n)
-        bench_sampling(g, fit_steps=args.sample_steps)
+
+    def graph(n: int) -> GraphData:
+        if n not in graphs:
+            graphs[n] = ba_graph(n)
+        return graphs[n]
+
+    if "mcmc" not in args.skip:
+        for n in args.sizes:
+            bench_mcmc(graph(n), steps=args.steps, burn_in=args.burn_in)
+    if "sample" not in args.skip:
+        for n in args.sample_sizes:
+            bench_sampling(graph(n), fit_steps=args.sample_steps)
+    if "local" not in args.skip:
+        for n in args.local_sizes:
+            for name in ("dprr", "warner_rr"):
+                bench_local(graph(n), name)
+    if "dask" not in args.skip:
+        g = graph(args.dask_size)
+        for name, params in (
+            ("dprr", {"epsilon": 1.0}),
+            ("warner_rr", {"epsilon": float(np.log(args.dask_size / 10))}),
+            ("edge_rr", {"epsilon": 1.0, "rounds": 1, "public_steps_per_leaf": 1.0, "private_steps_per_leaf": 1.0}),
+        ):
+            bench_dask_speedup(g, name, params)
 
 
 if __name__ == "__main__":
