@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 CLEAN = "clean"
+_DENOISING = ("kprop_features", "kprop_labels", "drop", "label_epsilon", "label_classes")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,8 +167,10 @@ def run_comparison(
     records: list[dict[str, Any]] = []
     curves: dict[str, dict[str, list[float]]] = {}
     true_degree = _degrees(graph) if sc is Scope.EDGES else None
+    # the denoising options (LPGNN's KProp, Drop) apply to private graphs only, as in evaluate_utility
+    clean_kwargs = {k: v for k, v in kwargs.items() if k not in _DENOISING}
     for i, ts in enumerate(train_seeds):
-        acc = float(train_node_classifier(graph, seed=ts, **kwargs)["test_acc"])
+        acc = float(train_node_classifier(graph, seed=ts, **clean_kwargs)["test_acc"])
         records.append({"mechanism": CLEAN, "epsilon": None, "run": i, "test_acc": acc})
         say(f"clean run {i}: test accuracy {acc:.4f}")
     for name, entry in mechanisms.items():

@@ -121,6 +121,27 @@ class EvaluateConfig(_Strict):
     aggr: Literal["mean", "gcn"] = "mean"
     device: Literal["auto", "cpu", "cuda"] = "auto"
     patience: int | None = Field(default=50, ge=1)
+    model: Literal["gcn", "sage"] = Field(default="gcn", description="GNN: GCN or GraphSAGE (mean)")
+    kprop_features: int = Field(
+        default=0, ge=0, strict=True,
+        description="LPGNN KProp steps on the private features before training (0: off)",
+    )
+    kprop_labels: int = Field(
+        default=0, ge=0, strict=True,
+        description="LPGNN KProp steps on the private (noisy) labels: train on the denoised labels",
+    )
+    drop: bool = Field(
+        default=False, strict=True,
+        description="LPGNN Drop: propagate predictions too; stop above the label RR accuracy bound",
+    )
+
+    @model_validator(mode="after")
+    def _sage_is_mean(self) -> EvaluateConfig:
+        if self.model == "sage" and self.aggr != "mean":
+            raise ValueError(
+                f"model 'sage' aggregates by mean: set aggr to 'mean' (got {self.aggr!r})"
+            )
+        return self
 
 
 _CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,\-?LW#]+$")

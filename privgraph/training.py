@@ -1,8 +1,10 @@
 """Training and evaluation loops: how useful is a (privatized) graph for node classification?
 
-:func:`train_node_classifier` trains a :class:`~privgraph.models.GCN` in full batch on a
-:class:`~privgraph.graph.GraphData` and reports accuracies at the epoch of best validation
-accuracy; :func:`evaluate_utility` compares a private graph with its clean original over several
+:func:`train_node_classifier` trains a :class:`~privgraph.models.GCN` or a
+:class:`~privgraph.models.GraphSAGE` in full batch on a :class:`~privgraph.graph.GraphData` and
+reports accuracies at the epoch of best validation accuracy, optionally with LPGNN's denoising
+(KProp on the features, KProp on the labels, the Drop algorithm for labels under randomized
+response); :func:`evaluate_utility` compares a private graph with its clean original over several
 seeded runs with the same split.
 
 Randomness: each run derives one integer from a ``numpy.random.SeedSequence`` and seeds a
@@ -23,14 +25,30 @@ import torch
 import torch.nn.functional as F
 
 from privgraph.graph import GraphData
-from privgraph.models import GCN
+from privgraph.mechanisms.features.label_rr import label_rr_keep_probability
+from privgraph.models import GCN, GraphSAGE, KProp
 from privgraph.models.gcn import quiet_sparse_beta
 from privgraph.seeding import as_seed_sequence, partition_seeds
 
-__all__ = ["choose_device", "train_node_classifier", "evaluate_utility"]
+__all__ = [
+    "DENOISING_OPTIONS",
+    "MODELS",
+    "choose_device",
+    "drop_bound",
+    "evaluate_utility",
+    "train_node_classifier",
+]
 
 _MASKS = ("train_mask", "val_mask", "test_mask")
 _SPARSE_DENSITY = 0.1
+MODELS: dict[str, type[torch.nn.Module]] = {"gcn": GCN, "sage": GraphSAGE}
+# the options of train_node_classifier that denoise a PRIVATE graph; evaluate_utility does not
+# apply them to the clean baseline (LPGNN's setting: the non-private model has nothing to denoise)
+DENOISING_OPTIONS = ("kprop_features", "kprop_labels", "drop", "label_epsilon", "label_classes")
+_LOG_FLOOR = 1e-20  # log(p) of a propagated probability that is exactly zero
+# LPGNN's KProp operator (the authors' code: KProp(aggregator="add", normalize=True,
+# add_self_loops=False)): symmetric normalisation, the node itself excluded
+_KPROP = {"aggr": "gcn", "self_loops": False}
 
 
 def choose_device(prefer: str = "auto") -> torch.device:
@@ -129,6 +147,54 @@ def _check_graph(graph: GraphData) -> None:
             raise ValueError(f"train_node_classifier: {name} selects nodes with negative labels")
 
 
+def _check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(
+            f"train_node_classifier: {name} must be one of {', '.join(map(repr, choices))}, "
+            f"got {value!r}"
+        )
+    return value
+
+
+def drop_bound(label_epsilon: float | None, num_classes: int) -> float:
+    r"""LPGNN's :math:`\mathrm{Acc}^*`, the highest expected accuracy on RR-perturbed labels.
+
+    Labels perturbed by :math:`c`-ary randomized response with budget :math:`\varepsilon_y`
+    (:class:`~privgraph.mechanisms.features.label_rr.LabelRR`) equal the true label with
+    probability
+
+    .. math::
+        \mathrm{Acc}^* = \Pr(y' = y) = \frac{e^{\varepsilon_y}}{e^{\varepsilon_y} + c - 1},
+
+    so a classifier that predicts every TRUE label is expected to score :math:`\mathrm{Acc}^*`
+    against the noisy labels :math:`y'` and any classifier that scores above it agrees with the
+    noise (LPGNN talk, "Prevent absorbing noise in :math:`y'`"; the slide's :math:`e^c` is a typo
+    for :math:`e^{\varepsilon}`). ``label_epsilon=None`` (labels not randomized) gives ``1.0``.
+    """
+    if label_epsilon is None:
+        return 1.0
+    return label_rr_keep_probability(label_epsilon, num_classes)
+
+
+def _denoised_labels(
+    y: torch.Tensor, known: torch.Tensor, num_classes: int, prop: KProp, edge_index: torch.Tensor
+) -> torch.Tensor:
+    r"""LPGNN's label denoising: :math:`\tilde{y}_v = \arg\max_c (\mathbf{P}^{K} \mathbf{Y}')_{vc}`.
+
+    :math:`\mathbf{Y}'` holds the one-hot (noisy) labels of the ``known`` nodes (training and
+    validation: the labels the server collected) and zeros elsewhere; test labels are never
+    read. Ties, and rows that no known label reaches (all zero), keep the node's own label
+    :math:`y'_v` (where the argmax would otherwise pick the lowest class index).
+    """
+    onehot = torch.zeros(y.numel(), num_classes, device=y.device)
+    onehot[known, y[known]] = 1.0
+    with torch.no_grad():
+        votes = prop(onehot, edge_index)
+    top = votes.max(dim=1, keepdim=True).values
+    own_is_top = votes.gather(1, y.clamp_min(0).view(-1, 1)).squeeze(1) == top.squeeze(1)
+    return torch.where(own_is_top, y, votes.argmax(dim=1))
+
+
 def train_node_classifier(
     graph: GraphData,
     *,
@@ -143,13 +209,49 @@ def train_node_classifier(
     device: str = "auto",
     patience: int | None = 50,
     eval_y: np.ndarray | None = None,
+    model: str = "gcn",
+    kprop_features: int = 0,
+    kprop_labels: int = 0,
+    drop: bool = False,
+    label_epsilon: float | None = None,
+    label_classes: int | None = None,
 ) -> dict[str, Any]:
-    """Train a 2-layer :class:`~privgraph.models.GCN` on ``graph.train_mask`` in full batch.
+    r"""Train a 2-layer GNN (:class:`~privgraph.models.GCN` or
+    :class:`~privgraph.models.GraphSAGE`) on ``graph.train_mask`` in full batch.
 
     Adam with cross-entropy on the training nodes; after every epoch the model is evaluated
     without dropout, and the parameters of the epoch with the best validation accuracy (ties:
     the lower validation loss, then the earlier epoch) are kept in memory and scored at the end.
     Training stops early after ``patience`` epochs without a better validation score.
+    Validation accuracy and loss are always measured against ``graph.y`` (on a private graph,
+    the noisy labels: no clean label is needed).
+
+    LPGNN's denoising (`Sajadmanesh & Gatica-Perez, CCS 2021 <https://arxiv.org/abs/2006.05535>`_;
+    all off by default, and then the run is bit-identical to one without these arguments). Its
+    KProp operator is LPGNN's: :math:`\mathbf{P} = \mathbf{D}^{-1/2} \mathbf{A} \mathbf{D}^{-1/2}`
+    over the neighbours, the node itself excluded (:class:`~privgraph.models.KProp` with
+    ``aggr="gcn"``, ``self_loops=False``; the authors' code), whatever the model's ``aggr``:
+
+    - ``kprop_features = K_x > 0``: the features are replaced, once before training, by
+      :math:`\mathbf{P}^{K_x} \mathbf{X}`.
+    - ``kprop_labels = K_y > 0``: the training targets are the denoised labels
+      :math:`\tilde{y}_v = \arg\max_c (\mathbf{P}^{K_y} \mathbf{Y}')_{vc}`, with
+      :math:`\mathbf{Y}'` the one-hot labels of the training and validation nodes and zero rows
+      elsewhere (test labels are never read); ties and unreached rows keep :math:`y'_v`.
+      Without ``drop`` the model is trained on them with plain cross-entropy.
+    - ``drop``: LPGNN's Drop (Label Denoising with Propagation). (1) The same :math:`K_y` steps
+      are applied to the model's predicted class probabilities and the loss compares the
+      propagated prediction with the propagated label,
+      :math:`\mathcal{L} = -\frac{1}{|V_T|} \sum_{v \in V_T} \log \hat{p}(\tilde{y}_v \mid x)`,
+      :math:`\hat{p}(\tilde{y} \mid x) = \mathbf{P}^{K_y} \mathrm{softmax}(f(\mathbf{X}))` (rows
+      renormalised to sum to one), so that the GNN is not pushed to reproduce the noise left
+      in :math:`\tilde{y}`. (2) Training STOPS at the first epoch whose model (evaluation mode)
+      scores above :math:`\mathrm{Acc}^*` (:func:`drop_bound`) against the noisy labels
+      :math:`y'` of the validation nodes (``graph.y``): a model that predicted every true label
+      would score :math:`\mathrm{Acc}^*` there in expectation, so a higher score means it has
+      absorbed noise of :math:`y'` (the validation labels enter :math:`\tilde{y}` through the
+      propagation). That epoch is not eligible for selection (unless it is the first). With
+      ``kprop_labels=0``, Drop is plain cross-entropy on :math:`y'` with this stopping rule.
 
     Args:
         graph (GraphData): needs ``x``, single-label ``y`` and all three masks.
@@ -162,7 +264,8 @@ def train_node_classifier(
         lr (float): Adam learning rate (default: ``0.01``).
         weight_decay (float): Adam L2 penalty on all parameters (default: ``5e-4``).
         dropout (float): dropout before each layer, in ``[0, 1)`` (default: ``0.5``).
-        aggr (str): ``"mean"`` (average aggregation) or ``"gcn"`` (default: ``"mean"``).
+        aggr (str): the GCN's ``"mean"`` (average aggregation) or ``"gcn"``; GraphSAGE takes
+            ``"mean"`` only (default: ``"mean"``).
         device (str): see :func:`choose_device` (default: ``"auto"``).
         patience (int, optional): early-stopping patience in epochs; ``None`` runs all ``epochs``
             (default: ``50``).
@@ -170,10 +273,22 @@ def train_node_classifier(
             of ``graph.y`` (training and model selection always use ``graph.y``).
             :func:`evaluate_utility` passes the clean labels here, so that noise a label mechanism
             put on the private graph's test labels is measured rather than scored against.
+        model (str): ``"gcn"`` or ``"sage"`` (default: ``"gcn"``).
+        kprop_features (int): KProp steps :math:`K_x \ge 0` on the features (default: ``0``).
+        kprop_labels (int): KProp steps :math:`K_y \ge 0` on the labels (default: ``0``).
+        drop (bool): train with Drop (default: ``False``).
+        label_epsilon (float, optional): the budget :math:`\varepsilon_y` of the randomized
+            response on the validation labels, for Drop's bound; ``None``: they are not
+            randomized (the bound is 1 and never stops training) (default: ``None``).
+        label_classes (int, optional): the PUBLIC number of classes :math:`c` of that randomized
+            response (default: ``None``: ``graph.meta["num_classes"]``, else the size of the
+            output layer).
 
     Returns:
-        dict: ``test_acc``, ``val_acc``, ``train_acc`` (floats, at the selected epoch),
-        ``best_epoch`` (1-based), ``epochs_run`` and ``device`` (e.g. ``"cpu"``, ``"cuda:0"``).
+        dict: ``test_acc``, ``val_acc``, ``train_acc`` (floats, at the selected epoch; against
+        ``graph.y`` except ``test_acc``), ``best_epoch`` (1-based), ``epochs_run`` and
+        ``device`` (e.g. ``"cpu"``, ``"cuda:0"``); with ``drop`` also ``drop_bound``
+        (:math:`\mathrm{Acc}^*`) and ``drop_stopped`` (whether the bound ended training).
 
     Raises:
         ValueError: a graph without ``x``, ``y`` or masks, an empty mask, multi-label ``y``, or a
@@ -186,6 +301,15 @@ def train_node_classifier(
     _check_number(weight_decay, "weight_decay", low=0, low_inclusive=True)
     if patience is not None:
         _check_number(patience, "patience", low=1, low_inclusive=True, integer=True)
+    model_cls = MODELS[_check_choice(model, "model", tuple(MODELS))]
+    _check_number(kprop_features, "kprop_features", low=0, low_inclusive=True, integer=True)
+    _check_number(kprop_labels, "kprop_labels", low=0, low_inclusive=True, integer=True)
+    if not isinstance(drop, bool):
+        raise ValueError(f"train_node_classifier: drop must be a bool, got {drop!r}")
+    if label_epsilon is not None:
+        _check_number(label_epsilon, "label_epsilon", low=0, low_inclusive=False)
+    if label_classes is not None:
+        _check_number(label_classes, "label_classes", low=2, low_inclusive=True, integer=True)
     if eval_y is not None:
         eval_y = np.asarray(eval_y)
         if eval_y.shape != graph.y.shape or not np.issubdtype(eval_y.dtype, np.integer):
@@ -201,58 +325,87 @@ def train_node_classifier(
 
     dev = choose_device(device)
     data = graph.to_pyg(edges)
-    x = _model_input(data.x).to(dev)
     edge_index = data.edge_index.to(dev)
+    if kprop_features:
+        x_prop = KProp(kprop_features, **_KPROP)(data.x.to(dev), edge_index)
+        x = _model_input(x_prop)
+    else:
+        x = _model_input(data.x).to(dev)
     y = data.y.to(dev)
     y_test = y if eval_y is None else torch.from_numpy(eval_y.astype(np.int64)).to(dev)
     idx = {name: torch.from_numpy(np.flatnonzero(getattr(graph, name))).to(dev) for name in _MASKS}
+    train_idx, val_idx = idx["train_mask"], idx["val_mask"]
+
+    # training targets: the labels, or LPGNN's denoised labels (from train + val labels only)
+    label_prop = KProp(kprop_labels, cached=True, **_KPROP) if kprop_labels else None
+    y_fit = y
+    if label_prop is not None:
+        known = torch.cat([train_idx, val_idx])
+        y_fit = _denoised_labels(y, known, num_classes, label_prop, edge_index)
+    bound = None
+    if drop:
+        c = label_classes if label_classes is not None else graph.meta.get("num_classes")
+        bound = drop_bound(label_epsilon, int(c) if c is not None else num_classes)
 
     g = torch.Generator(device=dev)
     g.manual_seed(_torch_seed(seed))
     # built on the CPU from a throwaway generator, moved, then drawn on `dev` from the run's own
-    model = GCN(
+    net = model_cls(
         graph.num_features, hidden, num_classes, dropout=dropout, aggr=aggr, cached=True,
         generator=torch.Generator().manual_seed(0),
     ).to(dev)
-    model.reset_parameters(g)
-    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    net.reset_parameters(g)
+    opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
 
-    train_idx, val_idx = idx["train_mask"], idx["val_mask"]
-    y_train, y_val = y[train_idx], y[val_idx]
+    y_train, y_val = y_fit[train_idx], y[val_idx]
     best_key: tuple[float, float] | None = None
     best_epoch = 0
     best_state: dict[str, torch.Tensor] = {}
     epochs_run = 0
+    stopped = False
     for epoch in range(1, epochs + 1):
-        model.train()
+        net.train()
         opt.zero_grad(set_to_none=True)
-        out = model(x, edge_index, generator=g)
-        F.cross_entropy(out[train_idx], y_train).backward()
+        out = net(x, edge_index, generator=g)
+        if drop and label_prop is not None:
+            p = label_prop(out.softmax(dim=1), edge_index)
+            p = p / p.sum(dim=1, keepdim=True)
+            loss = F.nll_loss(p[train_idx].clamp_min(_LOG_FLOOR).log(), y_train)
+        else:
+            loss = F.cross_entropy(out[train_idx], y_train)
+        loss.backward()
         opt.step()
         epochs_run = epoch
 
-        model.eval()
+        net.eval()
         with torch.no_grad():
-            out_val = model(x, edge_index)[val_idx]
+            out_all = net(x, edge_index)
+            out_val = out_all[val_idx]
             val_acc = (out_val.argmax(1) == y_val).float().mean()
             val_loss = F.cross_entropy(out_val, y_val)
+            # Drop: the accuracy against the noisy labels y' may not exceed Acc*
+            stopped = bound is not None and float(val_acc) > bound
+        if stopped and best_key is not None:
+            break
         key = (float(val_acc), -float(val_loss))
         if best_key is None or key > best_key:
             best_key, best_epoch = key, epoch
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
         elif patience is not None and epoch - best_epoch >= patience:
             break
+        if stopped:
+            break
 
-    model.load_state_dict(best_state)
-    model.eval()
+    net.load_state_dict(best_state)
+    net.eval()
     with torch.no_grad():
-        pred = model(x, edge_index).argmax(1)
+        pred = net(x, edge_index).argmax(1)
 
     def acc(name: str, labels: torch.Tensor) -> float:
         i = idx[name]
         return int((pred[i] == labels[i]).sum()) / int(i.numel())
 
-    return {
+    res: dict[str, Any] = {
         "test_acc": acc("test_mask", y_test),
         "val_acc": acc("val_mask", y),
         "train_acc": acc("train_mask", y),
@@ -260,6 +413,10 @@ def train_node_classifier(
         "epochs_run": epochs_run,
         "device": str(x.device),
     }
+    if bound is not None:
+        res["drop_bound"] = bound
+        res["drop_stopped"] = stopped
+    return res
 
 
 def _summary(accs: list[float]) -> dict[str, Any]:
@@ -290,12 +447,19 @@ def evaluate_utility(
     agree) and the same dropout draws. The private model's test accuracy is scored against the
     clean graph's labels (see ``eval_y`` of :func:`train_node_classifier`).
 
+    LPGNN's denoising options (:data:`DENOISING_OPTIONS`: ``kprop_features``, ``kprop_labels``,
+    ``drop``, ``label_epsilon``, ``label_classes``) apply to the PRIVATE graph only; the clean
+    baseline is the same model (``model``, ``aggr``, ...) trained on the raw features and clean
+    labels, as LPGNN compares its private models with the non-private GNN. The difference of
+    the two accuracies is then the cost of privacy after denoising.
+
     Args:
         private (GraphData): the privatized graph.
         clean (GraphData): the original graph.
         runs (int): number of seeded runs per graph (default: ``5``).
         seed_sequence (SeedSequence or int): root of the per-run seeds.
-        **train_kwargs: passed to :func:`train_node_classifier` (not ``seed`` or ``eval_y``).
+        **train_kwargs: passed to :func:`train_node_classifier` (not ``seed`` or ``eval_y``;
+            the denoising options to the private run only).
 
     Returns:
         dict: ``runs``; ``private`` and ``clean``, each with ``test_acc_mean``, ``test_acc_std``
@@ -334,9 +498,10 @@ def evaluate_utility(
     _check_graph(clean)
     _check_graph(private)
     seeds = partition_seeds(as_seed_sequence(seed_sequence), int(runs))
+    clean_kwargs = {k: v for k, v in train_kwargs.items() if k not in DENOISING_OPTIONS}
     clean_res, private_res = [], []
     for i, s in enumerate(seeds):
-        clean_res.append(train_node_classifier(clean, seed=s, **train_kwargs))
+        clean_res.append(train_node_classifier(clean, seed=s, **clean_kwargs))
         private_res.append(train_node_classifier(private, seed=s, eval_y=clean.y, **train_kwargs))
         if progress is not None:
             progress(

@@ -15,11 +15,18 @@ from privgraph.training import evaluate_utility
 
 @task(name="evaluate", cache_policy=NO_CACHE, persist_result=False)
 def evaluate(
-    private: GraphData, clean: GraphData, config: EvaluateConfig, seed: np.random.SeedSequence
+    private: GraphData,
+    clean: GraphData,
+    config: EvaluateConfig,
+    seed: np.random.SeedSequence,
+    label_epsilon: float | None = None,
+    label_classes: int | None = None,
 ) -> dict[str, Any]:
     return evaluate_utility(
         private, clean, runs=config.runs, seed_sequence=seed, epochs=config.epochs,
         hidden=config.hidden, lr=config.lr, weight_decay=config.weight_decay,
         dropout=config.dropout, aggr=config.aggr, device=config.device, patience=config.patience,
-        progress=get_run_logger().info,
+        model=config.model, kprop_features=config.kprop_features,
+        kprop_labels=config.kprop_labels, drop=config.drop, label_epsilon=label_epsilon,
+        label_classes=label_classes, progress=get_run_logger().info,
     )

@@ -1,5 +1,7 @@
 """Graph neural networks for utility evaluation; all randomness comes from explicit generators."""
 
 from privgraph.models.gcn import GCN, GeneratorDropout, GraphConvolution
+from privgraph.models.kprop import KProp
+from privgraph.models.sage import GraphSAGE
 
-__all__ = ["GCN", "GeneratorDropout", "GraphConvolution"]
+__all__ = ["GCN", "GeneratorDropout", "GraphConvolution", "GraphSAGE", "KProp"]

@@ -1,0 +1,225 @@
+"""GraphSAGE (mean aggregation) for privgraph's utility evaluation, with generator-drawn parameters.
+
+Like :class:`~privgraph.models.GCN`, building, initialising or training a :class:`GraphSAGE`
+never reads or advances torch's global random state: the layers are
+:class:`torch_geometric.nn.SAGEConv` modules created on the ``meta`` device (PyG's own
+initialisation then draws nothing) and initialised from an explicit :class:`torch.Generator`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.nn import Module, ModuleList
+from torch_geometric.nn import SAGEConv
+from torch_geometric.utils import scatter
+
+from privgraph.models.gcn import (
+    GeneratorDropout,
+    _check_generator,
+    _check_positive_int,
+    _csr,
+    _fresh_generator,
+    _FixedSpMM,
+    quiet_sparse_beta,
+)
+
+__all__ = ["GraphSAGE"]
+
+
+def _check_mean(aggr: Any) -> str:
+    if aggr != "mean":
+        raise ValueError(
+            f"GraphSAGE: aggregation must be 'mean' (GraphSAGE-mean), got {aggr!r}; for "
+            "symmetric normalisation use the GCN (model 'gcn', aggr 'gcn')"
+        )
+    return "mean"
+
+
+def _mean_operator(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    r"""``(M, M^T)`` CSR ``[n, n]`` (row = target) with :math:`M_{vu} = 1/|\mathcal{N}(v)|`: the
+    mean over the edges into :math:`v`, exactly as :class:`~torch_geometric.nn.SAGEConv`'s
+    ``aggr="mean"`` (a node without incoming edges aggregates to zero)."""
+    ones = torch.ones(edge_index.size(1), device=edge_index.device, dtype=torch.float64)
+    deg = scatter(ones, edge_index[1], dim=0, dim_size=num_nodes, reduce="sum")
+    w = deg.reciprocal()[edge_index[1]].to(dtype)
+    shape = (num_nodes, num_nodes)
+    with quiet_sparse_beta():
+        return _csr(edge_index.flip(0), w, shape), _csr(edge_index, w, shape)
+
+
+class GraphSAGE(Module):
+    r"""A multi-layer GraphSAGE network (mean aggregator) for node classification.
+
+    From `Hamilton, Ying & Leskovec, "Inductive Representation Learning on Large Graphs"
+    (NeurIPS 2017) <https://arxiv.org/abs/1706.02216>`_, the base GNN of LPGNN's experiments:
+    ``num_layers`` :class:`torch_geometric.nn.SAGEConv` layers (``aggr="mean"``, root weight, no
+    output normalisation), ReLU between them, dropout before each. Each layer computes
+
+    .. math::
+        \mathbf{X}^{\prime} = \mathbf{X} \mathbf{W}_1^{\top}
+        + \mathbf{D}^{-1} \mathbf{A} \mathbf{X} \mathbf{W}_2^{\top} + \mathbf{b},
+
+    node-wise
+
+    .. math::
+        \mathbf{x}^{\prime}_v = \mathbf{W}_1 \mathbf{x}_v + \mathbf{W}_2 \,
+        \frac{1}{|\mathcal{N}(v)|} \sum_{u \in \mathcal{N}(v)} \mathbf{x}_u + \mathbf{b},
+
+    where :math:`\mathcal{N}(v)` are the sources of the edges into :math:`v` (the node itself is
+    not among them: it enters through the root weight :math:`\mathbf{W}_1`, ``lin_r``),
+    :math:`\mathbf{W}_2` and :math:`\mathbf{b}` are ``lin_l``, and a node without neighbours
+    aggregates to zero. The product with the weights is taken before aggregating (the mean is
+    linear), with the sparse mean operator built once per ``edge_index`` when ``cached``; the
+    result equals :meth:`SAGEConv.forward` (checked in the tests) and a sparse (CSR/COO) input
+    is used as such.
+
+    Initialisation is PyG's default for the layers' :class:`~torch_geometric.nn.dense.Linear`
+    (Kaiming-uniform with :math:`a = \sqrt{5}`: weights and bias
+    :math:`\sim \mathcal{U}(-1/\sqrt{F_{in}}, 1/\sqrt{F_{in}})`), drawn from an explicit
+    generator (:meth:`reset_parameters`); dropout masks come from the generator passed to
+    :meth:`forward` (:class:`~privgraph.models.GeneratorDropout`).
+
+    The constructor and :meth:`forward` take the same arguments as :class:`~privgraph.models.GCN`,
+    so that the two can be swapped by name.
+
+    Args:
+        in_channels (int): size of each input sample :math:`F`.
+        hidden_channels (int): size of each hidden sample (unused when ``num_layers=1``).
+        out_channels (int): number of classes :math:`C` (the output is logits).
+        num_layers (int, optional): number of SAGE layers (default: ``2``).
+        dropout (float, optional): dropout probability before each layer, in :math:`[0, 1)`
+            (default: ``0.5``).
+        aggr (str, optional): ``"mean"`` only (GraphSAGE-mean; the argument exists so that the
+            GCN's keywords are accepted) (default: ``"mean"``).
+        cached (bool, optional): build the mean operator on the first call and reuse it while the
+            same ``edge_index`` tensor object is passed, and transpose the structure of sparse
+            CSR features only once (default: ``False``).
+        generator (torch.Generator, optional): generator of the initial parameters; ``None``
+            draws a fresh one from OS entropy (default: ``None``).
+
+    Shapes:
+        - **input:** node features :math:`(|\mathcal{V}|, F)` (dense, or sparse CSR/COO), edge
+          indices :math:`(2, |\mathcal{E}|)` with both directions of each undirected edge
+        - **output:** logits :math:`(|\mathcal{V}|, C)`
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        hidden_channels: int,
+        out_channels: int,
+        *,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+        aggr: str = "mean",
+        cached: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.in_channels = _check_positive_int(in_channels, "in_channels", "GraphSAGE")
+        self.hidden_channels = _check_positive_int(hidden_channels, "hidden_channels", "GraphSAGE")
+        self.out_channels = _check_positive_int(out_channels, "out_channels", "GraphSAGE")
+        self.num_layers = _check_positive_int(num_layers, "num_layers", "GraphSAGE")
+        self.aggr = _check_mean(aggr)
+        self.dropout = GeneratorDropout(dropout)
+        self.cached = bool(cached)
+        self._cache: tuple[Tensor, Tensor, Tensor] | None = None  # (edge_index, M, M^T)
+        self._x_cache: tuple[Tensor, Tensor, Tensor, Tensor] | None = None  # CSR x's transpose
+        dims = [self.in_channels] + [self.hidden_channels] * (self.num_layers - 1)
+        dims.append(self.out_channels)
+        # on the meta device SAGEConv's own reset_parameters draws nothing from the global RNG
+        with torch.device("meta"):
+            convs = [SAGEConv(i, o, aggr="mean") for i, o in zip(dims[:-1], dims[1:])]
+        self.convs = ModuleList(convs).to_empty(device="cpu")
+        g = _fresh_generator(torch.device("cpu")) if generator is None else generator
+        self.reset_parameters(g)
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Re-draw every parameter from ``generator`` (on the parameters' device).
+
+        Per layer, in order: ``lin_l.weight``, ``lin_l.bias``, ``lin_r.weight``, each
+        :math:`\\mathcal{U}(-1/\\sqrt{F_{in}}, 1/\\sqrt{F_{in}})`. ``None`` draws from a fresh
+        generator seeded with OS entropy.
+        """
+        self._cache = self._x_cache = None
+        w0 = self.convs[0].lin_l.weight
+        g = _fresh_generator(w0.device) if generator is None else generator
+        _check_generator(g, w0, "GraphSAGE")
+        with torch.no_grad():
+            for conv in self.convs:
+                bound = 1.0 / math.sqrt(conv.lin_l.in_channels)
+                for p in (conv.lin_l.weight, conv.lin_l.bias, conv.lin_r.weight):
+                    torch.nn.init.uniform_(p, -bound, bound, generator=g)
+
+    def _operator(
+        self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype
+    ) -> tuple[Tensor, Tensor]:
+        c = self._cache
+        if c is not None and c[0] is edge_index and c[1].shape[0] == num_nodes:
+            if c[1].dtype == dtype:
+                return c[1], c[2]
+        op, op_t = _mean_operator(edge_index, num_nodes, dtype)
+        if self.cached:
+            self._cache = (edge_index, op, op_t)
+        return op, op_t
+
+    def _sparse_transpose(self, x: Tensor) -> Tensor:
+        """``x.t()`` as CSR; with ``cached``, the sparsity structure is transposed only once."""
+        crow, col = x.crow_indices(), x.col_indices()
+        c = self._x_cache
+        if not (
+            c is not None
+            and c[0].shape == crow.shape
+            and c[1].shape == col.shape
+            and c[2].shape == (x.shape[1], x.shape[0])
+            and torch.equal(c[0], crow)
+            and torch.equal(c[1], col)
+        ):
+            # transpose the positions 0..nnz-1 (exact in float64) to learn where each value goes
+            pos = torch.arange(col.numel(), dtype=torch.float64, device=x.device)
+            with quiet_sparse_beta():
+                t = torch.sparse_csr_tensor(crow, col, pos, x.shape, check_invariants=False)
+                t = t.t().to_sparse_csr()
+            c = (crow, col, t, t.values().long())
+            if self.cached:
+                self._x_cache = c
+        t, perm = c[2], c[3]
+        return torch.sparse_csr_tensor(
+            t.crow_indices(), t.col_indices(), x.values()[perm], t.shape, check_invariants=False
+        )
+
+    def _linear(self, x: Tensor, weight: Tensor) -> Tensor:
+        """``x @ weight.T`` for dense or sparse ``x``."""
+        if x.layout == torch.sparse_coo:
+            with quiet_sparse_beta():
+                x = x.coalesce().to_sparse_csr()
+        if x.layout == torch.sparse_csr and torch.is_grad_enabled() and not x.requires_grad:
+            # torch's backward of a CSR product re-transposes x every call; do it once
+            return _FixedSpMM.apply(weight.t(), x, self._sparse_transpose(x))
+        return x @ weight.t()
+
+    def forward(
+        self, x: Tensor, edge_index: Tensor, *, generator: torch.Generator | None = None
+    ) -> Tensor:
+        """Logits ``[n, out_channels]``; ``generator`` draws the dropout masks in training mode."""
+        n = x.size(0)
+        op, op_t = self._operator(edge_index, n, self.convs[0].lin_l.weight.dtype)
+        for i, conv in enumerate(self.convs):
+            x = self.dropout(x, generator)
+            o = conv.out_channels
+            # one product for both weights: [W_2; W_1] -> columns [:o] aggregated, [o:] the root
+            h = self._linear(x, torch.cat([conv.lin_l.weight, conv.lin_r.weight], dim=0))
+            x = _FixedSpMM.apply(h[:, :o].contiguous(), op, op_t) + h[:, o:] + conv.lin_l.bias
+            if i < self.num_layers - 1:
+                x = x.relu()
+        return x
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__name__}({self.in_channels}, {self.hidden_channels}, "
+            f"{self.out_channels}, num_layers={self.num_layers}, aggr={self.aggr!r})"
+        )
