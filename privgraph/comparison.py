@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -247,7 +248,7 @@ def degree_plot_png(title: str, result: ComparisonResult, epsilon: float) -> byt
     ax.set_yscale("log")
     ax.set_xlabel("original degree")
     ax.set_ylabel("mean released degree")
-    ax.set_title(f"{title} (eps = {epsilon:g})")
+    ax.set_title(textwrap.fill(f"{title} (eps = {epsilon:g})", 60), fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
@@ -339,7 +340,7 @@ def utility_plot_png(title: str, result: ComparisonResult) -> bytes:
     ax.set_xticks(xs, [f"{e:g}" for e in xs])
     ax.set_xlabel(f"epsilon ({result.scope})")
     ax.set_ylabel("test accuracy")
-    ax.set_title(title)
+    ax.set_title(textwrap.fill(title, 70), fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
