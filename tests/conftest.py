@@ -14,6 +14,9 @@ import pytest
 # the temporary Prefect server's telemetry heartbeat only adds sqlite-lock noise to test logs
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+# the temporary Prefect server gets 20 s to start by default; on a loaded 2-core machine the CLI
+# end-to-end tests (subprocesses inherit this) have seen it time out
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 CORA_FILES = tuple(
     f"planetoid/Cora/raw/ind.cora.{s}"
