@@ -242,21 +242,25 @@ def bernoulli_exact(p: Any, u_hi: np.ndarray, u_lo: np.ndarray | np.random.Gener
     ``u < p`` realises ``p`` only to :math:`2^{-53}`, a relative error of :math:`2^{-53}/p` on
     small probabilities, which is where pure DP's ratios live.
 
-    Computed as ``d = p - u_hi`` (exact whenever it matters): ``d >= 2^-53`` or ``d < 0`` decide
-    at once; the rare ties ``0 <= d < 2^-53`` (:math:`2^{53} u_{hi} = f`, probability
-    :math:`2^{-53}` each) compare ``u_lo < 2^{53} d = \phi``. ``u_lo`` may be a Generator: then
-    the low uniforms are drawn for the ties only (one ``random`` call, in order), which keeps the
-    cost at one uniform per draw.
+    Computed with ``f = floor(2^53 p) 2^-53`` (exact): ``u_hi < f`` decides at once; the rare ties
+    ``u_hi = f`` (probability :math:`2^{-53}` each) compare ``u_lo < 2^{53} (p - f) = \phi``
+    (exact too). Two comparisons per draw when ``p`` broadcasts (e.g. one probability per
+    column). ``u_lo`` may be a Generator: then the low uniforms are drawn for the ties only (one
+    ``random`` call, in row-major order of the ties), which keeps the cost at one uniform per draw.
     """
-    d = np.subtract(p, u_hi)
-    shape = np.shape(d)
-    d = np.ascontiguousarray(d).reshape(-1)
-    hit = d > 0.0
-    tie = np.flatnonzero((d >= 0.0) & (d < _ULP53))
-    if isinstance(u_lo, np.random.Generator):
-        if tie.size:
-            hit[tie] = u_lo.random(tie.size) < d[tie] * _TWO53
-    elif tie.size:
-        lo = np.broadcast_to(u_lo, shape).reshape(-1)
-        hit[tie] = lo[tie] < d[tie] * _TWO53
-    return hit.reshape(shape)
+    p = np.asarray(p, dtype=np.float64)
+    f = np.floor(p * _TWO53) * _ULP53
+    hit = np.less(u_hi, f)
+    if hit.ndim == 0:  # scalars: numpy returns a bool scalar, which cannot be written into
+        hit = np.array(hit)
+    shape = hit.shape
+    tie = np.flatnonzero(np.equal(u_hi, f))
+    if tie.size:
+        phi = np.broadcast_to((p - f) * _TWO53, shape).reshape(-1)[tie]
+        if isinstance(u_lo, np.random.Generator):
+            lo = u_lo.random(tie.size)
+        else:
+            lo = np.broadcast_to(u_lo, shape).reshape(-1)[tie]
+        flat = hit.reshape(-1)
+        flat[tie] = lo < phi
+    return hit
