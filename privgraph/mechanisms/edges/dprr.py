@@ -21,6 +21,8 @@ from privgraph.mechanisms.noise import discrete_laplace
 
 __all__ = [
     "DPRR",
+    "check_node_inputs",
+    "neighbour_ends",
     "private_csr",
     "symmetrize_reports",
     "merge_with_public",
@@ -60,6 +62,58 @@ def _first_copies(keys: np.ndarray) -> np.ndarray:
     first = np.ones(keys.size, dtype=bool)
     first[order[1:]] = sk[1:] != sk[:-1]
     return first
+
+
+def check_node_inputs(
+    nodes: Any, indptr: Any, indices: Any, candidates: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Validate the arguments of a per-node edge mechanism (``privatize_nodes``).
+
+    Returns:
+        tuple: ``nodes``, ``indptr``, ``indices``, ``candidates`` as int64 arrays and ``n``
+        (``len(indptr) - 1``).
+
+    Raises:
+        ValueError: ``candidates`` not sorted and distinct in ``[0, n)``; ``nodes`` out of range,
+            repeated, or not all in ``candidates``; a neighbour of a node outside ``candidates``.
+        TypeError: non-integer ids.
+    """
+    nodes = _as_ids(nodes, "nodes", 1)
+    indptr = _as_ids(indptr, "indptr", 1)
+    indices = _as_ids(indices, "indices", 1)
+    candidates = _as_ids(candidates, "candidates", 1)
+    if indptr.size == 0:
+        raise ValueError("indptr must have num_nodes + 1 entries")
+    n = _check_num_nodes(indptr.size - 1)
+    if candidates.size and (candidates[0] < 0 or candidates[-1] >= n or np.any(np.diff(candidates) <= 0)):
+        raise ValueError(f"candidates must be sorted, distinct node ids in [0, {n})")
+    if nodes.size:
+        if nodes.min() < 0 or nodes.max() >= n:
+            raise ValueError(f"nodes: ids out of range [0, {n})")
+        if sorted_unique(nodes).size != nodes.size:
+            raise ValueError("nodes must be distinct (each node reports once)")
+        if not np.all(in_sorted(nodes, candidates)):
+            raise ValueError("nodes must all be in candidates (V_pri)")
+    return nodes, indptr, indices, candidates, n
+
+
+def neighbour_ends(
+    nodes: np.ndarray, indptr: np.ndarray, indices: np.ndarray, candidates: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The private edge ends of validated reporters ``nodes``: ``(deg, owner, nbr)``, the degrees
+    ``[b]`` and the ends ``(owner, nbr)`` ``[sum deg]`` in the order of ``nodes``.
+
+    Raises:
+        ValueError: a neighbour of a reporter is not in ``candidates`` (``V_pri``).
+    """
+    deg = indptr[nodes + 1] - indptr[nodes]
+    total = int(deg.sum())
+    offsets = np.repeat(indptr[nodes] - (np.cumsum(deg) - deg), deg) + np.arange(total)
+    owner = np.repeat(nodes, deg)
+    nbr = indices[offsets]
+    if total and not np.all(in_sorted(nbr, candidates)):
+        raise ValueError("a neighbour of a reporter is not in candidates (V_pri)")
+    return deg, owner, nbr
 
 
 def private_csr(edges_private: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -375,35 +429,16 @@ class DPRR:
             np.ndarray: int64 ``[2, k]`` directed reports ``(reporter, reported)``, sorted.
         """
         rng = check_generator(rng)
-        nodes = _as_ids(nodes, "nodes", 1)
-        indptr = _as_ids(indptr, "indptr", 1)
-        indices = _as_ids(indices, "indices", 1)
-        candidates = _as_ids(candidates, "candidates", 1)
-        if indptr.size == 0:
-            raise ValueError("indptr must have num_nodes + 1 entries")
-        n = _check_num_nodes(indptr.size - 1)
-        if candidates.size and (candidates[0] < 0 or candidates[-1] >= n or np.any(np.diff(candidates) <= 0)):
-            raise ValueError(f"candidates must be sorted, distinct node ids in [0, {n})")
+        nodes, indptr, indices, candidates, n = check_node_inputs(nodes, indptr, indices, candidates)
         if nodes.size == 0:
             return np.zeros((2, 0), dtype=np.int64)
-        if nodes.min() < 0 or nodes.max() >= n:
-            raise ValueError(f"nodes: ids out of range [0, {n})")
-        if sorted_unique(nodes).size != nodes.size:
-            raise ValueError("nodes must be distinct (each node reports once)")
-        if not np.all(in_sorted(nodes, candidates)):
-            raise ValueError("nodes must all be in candidates (V_pri)")
         eps1, eps2 = self.allocate(candidates.size)
         p, p_flip, _ = _report_probabilities(eps2)
         n_cand = candidates.size - 1  # N = |C| for every reporter
 
-        deg = indptr[nodes + 1] - indptr[nodes]
-        total = int(deg.sum())
         # the reporters' edge ends (v, w), in the order of ``nodes``
-        offsets = np.repeat(indptr[nodes] - (np.cumsum(deg) - deg), deg) + np.arange(total)
-        owner = np.repeat(nodes, deg)
-        nbr = indices[offsets]
-        if total and not np.all(in_sorted(nbr, candidates)):
-            raise ValueError("a neighbour of a reporter is not in candidates (V_pri)")
+        deg, owner, nbr = neighbour_ends(nodes, indptr, indices, candidates)
+        total = owner.size
 
         d_star = deg + discrete_laplace(rng, eps1, nodes.size)
         q = _sampling_probability(d_star, n_cand, eps2)

@@ -16,10 +16,9 @@ from privgraph.mechanisms.base import (
     check_int,
     check_probability,
 )
-from privgraph.mechanisms.edges.dprr import _as_ids, merge_with_public, private_csr
+from privgraph.mechanisms.edges.dprr import _as_ids, check_node_inputs, merge_with_public, private_csr
 from privgraph.mechanisms.edges.edge_rand import num_pairs, pairs_of_ranks, private_pair_ranks
 from privgraph.mechanisms.edges.lapgraph import select_top_pairs, split_budget
-from privgraph.mechanisms.edges.warner_rr import check_node_inputs
 from privgraph.mechanisms.noise import discrete_laplace
 
 __all__ = ["LocalLap"]

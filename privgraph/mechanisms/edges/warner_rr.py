@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.graph import GraphData, in_sorted, sorted_unique
+from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
     Guarantee,
     GuaranteeKind,
@@ -17,49 +17,16 @@ from privgraph.mechanisms.base import (
     check_int,
 )
 from privgraph.mechanisms.edges.dprr import (
-    _as_ids,
-    _check_num_nodes,
+    check_node_inputs,
     merge_with_public,
+    neighbour_ends,
     private_csr,
     symmetrize_reports,
 )
 from privgraph.mechanisms.edges.edge_rand import flip_probability
 from privgraph.mechanisms.sampling import bernoulli_exact, check_coordinate_epsilon, sample_excluding
 
-__all__ = ["WarnerRR", "check_node_inputs"]
-
-
-def check_node_inputs(
-    nodes: Any, indptr: Any, indices: Any, candidates: Any
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """Validate the arguments of a per-node edge mechanism (``privatize_nodes``).
-
-    Returns:
-        tuple: ``nodes``, ``indptr``, ``indices``, ``candidates`` as int64 arrays and ``n``
-        (``len(indptr) - 1``).
-
-    Raises:
-        ValueError: ``candidates`` not sorted and distinct in ``[0, n)``; ``nodes`` out of range,
-            repeated, or not all in ``candidates``; a neighbour of a node outside ``candidates``.
-        TypeError: non-integer ids.
-    """
-    nodes = _as_ids(nodes, "nodes", 1)
-    indptr = _as_ids(indptr, "indptr", 1)
-    indices = _as_ids(indices, "indices", 1)
-    candidates = _as_ids(candidates, "candidates", 1)
-    if indptr.size == 0:
-        raise ValueError("indptr must have num_nodes + 1 entries")
-    n = _check_num_nodes(indptr.size - 1)
-    if candidates.size and (candidates[0] < 0 or candidates[-1] >= n or np.any(np.diff(candidates) <= 0)):
-        raise ValueError(f"candidates must be sorted, distinct node ids in [0, {n})")
-    if nodes.size:
-        if nodes.min() < 0 or nodes.max() >= n:
-            raise ValueError(f"nodes: ids out of range [0, {n})")
-        if sorted_unique(nodes).size != nodes.size:
-            raise ValueError("nodes must be distinct (each node reports once)")
-        if not np.all(in_sorted(nodes, candidates)):
-            raise ValueError("nodes must all be in candidates (V_pri)")
-    return nodes, indptr, indices, candidates, n
+__all__ = ["WarnerRR"]
 
 
 class WarnerRR:
@@ -174,14 +141,8 @@ class WarnerRR:
         _, q = self.report_probabilities()
         n_cand = candidates.size - 1
 
-        deg = indptr[nodes + 1] - indptr[nodes]
-        total = int(deg.sum())
-        offsets = np.repeat(indptr[nodes] - (np.cumsum(deg) - deg), deg) + np.arange(total)
-        owner = np.repeat(nodes, deg)
-        nbr = indices[offsets]
-        if total and not np.all(in_sorted(nbr, candidates)):
-            raise ValueError("a neighbour of a reporter is not in candidates (V_pri)")
-        kept = ~bernoulli_exact(q, rng.random(total), rng)  # a true bit flips w.p. q, realised exactly
+        deg, owner, nbr = neighbour_ends(nodes, indptr, indices, candidates)
+        kept = ~bernoulli_exact(q, rng.random(owner.size), rng)  # a true bit flips w.p. q, realised exactly
         n_false = rng.binomial(n_cand - deg, q)
 
         # excluded per reporter (block i): its own and its neighbours' positions in candidates
