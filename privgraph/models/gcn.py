@@ -75,6 +75,33 @@ def _dropout_values(x: Tensor, p: float, generator: torch.Generator) -> Tensor:
     return x * keep.to(x.dtype).div_(1.0 - p)
 
 
+def sparse_csr_transpose(
+    x: Tensor, cache: tuple[Tensor, Tensor, Tensor, Tensor] | None
+) -> tuple[Tensor, tuple[Tensor, Tensor, Tensor, Tensor]]:
+    """``x.t()`` as CSR and the structure cache to reuse next time: when ``cache`` holds the same
+    sparsity structure, only the values are permuted (no new transpose)."""
+    crow, col = x.crow_indices(), x.col_indices()
+    c = cache
+    if not (
+        c is not None
+        and c[0].shape == crow.shape
+        and c[1].shape == col.shape
+        and c[2].shape == (x.shape[1], x.shape[0])
+        and torch.equal(c[0], crow)
+        and torch.equal(c[1], col)
+    ):
+        # transpose the positions 0..nnz-1 (exact in float64) to learn where each value goes
+        pos = torch.arange(col.numel(), dtype=torch.float64, device=x.device)
+        with quiet_sparse_beta():
+            t = torch.sparse_csr_tensor(crow, col, pos, x.shape, check_invariants=False)
+            t = t.t().to_sparse_csr()
+        c = (crow, col, t, t.values().long())
+    t, perm = c[2], c[3]
+    return torch.sparse_csr_tensor(
+        t.crow_indices(), t.col_indices(), x.values()[perm], t.shape, check_invariants=False
+    ), c
+
+
 class GeneratorDropout(Module):
     r"""Inverted dropout whose Bernoulli masks come from an explicit :class:`torch.Generator`.
 
@@ -272,28 +299,10 @@ class GraphConvolution(MessagePassing):
 
     def _sparse_transpose(self, x: Tensor) -> Tensor:
         """``x.t()`` as CSR; with ``cached``, the sparsity structure is transposed only once."""
-        crow, col = x.crow_indices(), x.col_indices()
-        c = self._x_cache
-        if not (
-            c is not None
-            and c[0].shape == crow.shape
-            and c[1].shape == col.shape
-            and c[2].shape == (x.shape[1], x.shape[0])
-            and torch.equal(c[0], crow)
-            and torch.equal(c[1], col)
-        ):
-            # transpose the positions 0..nnz-1 (exact in float64) to learn where each value goes
-            pos = torch.arange(col.numel(), dtype=torch.float64, device=x.device)
-            with quiet_sparse_beta():
-                t = torch.sparse_csr_tensor(crow, col, pos, x.shape, check_invariants=False)
-                t = t.t().to_sparse_csr()
-            c = (crow, col, t, t.values().long())
-            if self.cached:
-                self._x_cache = c
-        t, perm = c[2], c[3]
-        return torch.sparse_csr_tensor(
-            t.crow_indices(), t.col_indices(), x.values()[perm], t.shape, check_invariants=False
-        )
+        t, c = sparse_csr_transpose(x, self._x_cache)
+        if self.cached:
+            self._x_cache = c
+        return t
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         n = x.size(0)

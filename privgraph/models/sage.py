@@ -25,6 +25,7 @@ from privgraph.models.gcn import (
     _fresh_generator,
     _FixedSpMM,
     quiet_sparse_beta,
+    sparse_csr_transpose,
 )
 
 __all__ = ["GraphSAGE"]
@@ -169,28 +170,10 @@ class GraphSAGE(Module):
 
     def _sparse_transpose(self, x: Tensor) -> Tensor:
         """``x.t()`` as CSR; with ``cached``, the sparsity structure is transposed only once."""
-        crow, col = x.crow_indices(), x.col_indices()
-        c = self._x_cache
-        if not (
-            c is not None
-            and c[0].shape == crow.shape
-            and c[1].shape == col.shape
-            and c[2].shape == (x.shape[1], x.shape[0])
-            and torch.equal(c[0], crow)
-            and torch.equal(c[1], col)
-        ):
-            # transpose the positions 0..nnz-1 (exact in float64) to learn where each value goes
-            pos = torch.arange(col.numel(), dtype=torch.float64, device=x.device)
-            with quiet_sparse_beta():
-                t = torch.sparse_csr_tensor(crow, col, pos, x.shape, check_invariants=False)
-                t = t.t().to_sparse_csr()
-            c = (crow, col, t, t.values().long())
-            if self.cached:
-                self._x_cache = c
-        t, perm = c[2], c[3]
-        return torch.sparse_csr_tensor(
-            t.crow_indices(), t.col_indices(), x.values()[perm], t.shape, check_invariants=False
-        )
+        t, c = sparse_csr_transpose(x, self._x_cache)
+        if self.cached:
+            self._x_cache = c
+        return t
 
     def _linear(self, x: Tensor, weight: Tensor) -> Tensor:
         """``x @ weight.T`` for dense or sparse ``x``."""
