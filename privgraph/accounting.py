@@ -10,9 +10,13 @@ their meaning never changes once written (old manifests must keep saying what th
 * **sequential composition** where entries touch the same data: their epsilons add;
 * **parallel composition** across disjoint node partitions: the maximum counts.
 
-Concretely, for a scope ``s`` and a guarantee kind ``k``::
+Each scope composes in ONE unit (:data:`~privgraph.mechanisms.base.SCOPE_UNITS`): features in
+feature-LDP, labels in label-LDP, edges in edge-level DP. A per-node (local) edge guarantee
+states the edge-level figure it implies (DPRR and Warner RR at eps: 2 eps, since both endpoints
+report an edge; LocalLap: 2 eps1 + eps2), and that figure is what counts. Concretely, for a
+scope ``s``::
 
-    spent(s, k) = max over partitions p of  sum of epsilon over the entries of (s, k) covering p
+    spent(s) = max over partitions p of  sum of unit epsilon over the entries of s covering p
 
 where an entry with ``partitions=None`` (the whole graph) covers every partition, so whole-graph
 entries add to every partition's total. Partition ids must all refer to the SAME partitioning of
@@ -34,13 +38,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from privgraph.errors import BudgetExceededError, PrivgraphError
-from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Scope, check_epsilon
+from privgraph.mechanisms.base import SCOPE_UNITS, Guarantee, GuaranteeKind, Scope, check_epsilon
 
 __all__ = [
     "LedgerEntry",
@@ -51,7 +55,10 @@ __all__ = [
 ]
 
 #: The serialisation format tag of :meth:`PrivacyLedger.to_dict`.
-LEDGER_FORMAT = "privgraph.ledger/1"
+LEDGER_FORMAT = "privgraph.ledger/2"
+#: Formats :meth:`PrivacyLedger.from_dict` still reads (ledgers of published versions never change;
+#: version 1 did not record the scope-unit epsilon, see :meth:`Guarantee.from_dict`).
+READABLE_LEDGER_FORMATS = ("privgraph.ledger/1", LEDGER_FORMAT)
 
 _RDP_MESSAGE = "RDP accounting arrives with GAP training; RDP entries cannot be composed yet"
 
@@ -212,16 +219,17 @@ class LedgerEntry:
 
 
 # -- the ledger ----------------------------------------------------------------------------------
-def _compose_pure(entries: Iterable[LedgerEntry]) -> float:
-    """max over partitions of (whole-graph sum + that partition's sum); exact float sums."""
+def _compose_pure(entries: Iterable[LedgerEntry], value: Callable[[LedgerEntry], float]) -> float:
+    """max over partitions of (whole-graph sum + that partition's sum) of ``value(entry)``; exact
+    float sums."""
     whole: list[float] = []
     per_part: dict[int, list[float]] = {}
     for e in entries:
         if e.partitions is None:
-            whole.append(e.epsilon)
+            whole.append(value(e))
         else:
             for p in e.partitions:
-                per_part.setdefault(p, []).append(e.epsilon)
+                per_part.setdefault(p, []).append(value(e))
     if not per_part:
         return math.fsum(whole)
     return max(math.fsum(whole + eps) for eps in per_part.values())
@@ -308,31 +316,26 @@ class PrivacyLedger:
     def spent(self, scope: Scope | str, kind: GuaranteeKind | str | None = None) -> float:
         """The epsilon spent in ``scope`` (0.0 when nothing was recorded there).
 
+        Without ``kind``, every entry counts with its guarantee in the scope's unit
+        (:data:`~privgraph.mechanisms.base.SCOPE_UNITS`, :attr:`Guarantee.ledger_epsilon`): for
+        edges the edge-level figure (a per-node guarantee of DPRR at eps counts 2 eps). This is the
+        figure the budget caps are checked against. With ``kind``, only the entries of that kind
+        count, with their own epsilon (e.g. the per-node ``edge_ldp`` total).
+
         Entries compose sequentially where they cover the same partition (or the whole graph)
         and in parallel across disjoint partitions; see the module docstring.
 
-        Args:
-            scope: the scope to total.
-            kind: restrict to one guarantee kind; required when ``scope`` holds several kinds.
-
         Raises:
-            UnsupportedCompositionError: ``scope`` holds entries of two kinds and ``kind`` is not
-                given; the selected entries are RDP; or an entry has ``delta > 0``.
+            UnsupportedCompositionError: the selected entries are RDP, or an entry has
+                ``delta > 0``.
         """
         scope = Scope(scope)
         selected = [e for e in self._entries if e.scope is scope]
         if kind is not None:
             kind = GuaranteeKind(kind)
             selected = [e for e in selected if e.kind is kind]
-        kinds = list(dict.fromkeys(e.kind for e in selected))
-        if GuaranteeKind.RDP in kinds:
+        if any(e.kind is GuaranteeKind.RDP for e in selected):
             raise UnsupportedCompositionError(f"scope {scope.value!r}: {_RDP_MESSAGE}")
-        if len(kinds) > 1:
-            raise UnsupportedCompositionError(
-                f"scope {scope.value!r} holds entries of kinds {kinds[0].value!r} and "
-                f"{kinds[1].value!r}, which do not compose into one epsilon; pass kind= to "
-                f"total one of them"
-            )
         approx = [e for e in selected if e.guarantee.delta > 0]
         if approx:
             e = approx[0]
@@ -340,26 +343,36 @@ class PrivacyLedger:
                 f"scope {scope.value!r}: entry {e.stage}/{e.mechanism} has delta="
                 f"{e.guarantee.delta}; the ledger composes pure eps-DP only"
             )
-        return _compose_pure(selected)
+        if kind is None:
+            return _compose_pure(selected, lambda e: e.guarantee.ledger_epsilon)
+        return _compose_pure(selected, lambda e: e.epsilon)
 
     def summary(self) -> list[dict[str, Any]]:
-        """One row per (scope, kind): ``scope``, ``kind``, ``epsilon``, ``entries``, ``note``.
+        """One row per scope with entries, in the scope's unit: ``scope``, ``kind`` (the unit,
+        e.g. ``edge_dp``), ``epsilon`` (:meth:`spent`), ``entries``, ``note``.
 
         ``epsilon`` is ``None`` (and ``note`` says why) where the entries cannot be composed.
         """
         rows = []
         for scope in Scope:
-            for kind in self.kinds(scope):
-                count = sum(1 for e in self._entries if e.scope is scope and e.kind is kind)
-                try:
-                    eps: float | None = self.spent(scope, kind)
-                    note = ""
-                except UnsupportedCompositionError as err:
-                    eps, note = None, str(err)
-                rows.append(
-                    {"scope": scope.value, "kind": kind.value, "epsilon": eps,
-                     "entries": count, "note": note}
+            count = sum(1 for e in self._entries if e.scope is scope)
+            if not count:
+                continue
+            try:
+                eps: float | None = self.spent(scope)
+                note = ""
+            except UnsupportedCompositionError as err:
+                eps, note = None, str(err)
+            local = [k for k in self.kinds(scope) if k is not SCOPE_UNITS[scope]]
+            if local and eps is not None:
+                note = (
+                    f"{', '.join(k.value for k in local)} entries count with the {SCOPE_UNITS[scope].value} "
+                    "epsilon they imply"
                 )
+            rows.append(
+                {"scope": scope.value, "kind": SCOPE_UNITS[scope].value, "epsilon": eps,
+                 "entries": count, "note": note}
+            )
         return rows
 
     # -- serialisation --------------------------------------------------------------------------
@@ -371,7 +384,7 @@ class PrivacyLedger:
         if not isinstance(d, Mapping):
             raise TypeError(f"a ledger must be a dict, got {type(d).__name__}")
         fmt = d.get("format")
-        if fmt != LEDGER_FORMAT:
+        if fmt not in READABLE_LEDGER_FORMATS:
             raise ValueError(f"unknown ledger format {fmt!r} (expected {LEDGER_FORMAT!r})")
         entries = d.get("entries")
         if not isinstance(entries, list):

@@ -3,6 +3,17 @@
 A seed lets anyone who also holds the raw data replay the noise, so seeds never enter a published
 artifact. With no seed, the run's root sequence is drawn from OS entropy. No global random state
 is touched anywhere in privgraph.
+
+Two kinds of generator:
+
+* :func:`noise_generator` draws the privacy noise. It is a numpy ``Generator`` over ChaCha20
+  (randomgen's ``ChaCha``, 20 rounds), a cryptographically secure stream cipher: its output does
+  not reveal its key, so noise drawn from one part of a run says nothing about another part's.
+  Seeded from the run's ``SeedSequence`` (OS entropy by default, or the configured ``seed``,
+  which keeps a run reproducible for whoever holds the configuration).
+* :func:`as_generator` (PCG64) draws PUBLIC randomness: simulated public/private splits, node
+  splits, synthetic graphs, public subset selections. These are dataset definitions: the same
+  seed must give the same split across privgraph versions.
 """
 
 from __future__ import annotations
@@ -13,7 +24,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["as_seed_sequence", "as_generator", "stage_seed", "partition_seeds"]
+__all__ = ["as_seed_sequence", "as_generator", "noise_generator", "stage_seed", "partition_seeds", "CHACHA_ROUNDS"]
+
+#: ChaCha20: the full-strength cipher (ChaCha8/12 are faster reduced-round variants).
+CHACHA_ROUNDS = 20
 
 
 def as_seed_sequence(seed: Any) -> np.random.SeedSequence:
@@ -32,6 +46,20 @@ def as_generator(seed: Any) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
     return np.random.default_rng(as_seed_sequence(seed))
+
+
+def noise_generator(seed: Any) -> np.random.Generator:
+    """The generator of privacy noise: ``numpy.random.Generator(ChaCha(seed, rounds=20))``.
+
+    ``seed`` is ``None`` (fresh OS entropy), an int >= 0 or a ``SeedSequence`` (its 256-bit key
+    is derived by ``SeedSequence.generate_state``); the same seed gives the same stream. A
+    ``Generator`` passed in is returned as is (callers that already hold one).
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    from randomgen import ChaCha
+
+    return np.random.Generator(ChaCha(seed=as_seed_sequence(seed), rounds=CHACHA_ROUNDS))
 
 
 def stage_seed(root: np.random.SeedSequence, name: str) -> np.random.SeedSequence:

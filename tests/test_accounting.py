@@ -22,9 +22,11 @@ F, E, L = Scope.FEATURES, Scope.EDGES, Scope.LABELS
 
 
 def entry(eps, scope=F, kind=GuaranteeKind.FEATURE_LDP, partitions=None, mechanism="feature_rr",
-          stage="privatize", **params):
-    return LedgerEntry(stage, mechanism, Guarantee(kind, eps, scope), partitions=partitions,
-                       params=params)
+          stage="privatize", unit_epsilon=None, **params):
+    if kind is GuaranteeKind.EDGE_LDP and unit_epsilon is None:
+        unit_epsilon = 2 * eps  # what DPRR and Warner RR imply at edge level
+    return LedgerEntry(stage, mechanism, Guarantee(kind, eps, scope, unit_epsilon=unit_epsilon),
+                       partitions=partitions, params=params)
 
 
 # -- a contract every ledger must satisfy (dp_accounting's PrivacyAccountantTest style) ----------
@@ -103,16 +105,42 @@ def test_sums_are_exact_float_sums():
     assert BudgetPolicy({"features": 1.0}).check(ledger) == []
 
 
-def test_different_kinds_in_one_scope_raise_unless_selected():
+def test_edges_compose_in_one_unit_the_edge_level_epsilon():
+    """Leak 3 of issue 9: a per-node (edge-LDP) guarantee counts with the edge-level figure it
+    implies; kinds no longer need to be selected, and kind= still totals one kind natively."""
     ledger = PrivacyLedger([
         entry(1.0, scope=E, kind=GuaranteeKind.EDGE_DP, mechanism="edge_rr"),
         entry(2.0, scope=E, kind=GuaranteeKind.EDGE_LDP, mechanism="dprr"),
     ])
-    with pytest.raises(UnsupportedCompositionError, match="edge_dp.*edge_ldp"):
-        ledger.spent(E)
+    assert ledger.spent(E) == 1.0 + 4.0
     assert ledger.spent(E, kind=GuaranteeKind.EDGE_DP) == 1.0
     assert ledger.spent(E, kind="edge_ldp") == 2.0
-    assert issubclass(UnsupportedCompositionError, PrivgraphError)
+    (row,) = ledger.summary()
+    assert row["kind"] == "edge_dp" and row["epsilon"] == 5.0 and "edge_ldp" in row["note"]
+
+
+def test_a_cap_of_one_refuses_dprr_at_one():
+    """The regression of leak 3: DPRR at eps = 1 releases a 2-edge-DP graph (both ends report an
+    edge), so an edges cap of 1.0 must refuse it; before the fix it was charged 1.0 and admitted."""
+    from privgraph.mechanisms import build_mechanism
+
+    for name, params, unit in [("dprr", {"epsilon": 1.0}, 2.0), ("warner_rr", {"epsilon": 1.0}, 2.0),
+                               ("local_lap", {"epsilon": 1.0}, 1.1)]:
+        g = build_mechanism(name, params).guarantee
+        assert g.kind is GuaranteeKind.EDGE_LDP and g.epsilon == 1.0
+        assert g.ledger_epsilon >= unit and g.ledger_epsilon == pytest.approx(unit, rel=1e-12)
+        ledger = PrivacyLedger([LedgerEntry("privatize.edges", name, g)])
+        assert BudgetPolicy({"edges": 1.0}).check(ledger), name
+        assert BudgetPolicy({"edges": g.ledger_epsilon}).check(ledger) == []
+
+
+def test_a_local_edge_guarantee_must_state_its_edge_level_figure():
+    with pytest.raises(ValueError, match="unit_epsilon"):
+        Guarantee(GuaranteeKind.EDGE_LDP, 1.0, E)
+    with pytest.raises(ValueError, match="unit_epsilon applies"):
+        Guarantee(GuaranteeKind.EDGE_DP, 1.0, E, unit_epsilon=2.0)
+    g = Guarantee.from_dict({"kind": "edge_ldp", "epsilon": 1.0, "scope": "edges"})  # a ledger/1 entry
+    assert g.ledger_epsilon == pytest.approx(2.0) and g.ledger_epsilon >= 2.0
 
 
 def test_rdp_is_not_composed_yet():
@@ -132,7 +160,7 @@ def test_approximate_dp_is_not_silently_dropped():
         ledger.spent(E)
 
 
-def test_summary_one_row_per_scope_and_kind():
+def test_summary_one_row_per_scope():
     ledger = PrivacyLedger([
         entry(0.5), entry(0.5),
         entry(1.0, scope=L, kind=GuaranteeKind.LABEL_LDP, mechanism="label_rr"),
@@ -190,10 +218,10 @@ def test_charge_records_when_supported():
 def test_supports_is_false_when_the_capped_scope_cannot_compose():
     policy = BudgetPolicy({"edges": 10.0})
     ledger = PrivacyLedger([entry(1.0, scope=E, kind=GuaranteeKind.EDGE_DP)])
-    mixed = entry(1.0, scope=E, kind=GuaranteeKind.EDGE_LDP)
-    assert not policy.supports(ledger, mixed)
+    rdp = entry(1.0, scope=E, kind=GuaranteeKind.RDP)
+    assert not policy.supports(ledger, rdp)
     with pytest.raises(UnsupportedCompositionError):
-        policy.charge(ledger, mixed)
+        policy.charge(ledger, rdp)
     assert len(ledger) == 1
 
 

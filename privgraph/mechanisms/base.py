@@ -19,7 +19,11 @@ import numpy as np
 __all__ = [
     "GuaranteeKind",
     "Scope",
+    "SCOPE_UNITS",
     "Guarantee",
+    "EpsilonRange",
+    "MIN_EXACT_EPSILON",
+    "MAX_EXACT_EPSILON",
     "Mechanism",
     "check_epsilon",
     "check_probability",
@@ -47,17 +51,32 @@ class Scope(str, enum.Enum):
     LABELS = "labels"
 
 
+#: The unit in which the ledger composes each scope: every guarantee of a scope is also stated
+#: in its scope's unit, and budget caps are checked against that figure. Edges: edge-level DP
+#: (neighbouring graphs differ in one private edge, i.e. relationship DP), which a per-node
+#: (local) edge guarantee implies with a factor (DPRR and Warner RR: 2 eps, since both
+#: endpoints report an edge; LocalLap: 2 eps1 + eps2).
+SCOPE_UNITS: dict[Scope, GuaranteeKind] = {
+    Scope.FEATURES: GuaranteeKind.FEATURE_LDP,
+    Scope.LABELS: GuaranteeKind.LABEL_LDP,
+    Scope.EDGES: GuaranteeKind.EDGE_DP,
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Guarantee:
     """What a mechanism promises, as data.
 
     Attributes:
         kind: the neighbouring relation and measure (:class:`GuaranteeKind`).
-        epsilon: the privacy loss bound (rounded outward, never understated).
+        epsilon: the privacy loss bound in ``kind`` (rounded outward, never understated).
         scope: the protected part of the graph (:class:`Scope`).
         delta: for approximate DP (default: 0, pure DP).
         alpha: the Renyi order for RDP guarantees (default: ``None``).
         assumptions: the conditions the promise depends on, e.g. "feature bounds are public".
+        unit_epsilon: the same promise in the scope's ledger unit (:data:`SCOPE_UNITS`), required
+            when ``kind`` is not that unit (e.g. an ``edge_ldp`` guarantee states the ``edge_dp``
+            figure it implies); ``None`` when ``kind`` is the unit (default: ``None``).
     """
 
     kind: GuaranteeKind
@@ -66,6 +85,7 @@ class Guarantee:
     delta: float = 0.0
     alpha: float | None = None
     assumptions: tuple[str, ...] = ()
+    unit_epsilon: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", GuaranteeKind(self.kind))
@@ -73,9 +93,38 @@ class Guarantee:
         check_epsilon(self.epsilon, "epsilon", allow_zero=True)  # 0: reads no private data
         object.__setattr__(self, "epsilon", float(self.epsilon))
         object.__setattr__(self, "assumptions", tuple(self.assumptions))
+        unit = SCOPE_UNITS[self.scope]
+        if self.kind is GuaranteeKind.RDP or self.kind is unit:
+            if self.unit_epsilon is not None and float(self.unit_epsilon) != self.epsilon:
+                raise ValueError(
+                    f"unit_epsilon applies to guarantees whose kind is not their scope's unit "
+                    f"({unit.value} for {self.scope.value}); got kind {self.kind.value!r} with "
+                    f"unit_epsilon {self.unit_epsilon!r} != epsilon {self.epsilon!r}"
+                )
+            object.__setattr__(self, "unit_epsilon", None)
+            return
+        if self.unit_epsilon is None:
+            raise ValueError(
+                f"a {self.kind.value!r} guarantee on {self.scope.value} must state the "
+                f"{unit.value!r} epsilon it implies (unit_epsilon): the ledger composes "
+                f"{self.scope.value} in {unit.value}"
+            )
+        u = check_epsilon(self.unit_epsilon, "unit_epsilon", allow_zero=True)
+        object.__setattr__(self, "unit_epsilon", u)
+
+    @property
+    def unit_kind(self) -> GuaranteeKind:
+        """The scope's ledger unit (:data:`SCOPE_UNITS`)."""
+        return SCOPE_UNITS[self.scope]
+
+    @property
+    def ledger_epsilon(self) -> float:
+        """The epsilon in the scope's unit: what the ledger composes and the caps are checked against."""
+        return self.epsilon if self.unit_epsilon is None else self.unit_epsilon
 
     def check(self, epsilon: float, delta: float = 0.0) -> bool:
-        """Is the mechanism private at ``(epsilon, delta)``? (like OpenDP's ``Measurement.check``)."""
+        """Is the mechanism private at ``(epsilon, delta)`` in its own ``kind``? (like OpenDP's
+        ``Measurement.check``)."""
         return self.epsilon <= epsilon and self.delta <= delta
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,18 +135,102 @@ class Guarantee:
             "delta": self.delta,
             "alpha": self.alpha,
             "assumptions": list(self.assumptions),
+            "unit_kind": self.unit_kind.value,
+            "unit_epsilon": self.ledger_epsilon,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Guarantee:
+        kind = GuaranteeKind(d["kind"])
+        scope = Scope(d["scope"])
+        eps = float(d["epsilon"])
+        unit = d.get("unit_epsilon")
+        if unit is None and kind is GuaranteeKind.EDGE_LDP and scope is Scope.EDGES:
+            # ledgers written before the unit was recorded: every shipped per-node edge mechanism
+            # implies at most 2 eps edge-level DP (DPRR, Warner RR: 2 eps; LocalLap: 2 eps1 + eps2)
+            unit = epsilon_upper(2.0 * eps)
         return cls(
-            kind=GuaranteeKind(d["kind"]),
-            epsilon=float(d["epsilon"]),
-            scope=Scope(d["scope"]),
+            kind=kind,
+            epsilon=eps,
+            scope=scope,
             delta=float(d.get("delta", 0.0)),
             alpha=d.get("alpha"),
             assumptions=tuple(d.get("assumptions", ())),
+            unit_epsilon=None if (unit is None or kind is SCOPE_UNITS[scope] or kind is GuaranteeKind.RDP) else float(unit),
         )
+
+
+#: The largest per-coordinate budget any sampler of privgraph realises exactly: the exact
+#: Bernoulli (:func:`privgraph.mechanisms.sampling.bernoulli_exact`) realises every float64
+#: probability >= 2^-54 exactly and smaller ones to 2^-106 absolute, i.e. the smallest output
+#: probability e^-eps of a randomized response to a relative 2^-106 e^eps (6e-11 at eps = 50).
+MAX_EXACT_EPSILON = 50.0
+#: The smallest budget privgraph accepts: below it the float64 rounding of an output
+#: probability (relative 2^-53) is no longer negligible against the privacy loss itself
+#: (e^eps - 1 ~ eps), and noise scales 1/eps overflow the integer samplers' useful range.
+MIN_EXACT_EPSILON = 2.0**-20
+
+
+@dataclasses.dataclass(frozen=True)
+class EpsilonRange:
+    """The budgets for which a mechanism's sampler realises its stated output law exactly.
+
+    Every mechanism declares one (``epsilon_range``, a class attribute) and its constructor
+    refuses a budget outside it, so a configuration is refused when it is loaded, before any
+    data is read (a budget of 1e308 would release the input; 1e-40 would fail late).
+
+    Attributes:
+        low, high: the inclusive bounds (default: :data:`MIN_EXACT_EPSILON`,
+            :data:`MAX_EXACT_EPSILON`).
+        note: why these bounds (which sampler, what it realises).
+        per_coordinate: ``True`` when the configured epsilon is split over coordinates (features,
+            sampled dimensions, bits): ``high`` then bounds the budget of ONE coordinate, which
+            :meth:`check_coordinate` checks once the split is known (the public number of
+            features), and the configured epsilon itself only has to reach ``low``
+            (default: ``False``: ``[low, high]`` bounds the configured epsilon).
+    """
+
+    low: float = MIN_EXACT_EPSILON
+    high: float = MAX_EXACT_EPSILON
+    note: str = (
+        "probabilities are realised exactly (or to a stated relative error far below epsilon) "
+        "only in this range"
+    )
+    per_coordinate: bool = False
+
+    def __post_init__(self) -> None:
+        check_epsilon(self.low, "low")
+        check_epsilon(self.high, "high")
+        if self.low > self.high:
+            raise ValueError(f"EpsilonRange: low {self.low} > high {self.high}")
+
+    def check(self, value: Any, name: str = "epsilon", owner: str = "") -> float:
+        """Validate a configured budget: a real, finite number > 0, at least ``low`` and (unless
+        ``per_coordinate``) at most ``high``."""
+        v = check_epsilon(value, name)
+        hi = math.inf if self.per_coordinate else self.high
+        if not self.low <= v <= hi:
+            who = f"{owner}: " if owner else ""
+            where = f"[{self.low:g}, {self.high:g}]" if not self.per_coordinate else f"[{self.low:g}, inf)"
+            raise ValueError(
+                f"{who}{name} = {v:g} is outside {where}, the range in which its sampler is exact "
+                f"({self.note})"
+            )
+        return v
+
+    def check_coordinate(self, value: float, what: str, owner: str = "") -> float:
+        """Refuse a per-coordinate budget above ``high`` (see :data:`MAX_EXACT_EPSILON`)."""
+        if value > self.high:
+            who = f"{owner}: " if owner else ""
+            raise ValueError(
+                f"{who}{what} = {value:g} per coordinate exceeds {self.high:g}: float64 sampling "
+                f"cannot realise output probabilities near e^-{value:g}, so the pure-DP guarantee "
+                f"would not hold; use a smaller epsilon (or spread it over more coordinates)"
+            )
+        return value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"low": self.low, "high": self.high, "per_coordinate": self.per_coordinate, "note": self.note}
 
 
 @runtime_checkable
@@ -105,10 +238,13 @@ class Mechanism(Protocol):
     """The protocol every privgraph mechanism follows.
 
     ``name`` is the registry name used in ``pipelines.yaml``; ``guarantee`` is available right
-    after construction; ``params()`` returns the public parameters for the manifest.
+    after construction; ``params()`` returns the public parameters for the manifest;
+    ``epsilon_range`` states the budgets its sampler realises exactly (the constructor refuses
+    others). A mechanism that takes no budget (NonPriv-Part) has ``epsilon_range = None``.
     """
 
     name: ClassVar[str]
+    epsilon_range: ClassVar[EpsilonRange | None]
 
     @property
     def guarantee(self) -> Guarantee: ...

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from privgraph.graph import in_sorted, sorted_unique
+from privgraph.graph import in_sorted
 from privgraph.mechanisms.base import check_generator
 
 __all__ = [

@@ -9,6 +9,7 @@ import numpy as np
 
 from privgraph.graph import GraphData, in_sorted, sorted_unique
 from privgraph.mechanisms.base import (
+    EpsilonRange,
     Guarantee,
     GuaranteeKind,
     Scope,
@@ -16,6 +17,7 @@ from privgraph.mechanisms.base import (
     check_generator,
     check_int,
     check_probability,
+    epsilon_upper,
 )
 from privgraph.mechanisms.noise import discrete_laplace
 
@@ -356,10 +358,11 @@ class DPRR:
     """
 
     name: ClassVar[str] = "dprr"
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(self, *, epsilon: float, alpha: float = 0.9) -> None:
-        self.epsilon = check_epsilon(epsilon, "epsilon")
+        self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         self.alpha = check_probability(alpha, "alpha", open_low=True)
 
     # -- public parameters --------------------------------------------------------------------
@@ -385,6 +388,7 @@ class DPRR:
             kind=GuaranteeKind.EDGE_LDP,
             epsilon=self.epsilon,  # allocate() keeps eps1 + eps2 <= epsilon in floats
             scope=Scope.EDGES,
+            unit_epsilon=epsilon_upper(2.0 * self.epsilon),  # both endpoints report an edge
             assumptions=(
                 "V_pri (nodes with private edges) is public",
                 "each undirected edge is reported by both endpoints: 2*eps relationship DP "

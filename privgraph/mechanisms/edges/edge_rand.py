@@ -15,6 +15,7 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
+    EpsilonRange,
     Guarantee,
     GuaranteeKind,
     Scope,
@@ -23,7 +24,7 @@ from privgraph.mechanisms.base import (
     check_int,
 )
 from privgraph.mechanisms.edges.dprr import _as_ids, merge_with_public
-from privgraph.mechanisms.sampling import bernoulli_exact, check_coordinate_epsilon, rank_pairs, sample_excluding, unrank_pairs
+from privgraph.mechanisms.sampling import bernoulli_exact, rank_pairs, sample_excluding, unrank_pairs
 
 __all__ = ["EdgeRand", "private_pair_ranks", "pairs_of_ranks", "flip_probability"]
 
@@ -105,10 +106,11 @@ class EdgeRand:
     """
 
     name: ClassVar[str] = "edge_rand"
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(self, *, epsilon: float) -> None:
-        self.epsilon = check_coordinate_epsilon(check_epsilon(epsilon, "epsilon"), "EdgeRand epsilon")
+        self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
 
     @property
     def s(self) -> float:

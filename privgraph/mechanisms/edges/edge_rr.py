@@ -10,10 +10,10 @@ import numpy as np
 
 from privgraph.graph import GraphData, in_sorted, sorted_unique
 from privgraph.mechanisms.base import (
+    EpsilonRange,
     Guarantee,
     GuaranteeKind,
     Scope,
-    check_epsilon,
     check_generator,
     check_int,
     check_probability,
@@ -123,6 +123,7 @@ class EdgeRR:
     """
 
     name: ClassVar[str] = "edge_rr"
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(
@@ -139,7 +140,7 @@ class EdgeRR:
         tau_b: float = TAU_B,
         tau_c: float = TAU_C,
     ) -> None:
-        self.epsilon = check_epsilon(epsilon, "epsilon")
+        self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         self.eps1_share = check_probability(eps1_share, "eps1_share", open_low=True, open_high=True)
         self.rounds = check_int(rounds, "rounds", minimum=1)
         self.public_steps_per_leaf = check_steps(public_steps_per_leaf, "public_steps_per_leaf")

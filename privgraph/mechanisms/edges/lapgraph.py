@@ -10,6 +10,7 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
+    EpsilonRange,
     Guarantee,
     GuaranteeKind,
     Scope,
@@ -159,10 +160,11 @@ class LapGraph:
     """
 
     name: ClassVar[str] = "lapgraph"
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(self, *, epsilon: float, count_share: float = 0.01) -> None:
-        self.epsilon = check_epsilon(epsilon, "epsilon")
+        self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         self.count_share = check_probability(count_share, "count_share", open_low=True, open_high=True)
         self.allocate()
 

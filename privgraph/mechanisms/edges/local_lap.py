@@ -8,13 +8,14 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
+    EpsilonRange,
     Guarantee,
     GuaranteeKind,
     Scope,
-    check_epsilon,
     check_generator,
     check_int,
     check_probability,
+    epsilon_upper,
 )
 from privgraph.mechanisms.edges.dprr import _as_ids, check_node_inputs, merge_with_public, private_csr
 from privgraph.mechanisms.edges.edge_rand import num_pairs, pairs_of_ranks, private_pair_ranks
@@ -70,10 +71,11 @@ class LocalLap:
     """
 
     name: ClassVar[str] = "local_lap"
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(self, *, epsilon: float, degree_share: float = 0.1) -> None:
-        self.epsilon = check_epsilon(epsilon, "epsilon")
+        self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         self.degree_share = check_probability(degree_share, "degree_share", open_low=True, open_high=True)
         self.allocate()
 
@@ -88,6 +90,7 @@ class LocalLap:
             kind=GuaranteeKind.EDGE_LDP,
             epsilon=self.epsilon,  # allocate() keeps eps1 + eps2 <= epsilon in floats
             scope=Scope.EDGES,
+            unit_epsilon=epsilon_upper(2.0 * eps1 + eps2),  # two degrees and one noisy value
             assumptions=(
                 "V_pri (nodes with private edges) is public",
                 f"an undirected edge changes both endpoints' degrees and one noisy value: "

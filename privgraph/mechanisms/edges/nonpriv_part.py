@@ -32,6 +32,7 @@ class NonPrivPart:
     """
 
     name: ClassVar[str] = "nonpriv_part"
+    epsilon_range: ClassVar[None] = None  # takes no budget
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(self) -> None:

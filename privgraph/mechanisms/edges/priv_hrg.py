@@ -8,10 +8,10 @@ import numpy as np
 
 from privgraph.graph import GraphData, sorted_unique
 from privgraph.mechanisms.base import (
+    EpsilonRange,
     Guarantee,
     GuaranteeKind,
     Scope,
-    check_epsilon,
     check_generator,
     check_int,
     check_probability,
@@ -50,6 +50,7 @@ class PrivHRG:
     """
 
     name: ClassVar[str] = "priv_hrg"
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
     scope: ClassVar[Scope] = Scope.EDGES
     #: public edges are privatized too: the release has no public edges
     all_edges_private: ClassVar[bool] = True
@@ -64,7 +65,7 @@ class PrivHRG:
         tau_b: float = TAU_B,
         tau_c: float = TAU_C,
     ) -> None:
-        self.epsilon = check_epsilon(epsilon, "epsilon")
+        self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         self.eps1_share = check_probability(eps1_share, "eps1_share", open_low=True, open_high=True)
         self.steps_per_leaf = check_steps(steps_per_leaf, "steps_per_leaf")
         self.trace_every = check_int(trace_every, "trace_every", minimum=0)

@@ -9,12 +9,13 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
+    EpsilonRange,
     Guarantee,
     GuaranteeKind,
     Scope,
-    check_epsilon,
     check_generator,
     check_int,
+    epsilon_upper,
 )
 from privgraph.mechanisms.edges.dprr import (
     check_node_inputs,
@@ -24,7 +25,7 @@ from privgraph.mechanisms.edges.dprr import (
     symmetrize_reports,
 )
 from privgraph.mechanisms.edges.edge_rand import flip_probability
-from privgraph.mechanisms.sampling import bernoulli_exact, check_coordinate_epsilon, sample_excluding
+from privgraph.mechanisms.sampling import bernoulli_exact, sample_excluding
 
 __all__ = ["WarnerRR"]
 
@@ -77,10 +78,11 @@ class WarnerRR:
     """
 
     name: ClassVar[str] = "warner_rr"
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(self, *, epsilon: float) -> None:
-        self.epsilon = check_coordinate_epsilon(check_epsilon(epsilon, "epsilon"), "WarnerRR epsilon")
+        self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
 
     def report_probabilities(self) -> tuple[float, float]:
         """``(p, 1 - p)``: the probabilities that a true neighbour / a non-neighbour is reported."""
@@ -93,6 +95,7 @@ class WarnerRR:
             kind=GuaranteeKind.EDGE_LDP,
             epsilon=self.epsilon,
             scope=Scope.EDGES,
+            unit_epsilon=epsilon_upper(2.0 * self.epsilon),  # OR of two reports: tight (see above)
             assumptions=(
                 "V_pri (nodes with private edges) is public",
                 "each undirected edge is reported by both endpoints (OR rule): 2*eps relationship "

@@ -10,6 +10,7 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
+    EpsilonRange,
     Guarantee,
     GuaranteeKind,
     Scope,
@@ -156,6 +157,7 @@ class FeatureRR:
     """
 
     name: ClassVar[str] = "feature_rr"
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(per_coordinate=True)
     scope: ClassVar[Scope] = Scope.FEATURES
 
     def __init__(
@@ -167,7 +169,7 @@ class FeatureRR:
         lower: Any = 0.0,
         upper: Any = 1.0,
     ) -> None:
-        self.epsilon = check_epsilon(epsilon, "epsilon")
+        self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         self.bins = check_int(bins, "bins", minimum=2)
         self.theta = _as_theta(theta)
         self.lower = as_bounds(lower, "lower")

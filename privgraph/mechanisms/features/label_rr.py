@@ -10,6 +10,7 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
+    EpsilonRange,
     Guarantee,
     GuaranteeKind,
     Scope,
@@ -128,10 +129,11 @@ class LabelRR:
     """
 
     name: ClassVar[str] = "label_rr"
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
     scope: ClassVar[Scope] = Scope.LABELS
 
     def __init__(self, *, epsilon: float, num_classes: int | None = None, mask: Any = None) -> None:
-        self.epsilon = check_epsilon(epsilon, "epsilon")
+        self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         if self.epsilon > MAX_COORDINATE_EPSILON:
             raise ValueError(
                 f"epsilon must be <= {MAX_COORDINATE_EPSILON:g} for LabelRR, got {self.epsilon:g}: "

@@ -26,6 +26,7 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
+    EpsilonRange,
     Guarantee,
     GuaranteeKind,
     Scope,
@@ -243,9 +244,11 @@ class ScaledFeatureMechanism:
     scope: ClassVar[Scope] = Scope.FEATURES
     domain: ClassVar[tuple[float, float]] = (0.0, 1.0)
     _assumptions: ClassVar[tuple[str, ...]] = ()
+    #: the budgets the sampler realises exactly (refined per mechanism)
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(per_coordinate=True)
 
     def __init__(self, *, epsilon: float, lower: Any = 0.0, upper: Any = 1.0) -> None:
-        self.epsilon = check_epsilon(epsilon, "epsilon")
+        self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         self.lower, self.upper = check_bounds(lower, upper)
 
     # -- public parameters --------------------------------------------------------------------
