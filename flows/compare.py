@@ -1,9 +1,12 @@
-"""The ``compare`` flow: ingest -> partition -> compare -> store the table and plot.
+"""The ``compare`` flow: ingest -> partition -> compare -> store the table and plots as a PRIVATE report.
 
-The table (markdown), the per-run results (JSON) and the privacy-utility plot (PNG) are stored as
-one version named after the comparison, and published as Prefect artifacts
-(``<name>-table``, ``<name>-plot``; edge comparisons add the degree-preservation plot
-``degrees.png`` / ``<name>-degrees``).
+A comparison privatizes one scope with each mechanism and scores models against the raw graph
+(the clean graph's accuracy, accuracies on raw labels, the exact private degree histogram of the
+degree curves): it is an evaluation for the data owner, computed from raw data and covered by no
+guarantee. Its table (markdown), per-run results (JSON) and plots (PNG) are stored as a private
+report under the pipeline's ``private_records`` directory (mode 0600 files, never the artifact
+store) and published as Prefect artifacts titled PRIVATE EVALUATION
+(``<name>-private-table``, ``<name>-private-plot``, ``<name>-private-degrees``).
 """
 
 from __future__ import annotations
@@ -13,11 +16,11 @@ from typing import Any
 from prefect import flow
 
 from flows.reporting import publish_comparison
-from privgraph.comparison import comparison_manifest, comparison_objects, summarize
+from privgraph.comparison import comparison_info, comparison_objects, summarize
 from privgraph.config import load_config
 from privgraph.errors import ConfigError
 from privgraph.seeding import as_seed_sequence, stage_seed
-from privgraph.storage import open_store
+from privgraph.storage.private_record import write_private_report
 from tasks.compare import compare
 from tasks.ingest import ingest
 from tasks.partition import partition
@@ -26,17 +29,21 @@ from tasks.scores import score
 
 @flow(name="compare")
 def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | None = None) -> dict[str, Any]:
-    """Run the comparison ``name`` of ``pipelines.yaml``; returns the version and the summary."""
+    """Run the comparison ``name`` of ``pipelines.yaml``; returns the private report's folder and the
+    summary. ``store`` is accepted for symmetry with the other flows and not used: a comparison
+    is never stored with the shareable versions."""
     cfg = load_config(config_path)
     ccfg = cfg.comparison(name)
     pcfg = cfg.get(ccfg.pipeline)
-    store_uri = store or pcfg.storage
+    disclosure = cfg.disclosure(ccfg.pipeline)
     root = as_seed_sequence(ccfg.seed)  # None: fresh OS entropy; never written anywhere
 
     graph = ingest(pcfg.dataset)
     parts = partition(graph, pcfg.partitions)
     scores_cfg = ccfg.scores or pcfg.scores
-    scores = None if scores_cfg is None else score(graph, scores_cfg, stage_seed(root, "scores"))
+    scores = None
+    if scores_cfg is not None:
+        scores = score(graph, scores_cfg, stage_seed(root, "scores"), disclosure.private_label_rows(graph))
     if scores is not None and scores.guarantee is not None:
         raise ConfigError(
             f"comparisons.{name}.scores: the scores charge private labels (charge_epsilon); a comparison "
@@ -45,12 +52,10 @@ def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | No
     result = compare(graph, parts, ccfg, pcfg, stage_seed(root, "compare"), None if scores is None else scores.theta)
     title = ccfg.description or f"{name}: {ccfg.scope} mechanisms on {pcfg.dataset.name}"
     objects = comparison_objects(title, result)
-    manifest = comparison_manifest(
-        name, config=ccfg, pipeline_config=pcfg, graph_in=graph, result=result,
-        scores=None if scores is None else scores.provenance,
-    )
-    version = open_store(store_uri).put_version(name, objects, manifest)
+    info = comparison_info(name, config=ccfg, pipeline_config=pcfg, result=result,
+                           scores=None if scores is None else scores.provenance)
+    folder = write_private_report(pcfg.private_records, name, objects, info)
     publish_comparison(
-        name, version, objects["table.md"].decode(), objects["utility.png"], objects.get("degrees.png")
+        name, str(folder), objects["table.md"].decode(), objects["utility.png"], objects.get("degrees.png")
     )
-    return {"comparison": name, "version": version, "store": str(store_uri), "summary": summarize(result)}
+    return {"comparison": name, "report": str(folder), "private": True, "summary": summarize(result)}

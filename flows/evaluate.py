@@ -6,12 +6,16 @@ from typing import Any
 
 from prefect import flow
 
-from flows.reporting import publish_metrics
+from flows.reporting import publish_metrics, publish_private_evaluation
 from privgraph.accounting import PrivacyLedger
 from privgraph.config import PipelineConfig, load_config
+from privgraph.disclosure import Disclosure
 from privgraph.errors import ArtifactError, ArtifactIntegrityError
+from privgraph.graph import GraphData
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage import open_store
+from privgraph.storage.private_record import input_identity, read_private_record
+from privgraph.training import OWNER_ONLY
 from tasks.evaluate import evaluate
 from tasks.ingest import ingest
 
@@ -53,23 +57,26 @@ def evaluate_flow(
     staged: bool = False,
     seed_entropy: int | None = None,
 ) -> dict[str, Any]:
-    """Test accuracy of a GNN on the private version vs the clean graph (same split and seeds).
+    """Test accuracy of a GNN trained on the private version; the owner's comparison with the clean graph.
 
     ``staged=True`` reads a version whose manifest is not yet written (the privatize flow's
-    measure-then-publish step). The clean graph is re-ingested from the pipeline's dataset and
-    must have the input fingerprint the version records. LPGNN's denoising options of the
-    ``evaluate`` section apply to the private graph only (see
-    :func:`privgraph.training.evaluate_utility`).
+    measure-then-publish step). The clean graph is re-ingested from the pipeline's dataset; for a
+    published version it must have the version's PUBLIC input fingerprint and, when the owner's
+    private record of the version is on this machine, its keyed identity (HMAC under the owner's
+    key). LPGNN's denoising options of the ``evaluate`` section apply to the private graph only
+    (see :func:`privgraph.training.evaluate_utility`).
+
+    Returns ``metrics`` (shareable: computed from the stored version only, published as
+    ``<pipeline>-metrics``) and ``private_evaluation`` (computed from the raw graph, published as
+    the artifact ``<pipeline>-private-evaluation`` titled as private, never in a manifest).
     """
-    cfg = load_config(config_path).get(pipeline)
+    cfgs = load_config(config_path)
+    cfg = cfgs.get(pipeline)
+    disclosure = cfgs.disclosure(pipeline)
     st = open_store(store or cfg.storage)
     private, fingerprint = st.load_graph(pipeline, version, staged=staged)
     clean = ingest(cfg.dataset)
-    if fingerprint is not None and clean.fingerprint() != fingerprint:
-        raise ArtifactError(
-            f"{pipeline}/{version}: the configured dataset is not the input this version was made "
-            f"from (input fingerprint differs); evaluate it with the configuration that made it"
-        )
+    identity = "staged by this run" if staged else _check_input(pipeline, version, cfg, disclosure, clean, fingerprint)
     noise: dict[str, Any] = {}
     if cfg.evaluate.drop:
         try:
@@ -82,6 +89,35 @@ def evaluate_flow(
             manifest = None  # staged: made by this configuration, its manifest not yet written
         noise = label_noise(cfg, manifest)
     seed = stage_seed(as_seed_sequence(seed_entropy), "evaluate")
-    metrics = evaluate(private, clean, cfg.evaluate, seed, **noise)
+    metrics = dict(evaluate(private, clean, cfg.evaluate, seed, **noise))
+    owner_only = metrics.pop(OWNER_ONLY)
     publish_metrics(pipeline, version, metrics)
-    return {"pipeline": pipeline, "version": version, "metrics": metrics}
+    publish_private_evaluation(pipeline, version, owner_only)
+    return {"pipeline": pipeline, "version": version, "metrics": metrics,
+            "private_evaluation": owner_only, "input_check": identity}
+
+
+def _check_input(
+    pipeline: str, version: str, cfg: PipelineConfig, disclosure: Disclosure, clean: GraphData,
+    fingerprint: str | None,
+) -> str:
+    """Refuse a configured dataset that is not the version's input; say how far that was checked."""
+    if fingerprint is None:
+        return "not checked: the manifest records no public input fingerprint (a version written before manifest format 2)"
+    if disclosure.fingerprint(clean) != fingerprint:
+        raise ArtifactError(
+            f"{pipeline}/{version}: the configured dataset is not the input this version was made "
+            f"from (its public input fingerprint differs); evaluate it with the configuration that made it"
+        )
+    try:
+        recorded = read_private_record(cfg.private_records, pipeline, version).get("input_identity")
+    except FileNotFoundError:
+        recorded = None
+    if recorded is None:
+        return "public inputs checked; the private input is not (no private record of this version here)"
+    if input_identity(clean, cfg.private_records) != recorded:
+        raise ArtifactError(
+            f"{pipeline}/{version}: the configured dataset is not the input this version was made "
+            f"from (its keyed identity in the owner's private record differs)"
+        )
+    return "public inputs and the owner's keyed identity of the private input checked"

@@ -1,13 +1,17 @@
 """The ``privatize`` flow: ingest -> partition -> (scores) -> privatize -> validate -> store.
 
-Data objects are staged first; the manifest (ledger, parameters, input fingerprint, code version,
-validation and, when ``evaluate`` is on, the metrics of the ``evaluate`` flow run on the staged
-objects) is written last. A failed checkpoint stages nothing; a failure after staging leaves no
-visible version.
+Data objects are staged first; the manifest (ledger, parameters, the PUBLIC input fingerprint,
+what is declared public, code version, validation and, when ``evaluate`` is on, the shareable
+metrics of the ``evaluate`` flow run on the staged objects) is written last. What is computed
+from raw data and covered by no guarantee (the clean graph's accuracy, the MCMC trace, the keyed
+identity of the input) goes to the owner's private record, written before the manifest. A failed
+checkpoint stages nothing; a failure after staging leaves no visible version and no record.
 """
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
 from typing import Any
 
 from prefect import flow
@@ -18,7 +22,7 @@ from privgraph.accounting import BudgetPolicy, LedgerEntry
 from privgraph.config import load_config
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage.manifest import build_manifest
-from privgraph.storage.private_record import write_private_record
+from privgraph.storage.private_record import input_identity, owner_key, write_private_record
 from privgraph.validation import enforce
 from tasks.ingest import ingest
 from tasks.partition import partition
@@ -36,13 +40,18 @@ def privatize_flow(
     evaluate: bool = True,
 ) -> dict[str, Any]:
     """Privatize the pipeline's graph and publish a version; returns version, ledger, metrics."""
-    cfg = load_config(config_path).get(pipeline)
+    cfgs = load_config(config_path)
+    cfg = cfgs.get(pipeline)
+    disclosure = cfgs.disclosure(pipeline)  # the one declaration of what is public
     store_uri = store or cfg.storage
     root = as_seed_sequence(cfg.seed)  # None: fresh OS entropy; never written anywhere
+    owner_key(cfg.private_records)  # the private records are writable: checked before any data is read
 
     graph = ingest(cfg.dataset)
     parts = partition(graph, cfg.partitions)
-    scores = None if cfg.scores is None else score(graph, cfg.scores, stage_seed(root, "scores"))
+    scores = None
+    if cfg.scores is not None:
+        scores = score(graph, cfg.scores, stage_seed(root, "scores"), disclosure.private_label_rows(graph))
     result = privatize(graph, parts, cfg, stage_seed(root, "privatize"), None if scores is None else scores.theta)
     if scores is not None and scores.guarantee is not None:
         # private labels randomized to train the SHAP surrogate: charged to the labels scope
@@ -56,24 +65,33 @@ def privatize_flow(
     enforce(report)  # exit code 3, nothing written
 
     pending = stage(store_uri, pipeline, result.graph)
+    record_path: Path | None = None
     try:
-        metrics = None
+        metrics = private_evaluation = None
         if evaluate:
-            metrics = evaluate_flow(
+            ev = evaluate_flow(
                 pipeline=pipeline, version=pending.version, config_path=config_path,
                 store=store_uri, staged=True, seed_entropy=None if cfg.seed is None else cfg.seed,
-            )["metrics"]
+            )
+            metrics, private_evaluation = ev["metrics"], ev["private_evaluation"]
         manifest = build_manifest(
-            pipeline=pipeline, config=cfg, graph_in=graph, result=result,
+            pipeline=pipeline, config=cfg, disclosure=disclosure, graph_in=graph, result=result,
             validation=report.to_dict(), metrics=metrics,
             scores=None if scores is None else scores.provenance,
         )
+        record_path = write_private_record(cfg.private_records, pipeline, pending.version, {
+            "input_identity": input_identity(graph, cfg.private_records),
+            "private_evaluation": private_evaluation,
+            **result.private_record,
+        })
         version = publish(pending, manifest)
     except BaseException:
         pending.abort()
+        if record_path is not None:
+            with contextlib.suppress(OSError):
+                record_path.unlink()
         raise
     publish_ledger(pipeline, version, result.ledger.to_dict(), report.to_dict())
-    record = write_private_record(cfg.private_records, pipeline, version, result.private_record)
     return {
         "pipeline": pipeline,
         "version": version,
@@ -81,5 +99,5 @@ def privatize_flow(
         "ledger": result.ledger.to_dict(),
         "validation": {"success": report.success},
         "metrics": metrics,
-        "private_record": None if record is None else str(record),
+        "private_record": None if record_path is None else str(record_path),
     }

@@ -99,7 +99,12 @@ def run(
     out.print(f"[bold green]published[/] {res['pipeline']}/{res['version']} in {res['store']} ({res['seconds']} s)")
     _print_ledger(res["ledger"])
     if res.get("metrics"):
-        _print_metrics(res["metrics"])
+        owner_only = None
+        if res.get("private_record"):
+            owner_only = json.loads(Path(res["private_record"]).read_text()).get("private_evaluation")
+        _print_metrics(res["metrics"], owner_only)
+    if res.get("private_record"):
+        out.print(f"private record (owner only, not published): {res['private_record']}")
 
 
 @app.command()
@@ -109,7 +114,8 @@ def evaluate(
     store: str | None = typer.Option(None, "--store", help="artifact store URI"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
-    """Train the GNN on a published version and on the clean graph; print both accuracies."""
+    """Train the GNN on a published version (shareable accuracy) and on the clean graph (the
+    owner's private evaluation); print both."""
     try:
         from privgraph.storage import open_store
 
@@ -124,9 +130,10 @@ def evaluate(
         _fail(exc)
         return
     if as_json:
-        print(json.dumps(res, sort_keys=True))
+        print(json.dumps({k: v for k, v in res.items() if k != "private_evaluation"}, sort_keys=True))
         return
-    _print_metrics(res["metrics"])
+    _print_metrics(res["metrics"], res.get("private_evaluation"))
+    out.print(f"input check: {res.get('input_check')}")
 
 
 @app.command()
@@ -137,7 +144,8 @@ def compare(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (version, summary)"),
 ) -> None:
     """Compare mechanisms: privatize one scope with each at each epsilon, train on each, and store
-    the table (mean +- std, t-test of the target against the best other) and the plot."""
+    the table (mean +- std, t-test of the target against the best other) and the plots as a
+    PRIVATE report (scored on raw data) under the pipeline's private_records directory."""
     try:
         from privgraph.config import load_config
 
@@ -155,7 +163,7 @@ def compare(
     if as_json:
         print(json.dumps(res, sort_keys=True))
         return
-    out.print(f"[bold green]stored[/] {res['comparison']}/{res['version']} in {res['store']} ({res['seconds']} s)")
+    out.print(f"[bold green]stored private report[/] {res['report']} ({res['seconds']} s; owner only, scored on raw data)")
     s = res["summary"]
     eps_keys = list(next(iter(s["cells"].values())))
     t = Table("mechanism", *[f"eps {k}" for k in eps_keys], title="test accuracy, mean +- std")
@@ -243,7 +251,7 @@ def artifacts_show(
         print(json.dumps(manifest, sort_keys=True))
         return
     out.print(f"[bold]{pipeline}/{version}[/]  created {manifest.get('created', '?')}  code {manifest.get('code_version', '?')}")
-    out.print(f"input fingerprint {manifest.get('input_fingerprint', '?')[:16]}...")
+    out.print(f"public input fingerprint {str(manifest.get('public_input_fingerprint', '?'))[:16]}...")
     _print_ledger(manifest["ledger"])
     val = manifest.get("validation") or {}
     out.print(f"validation: {'passed' if val.get('success') else 'FAILED'}")
@@ -252,18 +260,21 @@ def artifacts_show(
 
 
 def _print_ledger(ledger: dict[str, Any]) -> None:
-    t = Table("stage", "mechanism", "scope", "kind", "epsilon", title="privacy ledger")
+    t = Table("stage", "mechanism", "scope", "kind", "epsilon", "in scope unit", title="privacy ledger")
     for e in ledger.get("entries", []):
         g = e["guarantee"]
-        t.add_row(e["stage"], e["mechanism"], g["scope"], g["kind"], f"{g['epsilon']:.4g}")
+        unit = f"{g.get('unit_kind', g['kind'])} {g.get('unit_epsilon', g['epsilon']):.4g}"
+        t.add_row(e["stage"], e["mechanism"], g["scope"], g["kind"], f"{g['epsilon']:.4g}", unit)
     out.print(t)
 
 
-def _print_metrics(m: dict[str, Any]) -> None:
-    t = Table("graph", "test acc (mean)", "std", title=f"GCN utility, {m.get('runs')} runs on {m.get('device')}")
-    for which in ("clean", "private"):
-        if m.get(which):
-            t.add_row(which, f"{m[which]['test_acc_mean']:.4f}", f"{m[which]['test_acc_std']:.4f}")
+def _print_metrics(m: dict[str, Any], owner_only: dict[str, Any] | None = None) -> None:
+    t = Table("model", "test acc (mean)", "std", title=f"utility, {m.get('runs')} runs on {m.get('device')}")
+    if m.get("private"):
+        t.add_row("trained on the private version", f"{m['private']['test_acc_mean']:.4f}", f"{m['private']['test_acc_std']:.4f}")
+    if owner_only and owner_only.get("clean"):
+        c = owner_only["clean"]
+        t.add_row("clean graph (private evaluation: not published)", f"{c['test_acc_mean']:.4f}", f"{c['test_acc_std']:.4f}")
     out.print(t)
 
 

@@ -10,8 +10,10 @@ Pairing: run ``i`` of every (mechanism, epsilon) uses the same training seed as 
 clean graph, so runs differ in the privatization noise and the data only. Only the compared scope
 is privatized; the other parts of the graph stay as in the clean graph.
 
-The accuracies are computed on the raw graph's labels: a comparison is an evaluation for the data
-owner, not a private release (its manifest has an empty ledger and says so).
+The accuracies are computed on the raw graph's labels and the degree curves are the exact private
+degrees: a comparison is a PRIVATE evaluation for the data owner, covered by no guarantee. It is
+stored as a private report (:func:`~privgraph.storage.private_record.write_private_report`), never
+as a shareable version.
 """
 
 from __future__ import annotations
@@ -365,24 +367,24 @@ def comparison_objects(title: str, result: ComparisonResult) -> dict[str, bytes]
     return objects
 
 
-def comparison_manifest(
-    name: str, *, config: Any, pipeline_config: Any, graph_in: GraphData, result: ComparisonResult,
+def comparison_info(
+    name: str, *, config: Any, pipeline_config: Any, result: ComparisonResult,
     scores: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The manifest of a stored comparison: public settings only (no seed, no split seed, no data
-    paths). The ledger is empty: nothing private is released; the accuracies are an evaluation."""
-    from privgraph.accounting import PrivacyLedger
+    """The record of a comparison's private report: its settings (no seed, no split seed, no data
+    paths), the summary, and why it is private: the accuracies are scored on the raw graph and the
+    degree curves are the exact private degree histogram, so the report is an evaluation for the
+    data owner, covered by no guarantee (stored with
+    :func:`~privgraph.storage.private_record.write_private_report`, never as a shareable version)."""
     from privgraph.storage.manifest import code_version
 
     dataset = pipeline_config.dataset
     return {
-        "pipeline": name,
         "kind": "comparison",
+        "pipeline": config.pipeline,
         "description": config.description,
         "dataset": {"name": dataset.name, "rho": dataset.rho},
-        "input_fingerprint": graph_in.fingerprint(),
         "code_version": code_version(),
-        "ledger": PrivacyLedger().to_dict(),
         "mechanisms": [
             {"label": m, "mechanism": mechanism_entry(m, config.mechanisms[m])[0], "scope": result.scope,
              "params": mechanism_entry(m, config.mechanisms[m])[1],
@@ -390,12 +392,12 @@ def comparison_manifest(
              "epsilons": list(result.epsilons)}
             for m in result.mechanisms
         ],
-        "validation": {"success": True, "note": "a comparison releases no private graph; nothing to validate"},
         "evaluation": {
             "runs": result.runs,
             "target": result.target,
             "settings": (config.evaluate or pipeline_config.evaluate).model_dump(mode="json"),
-            "note": "accuracies are computed on the raw graph: an evaluation for the data owner, not a private release",
+            "note": "accuracies are scored on the raw graph and the degree curves are the exact private "
+                    "degrees: a private evaluation for the data owner, not a release",
         },
         "summary": summarize(result),
         "scores": None if scores is None else dict(scores),

@@ -10,13 +10,16 @@ import inspect
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from privgraph.errors import ConfigError
 from privgraph.scoring.theta import ScoresConfig
+
+if TYPE_CHECKING:
+    from privgraph.disclosure import Disclosure
 
 __all__ = [
     "DatasetConfig",
@@ -281,6 +284,12 @@ class PipelinesConfig(_Strict):
             )
         return self.comparisons[name]
 
+    def disclosure(self, name: str) -> Disclosure:
+        """What pipeline ``name`` declares public: the one declaration every stage reads."""
+        from privgraph.disclosure import declare_public
+
+        return declare_public(name, self.get(name))
+
     def get(self, name: str) -> PipelineConfig:
         if name not in self.pipelines:
             raise ConfigError(
@@ -375,6 +384,10 @@ def parse_config(data: Any, *, source: str = "pipelines.yaml") -> PipelinesConfi
         more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
         raise ConfigError(f"{_path(err['loc']) or source}: {msg}{more}") from None
     _check_mechanisms(cfg)
+    from privgraph.disclosure import declare_public
+
+    for name, p in cfg.pipelines.items():
+        declare_public(name, p)  # refuses a stage treating as public what another privatizes
     return cfg
 
 

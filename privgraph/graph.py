@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import hmac
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -349,9 +350,18 @@ class GraphData:
         e = self.edges(which)
         return np.bincount(e.ravel(), minlength=self.num_nodes).astype(np.int64)
 
-    def fingerprint(self) -> str:
-        """SHA-256 over every array of the graph: identifies an input without revealing it."""
-        h = hashlib.sha256()
+    def keyed_digest(self, key: bytes) -> str:
+        """HMAC-SHA256 under ``key`` over every array of the graph (private ones included).
+
+        Identifies an input for whoever holds ``key`` (the data owner: see
+        :func:`privgraph.storage.private_record.owner_key`) and for nobody else. There is no
+        unkeyed hash of a whole graph in privgraph: a hash of low-entropy private data (which
+        edges are private, a label) is a release of it, recovered by trying candidates. The
+        public part of an input is fingerprinted by :meth:`privgraph.disclosure.Disclosure.fingerprint`.
+        """
+        if not isinstance(key, (bytes, bytearray)) or len(key) < 16:
+            raise ValueError("keyed_digest: key must be at least 16 bytes")
+        h = hmac.new(bytes(key), digestmod=hashlib.sha256)
         h.update(f"n={self.num_nodes}".encode())
         for name in ("x", "y", "edges_public", "edges_private", "train_mask", "val_mask", "test_mask"):
             a = getattr(self, name)

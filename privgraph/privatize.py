@@ -14,29 +14,39 @@ from typing import Any
 import numpy as np
 
 from privgraph.accounting import LedgerEntry, PrivacyLedger
+from privgraph.errors import ConfigError
 from privgraph.graph import GraphData, in_sorted, sorted_unique
 from privgraph.mechanisms.base import Scope
 from privgraph.parallel import Executor, map_partitions
 from privgraph.partition import Partitioning
-from privgraph.seeding import partition_seeds, stage_seed
+from privgraph.seeding import noise_generator, partition_seeds, stage_seed
 
 __all__ = ["PrivatizationResult", "privatize_graph"]
 
 
 @dataclasses.dataclass(frozen=True)
 class PrivatizationResult:
-    """The private graph, its ledger, public stage statistics (published in the manifest), and
-    ``private_record``: run diagnostics computed from private data that NO guarantee covers (e.g.
-    an MCMC log-likelihood trace). It goes to the run's private record, never to the store."""
+    """The private graph and its ledger, with three kinds of side information:
+
+    * ``stats``: PUBLIC facts of the run (the partition sizes, computed from public edges; the
+      feature range the mechanism's parameters fix; |V_pri|, declared public; the step counts an
+      MCMC was given and the public convergence check that chose them). Published in the manifest.
+    * ``release``: per scope, summaries of that scope's mechanism OUTPUT (released edge count,
+      report count, the noisy dendrogram's summary): functions of the release, covered by the
+      scope's guarantee. Published in the manifest under ``release.<scope>``.
+    * ``private_record``: run diagnostics computed from private data that NO guarantee covers
+      (e.g. an MCMC log-likelihood trace). Goes to the run's private record, never to the store.
+    """
 
     graph: GraphData
     ledger: PrivacyLedger
     stats: dict[str, Any]
     private_record: dict[str, Any] = dataclasses.field(default_factory=dict)
+    release: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
 
 def _features_part(x_rows: np.ndarray, seed: np.random.SeedSequence, *, mechanism: Any) -> np.ndarray:
-    released = mechanism.privatize_rows(x_rows, np.random.default_rng(seed))
+    released = mechanism.privatize_rows(x_rows, noise_generator(seed))
     # mechanisms whose release is an encoding (multibit, three_output, pm_sub) also give the
     # server-side unbiased estimate in feature units; it is post-processing, so free
     estimate = getattr(mechanism, "estimate", None)
@@ -53,7 +63,7 @@ def _edges_part(
     indices: np.ndarray,
     candidates: np.ndarray,
 ) -> np.ndarray:
-    return getattr(mechanism, method)(nodes, indptr, indices, candidates, np.random.default_rng(seed))
+    return getattr(mechanism, method)(nodes, indptr, indices, candidates, noise_generator(seed))
 
 
 def _privatize_features(
@@ -77,7 +87,7 @@ def _labels_part(
 ) -> np.ndarray:
     y_rows, selected = payload
     out = y_rows.copy()
-    out[selected] = mechanism.privatize_labels(y_rows[selected], num_classes, np.random.default_rng(seed))
+    out[selected] = mechanism.privatize_labels(y_rows[selected], num_classes, noise_generator(seed))
     return out
 
 
@@ -139,7 +149,7 @@ def _privatize_edges_local(
     _, reports, candidates = _per_node_reports(graph, mechanism, "privatize_nodes", parts, stage_seed(root, "edges"), executor)
     arcs = np.concatenate(reports, axis=1) if reports else np.zeros((2, 0), np.int64)
     noisy = mechanism.combine_reports(arcs, graph.num_nodes)
-    return noisy, {"private_nodes": int(candidates.size), "reports": int(arcs.shape[1])}
+    return noisy, {"private_nodes": int(candidates.size), "_release": {"reports": int(arcs.shape[1])}}
 
 
 def _privatize_edges_degrees(
@@ -154,7 +164,7 @@ def _privatize_edges_degrees(
     d_star = np.zeros(candidates.size, dtype=np.int64)
     for p, d in zip(nodes, degs, strict=True):
         d_star[np.searchsorted(candidates, p)] = d
-    rng = np.random.default_rng(stage_seed(root, "edges"))
+    rng = noise_generator(stage_seed(root, "edges"))
     noisy = mechanism.privatize_edges(graph, rng, noisy_degrees=d_star)
     return noisy, {"private_nodes": int(candidates.size)}
 
@@ -162,7 +172,7 @@ def _privatize_edges_degrees(
 def _hrg_sample_part(
     internal: np.ndarray, seed: np.random.SeedSequence, *, mechanism: Any, release: Any
 ) -> np.ndarray:
-    return mechanism.sample(release, internal, np.random.default_rng(seed))
+    return mechanism.sample(release, internal, noise_generator(seed))
 
 
 def _privatize_edges_hrg(
@@ -171,7 +181,7 @@ def _privatize_edges_hrg(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Dendrogram mechanisms (EdgeRR, privHRG): one global fit (MCMC + noisy probabilities), then
     the private edges sampled per chunk of internal nodes (dendrogram subtrees) through the map."""
-    fitted = mechanism.fit(graph, np.random.default_rng(stage_seed(root, "edges.fit")))
+    fitted = mechanism.fit(graph, noise_generator(stage_seed(root, "edges.fit")))
     release = fitted.release  # the noisy dendrogram: the DP output; sampling is post-processing
     chunks = mechanism.split(release, max(1, len(parts)))
     seeds = partition_seeds(stage_seed(root, "edges.sample"), len(chunks))
@@ -180,13 +190,17 @@ def _privatize_edges_hrg(
     keys = sorted_unique(noisy[0] * np.int64(graph.num_nodes) + noisy[1])
     noisy = np.stack([keys // graph.num_nodes, keys % graph.num_nodes]).astype(np.int64)
     diag = mechanism.diagnostics(fitted)
-    public = {  # fixed in advance or post-processing of the release: covered by the guarantee
-        "steps": diag["info"]["steps"], "phases": diag["info"]["phases"], "release": diag["release"],
+    public = {  # fixed in advance, or chosen by the check on public data: public
+        "steps": diag["info"]["steps"], "phases": diag["info"]["phases"],
         "sample_chunks": len(chunks),
+        "convergence_check": diag["info"].get("convergence_check"),
         "note": "the MCMC log-likelihood trace and its convergence statistics are computed from the "
                 "private edges and are not covered by the guarantee: kept in the run's private record",
     }
-    return noisy, {"private_nodes": int(graph.private_nodes().size), "hrg": public, "_private": diag}
+    return noisy, {
+        "private_nodes": int(graph.private_nodes().size), "hrg": public, "_private": diag,
+        "_release": {"dendrogram": diag["release"]},  # a function of the noisy dendrogram: covered
+    }
 
 
 def _privatize_edges(
@@ -202,13 +216,13 @@ def _privatize_edges(
     elif hasattr(mechanism, "fit") and hasattr(mechanism, "sample"):
         noisy, stats = _privatize_edges_hrg(graph, mechanism, parts, root, executor)
     else:  # central mechanisms over the pairs of V_pri (EdgeRand, LapGraph, LocalLap, NonPriv-Part)
-        noisy = mechanism.privatize_edges(graph, np.random.default_rng(stage_seed(root, "edges")))
+        noisy = mechanism.privatize_edges(graph, noise_generator(stage_seed(root, "edges")))
         stats = {"private_nodes": int(graph.private_nodes().size)}
     if getattr(mechanism, "all_edges_private", False):
         released = noisy  # every edge was private (privHRG): nothing is released as it is
     else:
         released = merge_with_public(noisy, graph.edges_public)
-    stats["released_private_edges"] = int(released.shape[1])
+    stats.setdefault("_release", {})["released_private_edges"] = int(released.shape[1])
     return released, stats
 
 
@@ -229,6 +243,10 @@ def privatize_graph(
     privatized release of the private edges; ``x`` is replaced by the privatized features.
     Labels, splits and the public edges are released unchanged (they are public in this setting;
     the manifest says so).
+
+    Raises:
+        ConfigError: the graph has private edges but no edge mechanism is given (they would be
+            released as they are).
     """
     parts = partitioning.parts
     part_ids = tuple(range(len(parts)))
@@ -249,6 +267,12 @@ def privatize_graph(
                 partitions=part_ids, params=features.params(),
             )
         )
+    if edges is None and graph.edges_private.shape[1]:
+        raise ConfigError(
+            "the input marks some edges private but the pipeline sets no edge mechanism: they would "
+            "be stored as they are; add an 'edges' mechanism (nonpriv_part drops them)"
+        )
+    release: dict[str, dict[str, Any]] = {}
     if edges is not None:
         if edges.scope is not Scope.EDGES:
             raise ValueError(f"{edges!r} does not protect edges")
@@ -256,6 +280,7 @@ def privatize_graph(
         params = edges.params_for(n_max) if n_max > 1 and hasattr(edges, "params_for") else edges.params()
         released, estats = _privatize_edges(graph, edges, parts, root_seed, executor)
         private_record = {"edges": estats.pop("_private")} if "_private" in estats else {}
+        release["edges"] = estats.pop("_release", {})
         changes["edges_private"] = released
         if getattr(edges, "all_edges_private", False):
             changes["edges_public"] = np.zeros((2, 0), dtype=np.int64)
@@ -279,4 +304,6 @@ def privatize_graph(
     meta = dict(graph.meta)
     meta["privatized"] = True
     changes["meta"] = meta
-    return PrivatizationResult(graph=graph.replace(**changes), ledger=ledger, stats=stats, private_record=private_record)
+    return PrivatizationResult(
+        graph=graph.replace(**changes), ledger=ledger, stats=stats, private_record=private_record, release=release
+    )

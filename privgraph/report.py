@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ledger_markdown", "metrics_markdown"]
+__all__ = ["ledger_markdown", "metrics_markdown", "private_evaluation_markdown"]
 
 
 def _fmt(v: Any) -> str:
@@ -21,13 +21,18 @@ def ledger_markdown(
     pipeline: str, version: str | None, ledger: dict[str, Any], validation: dict[str, Any] | None = None
 ) -> str:
     lines = [f"## Privacy ledger: {pipeline} {version or '(staged, not published)'}", ""]
-    lines += ["| stage | mechanism | scope | kind | epsilon | partitions |", "|---|---|---|---|---|---|"]
+    lines += [
+        "| stage | mechanism | scope | kind | epsilon | in scope unit | partitions |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for e in ledger.get("entries", []):
         g = e["guarantee"]
         parts = e.get("partitions")
         parts_s = "all" if parts is None else f"{len(parts)} disjoint"
+        unit = g.get("unit_epsilon", g["epsilon"])
+        unit_s = f"{g.get('unit_kind', g['kind'])} {_fmt(unit)}"
         lines.append(
-            f"| {e['stage']} | {e['mechanism']} | {g['scope']} | {g['kind']} | {_fmt(g['epsilon'])} | {parts_s} |"
+            f"| {e['stage']} | {e['mechanism']} | {g['scope']} | {g['kind']} | {_fmt(g['epsilon'])} | {unit_s} | {parts_s} |"
         )
     if validation is not None:
         lines += ["", "### Budget (composed)", "", "| scope | kind | spent | cap |", "|---|---|---|---|"]
@@ -42,15 +47,28 @@ def ledger_markdown(
 
 
 def metrics_markdown(pipeline: str, version: str, metrics: dict[str, Any]) -> str:
+    """The shareable utility: the model trained on the stored version, scored on its own labels."""
     lines = [f"## Utility: {pipeline} {version}", ""]
     lines += [
-        f"GCN ({metrics.get('runs', '?')} runs, device {metrics.get('device', '?')}), test accuracy:",
+        f"GNN trained on the stored version ({metrics.get('runs', '?')} runs, device "
+        f"{metrics.get('device', '?')}), test accuracy on the version's own labels:",
         "",
         "| graph | mean | std |",
         "|---|---|---|",
     ]
-    for which in ("clean", "private"):
-        m = metrics.get(which)
+    m = metrics.get("private")
+    if m:
+        lines.append(f"| private | {m['test_acc_mean']:.4f} | {m['test_acc_std']:.4f} |")
+    return "\n".join(lines) + "\n"
+
+
+def private_evaluation_markdown(pipeline: str, version: str, owner_only: dict[str, Any]) -> str:
+    """The data owner's evaluation on raw data: the clean graph's accuracy and the private model
+    scored on the raw test labels. NOT shareable."""
+    lines = [f"## Private evaluation: {pipeline} {version}", "", str(owner_only.get("note", "")), ""]
+    lines += ["| model | test accuracy (mean) | std |", "|---|---|---|"]
+    for key, label in (("clean", "trained on the raw graph"), ("private_on_raw_labels", "trained on the version, raw test labels")):
+        m = owner_only.get(key)
         if m:
-            lines.append(f"| {which} | {m['test_acc_mean']:.4f} | {m['test_acc_std']:.4f} |")
+            lines.append(f"| {label} | {m['test_acc_mean']:.4f} | {m['test_acc_std']:.4f} |")
     return "\n".join(lines) + "\n"

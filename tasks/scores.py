@@ -11,6 +11,9 @@ from privgraph.scoring import ScoreResult, ScoresConfig, compute_scores
 
 
 @task(name="scores", cache_policy=NO_CACHE, persist_result=False)
-def score(graph: GraphData, config: ScoresConfig, seed: np.random.SeedSequence) -> ScoreResult:
-    """Scores are cached per input fingerprint by privgraph (not by Prefect: the input is raw)."""
-    return compute_scores(graph, config, seed=seed)
+def score(
+    graph: GraphData, config: ScoresConfig, seed: np.random.SeedSequence, private_labels: np.ndarray | None = None
+) -> ScoreResult:
+    """Scores are cached per input fingerprint by privgraph (not by Prefect: the input is raw).
+    ``private_labels``: the nodes whose label the pipeline's declaration makes private."""
+    return compute_scores(graph, config, seed=seed, private_labels=private_labels)

@@ -165,4 +165,4 @@ def test_fingerprint_depends_on_content():
     a = GraphData(num_nodes=3, edges_public=_e((0, 1)))
     b = GraphData(num_nodes=3, edges_public=_e((0, 1)))
     c = GraphData(num_nodes=3, edges_private=_e((0, 1)))
-    assert a.fingerprint() == b.fingerprint() != c.fingerprint()
+    assert a.keyed_digest(b"test-key-0123456789") == b.keyed_digest(b"test-key-0123456789") != c.keyed_digest(b"test-key-0123456789")

@@ -30,6 +30,7 @@ __all__ = [
     "check_int",
     "check_generator",
     "epsilon_upper",
+    "sum_upper",
 ]
 
 
@@ -148,7 +149,7 @@ class Guarantee:
         if unit is None and kind is GuaranteeKind.EDGE_LDP and scope is Scope.EDGES:
             # ledgers written before the unit was recorded: every shipped per-node edge mechanism
             # implies at most 2 eps edge-level DP (DPRR, Warner RR: 2 eps; LocalLap: 2 eps1 + eps2)
-            unit = epsilon_upper(2.0 * eps)
+            unit = 2.0 * eps  # exact in binary floating point
         return cls(
             kind=kind,
             epsilon=eps,
@@ -250,6 +251,16 @@ class Mechanism(Protocol):
     def guarantee(self) -> Guarantee: ...
 
     def params(self) -> dict[str, Any]: ...
+
+
+def sum_upper(*terms: float) -> float:
+    """``sum(terms)`` rounded toward +inf: the exact rational sum, or the next float above it
+    (an epsilon computed as a sum is never understated by float rounding)."""
+    from fractions import Fraction
+
+    exact = sum((Fraction(float(t)) for t in terms), Fraction(0))
+    f = float(exact)
+    return f if Fraction(f) >= exact else float(np.nextafter(f, np.inf))
 
 
 def epsilon_upper(value: float) -> float:

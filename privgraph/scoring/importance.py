@@ -145,6 +145,7 @@ def public_node_subset(
     charge_epsilon: float | None = None,
     use_labels: bool = True,
     all_features_public: bool = False,
+    private_labels: np.ndarray | None = None,
 ) -> PublicSubset:
     """Choose the nodes whose features (and labels) scoring may read.
 
@@ -169,6 +170,9 @@ def public_node_subset(
             (:func:`~privgraph.scoring.compute_scores` passes ``selection_seed``).
         private_label_masks: masks whose labels the pipeline declares private (e.g. the masks
             its LabelRR perturbs).
+        private_labels: boolean ``[n]``, the nodes whose label is private, as the pipeline's one
+            declaration materializes it (:meth:`privgraph.disclosure.Disclosure.private_label_rows`);
+            combined (OR) with ``private_label_masks``.
         charge_epsilon: when set, private labels may be selected: the caller randomizes them
             (:func:`randomize_private_labels`) and charges this epsilon to the labels scope.
         use_labels: ``False`` when only features are read (importance from a model file, or
@@ -190,6 +194,11 @@ def public_node_subset(
     private = np.zeros(n, dtype=bool)
     for name in private_masks:
         private |= _graph_mask(graph, name, "private_label_masks")
+    if private_labels is not None:
+        pl = np.asarray(private_labels)
+        if pl.dtype != np.bool_ or pl.shape != (n,):
+            raise ValueError(f"private_labels must be a boolean array of shape [{n}], got {pl.dtype} {list(pl.shape)}")
+        private |= pl
     if rule != "random" and (fraction is not None or size is not None):
         raise ValueError(f"fraction and size apply to rule 'random' only, got rule {rule!r}")
 
@@ -212,6 +221,8 @@ def public_node_subset(
             k = check_int(size, "size", minimum=1)
         excluded = private.copy()
         excluded_names = list(private_masks)
+        if private_labels is not None and private_labels.any():
+            excluded_names.append("private labels (labels.mask)")
         if graph.test_mask is not None:
             excluded |= graph.test_mask
             if "test_mask" not in excluded_names:

@@ -38,7 +38,7 @@ from privgraph.mechanisms.features.scaled import MAX_COORDINATE_EPSILON
 from privgraph.scoring import importance as _imp
 from privgraph.scoring import sensitivity as _sens
 from privgraph.scoring.cache import ScoreCache, fingerprint
-from privgraph.seeding import as_generator, as_seed_sequence, stage_seed
+from privgraph.seeding import as_generator, as_seed_sequence, noise_generator, stage_seed
 
 __all__ = [
     "SCORING_VERSION",
@@ -83,9 +83,6 @@ class PublicNodesConfig(_Strict):
     )
     fraction: float | None = Field(default=None, description="rule random: fraction of all nodes, in (0, 1]")
     size: int | None = Field(default=None, strict=True, ge=1, description="rule random: number of nodes instead of fraction")
-    private_label_masks: tuple[Literal["train_mask", "val_mask", "test_mask"], ...] = Field(
-        default=(), description="masks whose labels the pipeline declares private (e.g. the labels mechanism's mask)"
-    )
     charge_epsilon: float | None = Field(
         default=None,
         description="train the surrogate on private labels randomized by LabelRR at this epsilon, "
@@ -370,6 +367,7 @@ def compute_scores(
     cache: ScoreCache | str | os.PathLike[str] | Literal[False] | None = None,
     embed: Callable[[np.ndarray], Any] | None = None,
     embed_id: str | None = None,
+    private_labels: np.ndarray | None = None,
 ) -> ScoreResult:
     r"""alpha (Eq. 6), beta (Eq. 5) and theta (Eq. 7, normalised) for FeatureRR, from public data.
 
@@ -397,6 +395,10 @@ def compute_scores(
             applied to the subset's rows of ``graph.x`` (default: identity).
         embed_id: a stable name for ``embed`` (part of the cache key); with ``embed`` but no
             ``embed_id`` the cache is off, since a callable cannot be fingerprinted.
+        private_labels: boolean ``[n]``: the nodes whose label the pipeline declares private
+            (:meth:`privgraph.disclosure.Disclosure.private_label_rows`, the ONE declaration
+            every stage reads); the subset never reads them raw (refused, or randomized and
+            charged with ``charge_epsilon``). ``None``: every label is public.
 
     Returns:
         :class:`ScoreResult`. When ``guarantee`` is not None the caller MUST record it in the
@@ -425,7 +427,7 @@ def compute_scores(
         fraction=pn.fraction,
         size=pn.size,
         seed=stage_seed(selection, "scores.subset"),
-        private_label_masks=pn.private_label_masks,
+        private_labels=private_labels,
         charge_epsilon=pn.charge_epsilon,
         use_labels=train_on_subset,
         all_features_public=pn.all_features_public,
@@ -459,7 +461,7 @@ def compute_scores(
                     subset.private_labels,
                     epsilon=pn.charge_epsilon,  # type: ignore[arg-type]  (set: else refused above)
                     num_classes=int(c),
-                    rng=as_generator(stage_seed(root, "scores.labels")),
+                    rng=noise_generator(stage_seed(root, "scores.labels")),
                 )
             else:
                 y_used = y_sub

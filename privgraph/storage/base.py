@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from privgraph.errors import ArtifactError, ArtifactExistsError, ArtifactIntegrityError
-from privgraph.storage.manifest import MANIFEST_FORMAT, validate_manifest
+from privgraph.storage.manifest import MANIFEST_FORMAT, READABLE_MANIFEST_FORMATS, validate_manifest
 
 if TYPE_CHECKING:
     from privgraph.graph import GraphData
@@ -132,7 +132,7 @@ class VersionInfo:
     version: str
     created: str  # ISO 8601, UTC
     code_version: str | None = None
-    input_fingerprint: str | None = None
+    public_input_fingerprint: str | None = None
     num_objects: int = 0
     total_bytes: int = 0
     validation_success: bool | None = None
@@ -151,7 +151,7 @@ class VersionInfo:
             version=manifest["version"],
             created=manifest["created"],
             code_version=manifest.get("code_version"),
-            input_fingerprint=manifest.get("input_fingerprint"),
+            public_input_fingerprint=manifest.get("public_input_fingerprint"),
             num_objects=len(objects),
             total_bytes=sum(int(o.get("size", 0)) for o in objects.values()),
             validation_success=success if isinstance(success, bool) else None,
@@ -364,7 +364,7 @@ class ArtifactStore(abc.ABC):
             raise ArtifactIntegrityError(
                 f"manifest of {pipeline}/{version} is not valid JSON: {err}"
             ) from None
-        if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        if not isinstance(manifest, dict) or manifest.get("format") not in READABLE_MANIFEST_FORMATS:
             raise ArtifactIntegrityError(
                 f"manifest of {pipeline}/{version} is not a {MANIFEST_FORMAT!r} manifest"
             )
@@ -458,7 +458,7 @@ class ArtifactStore(abc.ABC):
             objects = self.read_objects(pipeline, version)
             num_nodes = manifest.get("num_nodes")
             graph = objects_to_graph(objects, num_nodes if isinstance(num_nodes, int) else None)
-            return graph, manifest.get("input_fingerprint")
+            return graph, manifest.get("public_input_fingerprint")
         try:
             info_blob = self._get(self._key(pipeline, version, GRAPH_INFO))
         except KeyError:

@@ -8,12 +8,19 @@ Required keys:
 * ``pipeline``: the pipeline name (must equal the name the version is stored under)
 * ``ledger``: :meth:`privgraph.accounting.PrivacyLedger.to_dict` of the run
 * ``mechanisms``: the mechanisms and their PUBLIC parameters
-* ``input_fingerprint``: a hash of the input graph (:meth:`GraphData.fingerprint`), never the input
+* ``public_input_fingerprint``: a SHA-256 of the PUBLIC inputs only
+  (:meth:`privgraph.disclosure.Disclosure.fingerprint`), never of private data
+* ``public``: what the pipeline declares public, each with the YAML path that declares it
+  (:meth:`privgraph.disclosure.Disclosure.manifest_section`)
 * ``code_version``: :func:`code_version`
 * ``validation``: the validation results
 
 A manifest never holds a seed: a seed plus the raw data replays the noise. Any key, at any depth,
 whose name contains ``seed`` (case-insensitive) is refused.
+
+Every other field is either configuration, public by the pipeline's declaration, or a function of
+a mechanism's output (``release.<scope>``, ``graph``, ``metrics``): the non-interference test
+(tests/test_non_interference.py) checks this byte for byte on neighbouring inputs.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from privgraph.errors import ArtifactError
 
 if TYPE_CHECKING:
     from privgraph.config import PipelineConfig
+    from privgraph.disclosure import Disclosure
     from privgraph.graph import GraphData
     from privgraph.privatize import PrivatizationResult
 
@@ -40,19 +48,25 @@ __all__ = [
     "REQUIRED_KEYS",
     "STORE_KEYS",
     "MANIFEST_FORMAT",
+    "READABLE_MANIFEST_FORMATS",
     "validate_manifest",
     "seed_key_paths",
     "code_version",
 ]
 
-MANIFEST_FORMAT = "privgraph.manifest/1"
+MANIFEST_FORMAT = "privgraph.manifest/2"
+#: Formats a store still reads (published versions never change). Version 1 manifests carried an
+#: unsalted hash of the raw input (``input_fingerprint``) and the clean graph's accuracy: versions
+#: written before privgraph 0.1's issue-9 fixes; they stay readable, not re-checkable.
+READABLE_MANIFEST_FORMATS: tuple[str, ...] = ("privgraph.manifest/1", MANIFEST_FORMAT)
 
 #: Keys every manifest must carry (supplied by the caller).
 REQUIRED_KEYS: tuple[str, ...] = (
     "pipeline",
     "ledger",
     "mechanisms",
-    "input_fingerprint",
+    "public_input_fingerprint",
+    "public",
     "code_version",
     "validation",
 )
@@ -189,6 +203,7 @@ def build_manifest(
     *,
     pipeline: str,
     config: PipelineConfig,
+    disclosure: Disclosure,
     graph_in: GraphData,
     result: PrivatizationResult,
     validation: Mapping[str, Any],
@@ -197,22 +212,28 @@ def build_manifest(
 ) -> dict[str, Any]:
     """The manifest of a privatize run (validated; the store adds version, time, checksums).
 
-    Only public quantities go in: the input's fingerprint (never the input), the mechanisms and
-    their public parameters, the ledger, the caps, the validation results, the metrics, the
-    released graph's counts, and what was released as is. Left out on purpose: the noise seed,
-    and the dataset's ``split_seed`` (with the public dataset it tells exactly which edges are
-    private) and data ``root`` (a local path).
+    Only public quantities go in: the fingerprint of the PUBLIC inputs (never of private data),
+    what the pipeline declares public, the mechanisms and their public parameters, the ledger, the
+    caps, the validation results, the shareable metrics (computed from the stored version only),
+    the public run facts (``stats``) and, per scope, summaries of the mechanism's output
+    (``release``). Left out on purpose: the noise seed, the dataset's ``split_seed`` (with the
+    public dataset it tells exactly which edges are private) and data ``root`` (a local path),
+    and everything computed from raw data (the clean graph's accuracy, the MCMC trace, the keyed
+    identity of the input): those go to the owner's private record.
 
     Args:
         pipeline: the pipeline name.
         config: the pipeline's configuration.
-        graph_in: the input graph (only its fingerprint is recorded).
-        result: the privatization result (the released graph, the ledger, the stage stats).
+        disclosure: the pipeline's declaration of what is public (:func:`~privgraph.disclosure.declare_public`).
+        graph_in: the input graph (only its PUBLIC part is fingerprinted).
+        result: the privatization result (the released graph, the ledger, stats and release).
         validation: the validation report (``ValidationReport.to_dict()``).
-        metrics: the evaluation metrics, if any (default: ``None``).
+        metrics: the shareable evaluation metrics, if any (default: ``None``).
         scores: the provenance of FeatureRR's theta (public subset size and rule, surrogate,
             SHAP explainer, sensitivity settings; no seed, no node ids), if scores were used.
     """
+    if metrics is not None and any(k in metrics for k in ("clean", "owner_only")):
+        raise ValueError("build_manifest: metrics computed from raw data belong to the private record")
     released = result.graph
     mechanisms = [
         {
@@ -221,42 +242,29 @@ def build_manifest(
             "scope": e.scope.value,
             "kind": e.kind.value,
             "epsilon": e.epsilon,
+            "unit_kind": e.guarantee.unit_kind.value,
+            "unit_epsilon": e.guarantee.ledger_epsilon,
             "params": e.params,
             "assumptions": list(e.guarantee.assumptions),
         }
         for e in result.ledger.entries
     ]
     privatized = sorted({e.scope.value for e in result.ledger.entries})
-    public: dict[str, str] = {
-        "edges_public": "released as they are (kind 'public' in edges.parquet)",
-    }
-    if "edges" in privatized:
-        public["private_nodes"] = "the set of nodes incident to a private edge (V_pri) is treated as public"
-    if released.y is not None and "labels" not in privatized:
-        public["labels"] = "released as they are (labels.npy)"
-    for e in result.ledger.entries:
-        if e.scope.value == "labels" and e.params.get("mask"):
-            public["labels_outside_mask"] = (
-                f"labels of nodes outside {' | '.join(e.params['mask'])} are released as they are"
-            )
-    if any(getattr(released, m) is not None for m in ("train_mask", "val_mask", "test_mask")):
-        public["splits"] = "the node split is released as it is (splits.npz)"
-    if released.x is not None and "features" not in privatized:
-        public["features"] = "released as they are (features.npy)"
     dataset = config.dataset
     manifest: dict[str, Any] = {
         "pipeline": pipeline,
         "description": config.description,
         "dataset": _plain({"name": dataset.name, "rho": dataset.rho, "options": dataset.options}),
-        "input_fingerprint": graph_in.fingerprint(),
+        "public_input_fingerprint": disclosure.fingerprint(graph_in),
+        "public": disclosure.manifest_section(),
         "num_nodes": released.num_nodes,
         "graph": _plain(dict(released.summary())),
         "mechanisms": _plain(mechanisms),
         "ledger": result.ledger.to_dict(),
         "budget": _plain(dict(config.budget)),
         "privatized": privatized,
-        "public": public,
         "stats": _plain(result.stats),
+        "release": _plain({k: v for k, v in result.release.items() if v}),
         "validation": _plain(dict(validation)),
         "metrics": None if metrics is None else _plain(dict(metrics)),
         "scores": None if scores is None else _plain(dict(scores)),

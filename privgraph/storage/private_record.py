@@ -1,15 +1,29 @@
-"""The run's private record: diagnostics computed from private data that no guarantee covers.
+"""The data owner's private records: what is computed from private data and covered by no guarantee.
 
-Some stages produce useful diagnostics that are NOT differentially private (EdgeRR's MCMC
-log-likelihood trace and convergence statistics are computed from the private edges). They are
-for the data owner only: written to a local directory (``private_records`` in pipelines.yaml),
-never to the artifact store, a manifest or a Prefect artifact.
+Some stages produce useful numbers that are NOT differentially private: EdgeRR's MCMC trace,
+the accuracy of a model trained on the raw graph, the keyed identity of the raw input, a
+comparison's per-mechanism accuracies and degree curves. They are for the data owner only and
+live in a local directory (``private_records`` in pipelines.yaml), never in the artifact store, a
+manifest or a shareable Prefect artifact:
+
+* ``<dir>/<pipeline>/<version>.json``: the private record of one published version
+  (:func:`write_private_record`), mode 0600;
+* ``<dir>/reports/<name>/<report id>/``: a private report (:func:`write_private_report`, e.g. a
+  utility comparison), every file mode 0600;
+* the owner's HMAC key (:func:`owner_key`): ``$PRIVGRAPH_HOME/keys/input-hmac.key`` when
+  ``PRIVGRAPH_HOME`` is set, else ``<dir>/keys/input-hmac.key``; 32 random bytes, mode 0600,
+  created on first use, never logged, never stored with an artifact.
+
+Directories are created mode 0700.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 import json
 import os
+import secrets
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,10 +31,43 @@ from typing import Any
 
 from privgraph.storage.base import check_name, check_version_id
 
-__all__ = ["write_private_record", "read_private_record"]
+__all__ = [
+    "write_private_record",
+    "read_private_record",
+    "private_record_path",
+    "write_private_report",
+    "owner_key",
+    "owner_key_path",
+    "input_identity",
+    "PRIVATE_NOTE",
+]
+
+PRIVATE_NOTE = (
+    "PRIVATE: computed from raw data and covered by no privacy guarantee; for the data owner only, "
+    "never publish or share"
+)
+_KEY_BYTES = 32
 
 
-def _path(directory: str | os.PathLike[str], pipeline: str, version: str) -> Path:
+def _mkdir_private(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+def _write_private_file(path: Path, data: bytes) -> None:
+    """Write ``data`` at ``path`` atomically, mode 0600 from creation on."""
+    _mkdir_private(path.parent)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def private_record_path(directory: str | os.PathLike[str], pipeline: str, version: str) -> Path:
     return Path(directory) / check_name(pipeline, "pipeline") / f"{check_version_id(version)}.json"
 
 
@@ -31,21 +78,74 @@ def write_private_record(
     (mode 0600); ``None`` (nothing written) for an empty record."""
     if not record:
         return None
-    path = _path(directory, pipeline, version)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump({"pipeline": pipeline, "version": version, "covered_by_guarantee": False, **record}, f,
-                      sort_keys=True, indent=1)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    path = private_record_path(directory, pipeline, version)
+    body = {"pipeline": pipeline, "version": version, "covered_by_guarantee": False, "note": PRIVATE_NOTE, **record}
+    _write_private_file(path, (json.dumps(body, sort_keys=True, indent=1) + "\n").encode())
     return path
 
 
 def read_private_record(directory: str | os.PathLike[str], pipeline: str, version: str) -> dict[str, Any]:
     """The private record of ``pipeline``/``version`` (``FileNotFoundError`` when none was written)."""
-    return json.loads(_path(directory, pipeline, version).read_text())
+    return json.loads(private_record_path(directory, pipeline, version).read_text())
+
+
+def write_private_report(
+    directory: str | os.PathLike[str], name: str, objects: Mapping[str, bytes], info: Mapping[str, Any]
+) -> Path:
+    """Store a private report (e.g. a utility comparison computed on raw data) as its own folder
+    ``<directory>/reports/<name>/<UTC time>-<content hash>/`` with ``objects`` and ``report.json``
+    (``info`` plus the private note and each object's sha256). Files are mode 0600; an existing
+    report is never overwritten. Returns the folder."""
+    check_name(name, "report")
+    for obj in objects:
+        check_name(obj, "object")
+    digest = hashlib.sha256()
+    for obj in sorted(objects):
+        digest.update(obj.encode() + b"\0" + hashlib.sha256(objects[obj]).digest())
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    folder = Path(directory) / "reports" / name / f"{stamp}-{digest.hexdigest()[:12]}"
+    if folder.exists():
+        raise FileExistsError(f"private report {folder} exists already")
+    _mkdir_private(folder)
+    for obj, blob in objects.items():
+        _write_private_file(folder / obj, bytes(blob))
+    meta = {
+        "report": name, "private": True, "covered_by_guarantee": False, "note": PRIVATE_NOTE,
+        "objects": {o: hashlib.sha256(b).hexdigest() for o, b in sorted(objects.items())}, **info,
+    }
+    _write_private_file(folder / "report.json", (json.dumps(meta, sort_keys=True, indent=1) + "\n").encode())
+    return folder
+
+
+def owner_key_path(directory: str | os.PathLike[str]) -> Path:
+    """Where the owner's HMAC key lives (see the module docstring)."""
+    home = os.environ.get("PRIVGRAPH_HOME")
+    base = Path(home).expanduser() if home else Path(directory)
+    return base / "keys" / "input-hmac.key"
+
+
+def owner_key(directory: str | os.PathLike[str]) -> bytes:
+    """The data owner's secret HMAC key: read, or created (32 bytes from the OS CSPRNG, mode
+    0600, exclusive create so two concurrent runs agree on one key)."""
+    path = owner_key_path(directory)
+    try:
+        key = path.read_bytes()
+    except FileNotFoundError:
+        _mkdir_private(path.parent)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            key = path.read_bytes()
+        else:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(_KEY_BYTES))
+            key = path.read_bytes()
+    if len(key) != _KEY_BYTES:
+        raise ValueError(f"{path}: the owner's HMAC key must hold {_KEY_BYTES} bytes, found {len(key)}")
+    return key
+
+
+def input_identity(graph: Any, directory: str | os.PathLike[str]) -> str:
+    """``hmac-sha256:<hex>``: the keyed identity of a raw input graph under the owner's key
+    (:meth:`privgraph.graph.GraphData.keyed_digest`). Private-record material only."""
+    return "hmac-sha256:" + graph.keyed_digest(owner_key(directory))

@@ -21,12 +21,13 @@ def _config(tmp_path: Path, data_root: Path, **overrides) -> Path:
         "dataset": {"name": "cora", "rho": 0.2, "root": str(data_root)},
         "features": {"mechanism": "feature_rr", "epsilon": 1.0, "bins": 2, "lower": 0.0, "upper": 1.0},
         "edges": {"mechanism": "dprr", "epsilon": 1.0},
-        "budget": {"features": 1.0, "edges": 1.0},
+        "budget": {"features": 1.0, "edges": 2.0},
         "partitions": {"num_parts": 4},
         "executor": "dask",
         "dask": {"n_workers": 2},
         "seed": 7,
         "storage": str(tmp_path / "store"),
+        "private_records": str(tmp_path / "private"),
         "evaluate": {"runs": 2, "epochs": 60, "patience": 20},
     }
     cora.update(overrides)
@@ -53,9 +54,15 @@ def test_cli_run_publishes_a_private_cora_version(tmp_path, data_root):
         (e["guarantee"]["scope"], e["guarantee"]["kind"], e["guarantee"]["epsilon"]) for e in res["ledger"]["entries"]
     )
     assert entries == [("edges", "edge_ldp", 1.0), ("features", "feature_ldp", 1.0)]
+    units = {e["guarantee"]["scope"]: e["guarantee"]["unit_epsilon"] for e in res["ledger"]["entries"]}
+    assert units["edges"] == pytest.approx(2.0)  # DPRR at 1 per node: 2 edge-level
     m = res["metrics"]
     assert m["runs"] == 2 and 0.0 <= m["private"]["test_acc_mean"] <= 1.0
-    assert m["clean"]["test_acc_mean"] > 0.6
+    assert "clean" not in m  # computed from raw data: the owner's private record only
+    record = json.loads(Path(res["private_record"]).read_text())
+    assert Path(res["private_record"]).stat().st_mode & 0o777 == 0o600
+    assert record["private_evaluation"]["clean"]["test_acc_mean"] > 0.6
+    assert record["input_identity"].startswith("hmac-sha256:")
 
     store = str(tmp_path / "store")
     r = _cli("artifacts", "list", "--store", store, "--json", cwd=tmp_path)
@@ -65,8 +72,9 @@ def test_cli_run_publishes_a_private_cora_version(tmp_path, data_root):
     r = _cli("artifacts", "show", version, "--store", store, "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     manifest = json.loads(r.stdout)
-    assert manifest["metrics"]["clean"]["test_acc_mean"] == m["clean"]["test_acc_mean"]
+    assert manifest["metrics"] == m and "clean" not in json.dumps(manifest["metrics"])
     assert manifest["validation"]["success"] is True
+    assert record["input_identity"].split(":")[1] not in json.dumps(manifest)
     text = json.dumps(manifest).lower()
     assert "seed" not in text  # no seed anywhere in a published manifest
     # the raw graph never reaches the store: the stored features are the privatized ones
@@ -91,7 +99,7 @@ def test_cli_bad_config_exits_2_without_traceback(tmp_path, data_root):
 
 
 def test_cli_exceeded_budget_exits_3_and_publishes_nothing(tmp_path, data_root):
-    cfg = _config(tmp_path, data_root, budget={"features": 0.5, "edges": 1.0}, executor="serial")
+    cfg = _config(tmp_path, data_root, budget={"features": 0.5, "edges": 2.0}, executor="serial")
     r = _cli("run", "cora", "--config", str(cfg), "--no-evaluate", cwd=tmp_path)
     assert r.returncode == 3, r.stderr[-2000:]
     assert "Traceback" not in r.stderr and "features" in r.stderr

@@ -25,11 +25,12 @@ def _config(tmp_path: Path, **overrides) -> Path:
         "dataset": {"name": "sbm", "rho": 0.2, "options": {"num_nodes": 600, "num_features": 8}},
         "features": {"mechanism": "feature_rr", "epsilon": 2.0, "bins": 4},
         "edges": {"mechanism": "dprr", "epsilon": 2.0},
-        "budget": {"features": 2.0, "edges": 2.0},
+        "budget": {"features": 2.0, "edges": 4.0},
         "partitions": {"num_parts": 3},
         "executor": "serial",
         "seed": 11,
         "storage": str(tmp_path / "store"),
+        "private_records": str(tmp_path / "private"),
         "evaluate": {"runs": 2, "epochs": 20},
     }
     p.update(overrides)
@@ -52,7 +53,8 @@ def test_ledger_and_metrics_are_prefect_artifacts(harness, tmp_path):
         async with get_client() as client:
             r = await client._client.post(
                 "/artifacts/filter",
-                json={"artifacts": {"key": {"any_": ["sbm-small-ledger", "sbm-small-metrics"]}}, "limit": 100},
+                json={"artifacts": {"key": {"any_": ["sbm-small-ledger", "sbm-small-metrics",
+                                                     "sbm-small-private-evaluation"]}}, "limit": 100},
             )
             return r.json()
 
@@ -60,14 +62,17 @@ def test_ledger_and_metrics_are_prefect_artifacts(harness, tmp_path):
     by_key = {}
     for a in arts:
         by_key.setdefault(a["key"], []).append(a)
-    assert set(by_key) == {"sbm-small-ledger", "sbm-small-metrics"}
+    assert set(by_key) == {"sbm-small-ledger", "sbm-small-metrics", "sbm-small-private-evaluation"}
     assert {a["type"] for a in arts} == {"markdown"}
     ledger_md = max(by_key["sbm-small-ledger"], key=lambda a: a["created"])["data"]
-    assert "| privatize.features | feature_rr | features | feature_ldp | 2 |" in ledger_md
-    assert "| privatize.edges | dprr | edges | edge_ldp | 2 |" in ledger_md
+    assert "| privatize.features | feature_rr | features | feature_ldp | 2 | feature_ldp 2 | 3 disjoint |" in ledger_md
+    assert "| privatize.edges | dprr | edges | edge_ldp | 2 | edge_dp 4 | 3 disjoint |" in ledger_md
     assert res["version"] in ledger_md
     metrics_md = by_key["sbm-small-metrics"][0]["data"]
-    assert "| clean |" in metrics_md and "| private |" in metrics_md
+    assert "| private |" in metrics_md and "clean" not in metrics_md  # raw-data figures are not shareable
+    private_md = by_key["sbm-small-private-evaluation"][0]["data"]
+    assert private_md.startswith("# PRIVATE EVALUATION") and "trained on the raw graph" in private_md
+    assert "PRIVATE EVALUATION" in by_key["sbm-small-private-evaluation"][0]["description"]
     assert "seed" not in ledger_md.lower() + metrics_md.lower()
 
 
@@ -86,6 +91,7 @@ def test_failure_between_data_and_manifest_leaves_no_version(harness, tmp_path, 
     assert store.list_versions() == []
     leftovers = [p for p in (tmp_path / "store").rglob("*") if p.is_file()] if (tmp_path / "store").exists() else []
     assert leftovers == []  # the staged data objects were removed too
+    assert not list((tmp_path / "private").rglob("*.json"))  # and the private record of the version
 
 
 def test_failed_checkpoint_writes_nothing(harness, tmp_path):
@@ -105,7 +111,9 @@ def test_evaluate_flow_on_a_published_version(harness, tmp_path):
     cfg = _config(tmp_path)
     res = privatize_flow(pipeline="sbm-small", config_path=str(cfg), evaluate=False)
     out = evaluate_flow(pipeline="sbm-small", version=res["version"], config_path=str(cfg), store=str(tmp_path / "store"))
-    assert out["metrics"]["runs"] == 2 and out["metrics"]["clean"]["test_acc_mean"] > 0.5
+    assert out["metrics"]["runs"] == 2 and out["private_evaluation"]["clean"]["test_acc_mean"] > 0.5
+    assert "clean" not in out["metrics"]
+    assert out["input_check"].startswith("public inputs and the owner's keyed identity")
     # a configuration whose dataset is not this version's input is refused
     other = _config(tmp_path, dataset={"name": "sbm", "rho": 0.1, "options": {"num_nodes": 600, "num_features": 8}})
     from privgraph.errors import ArtifactError
@@ -121,10 +129,11 @@ def test_label_scope_in_the_flow(harness, tmp_path):
     cfg = _config(
         tmp_path,
         labels={"mechanism": "label_rr", "epsilon": 1.0, "num_classes": 4, "mask": ["train_mask"]},
-        budget={"features": 2.0, "edges": 2.0, "labels": 1.0},
+        budget={"features": 2.0, "edges": 4.0, "labels": 1.0},
     )
     res = privatize_flow(pipeline="sbm-small", config_path=str(cfg), evaluate=False)
     manifest = open_store(tmp_path / "store").read_manifest("sbm-small", res["version"])
     scopes = {e["guarantee"]["scope"]: e["guarantee"]["epsilon"] for e in manifest["ledger"]["entries"]}
     assert scopes == {"features": 2.0, "edges": 2.0, "labels": 1.0}
-    assert "train_mask" in manifest["public"]["labels_outside_mask"]
+    assert "train_mask" in manifest["public"]["labels_outside_mask"]["what"]
+    assert manifest["public"]["labels_outside_mask"]["declared_by"] == "pipelines.sbm-small.labels.mask"
