@@ -176,6 +176,12 @@ def run_comparison(
         acc = float(train_node_classifier(graph, seed=ts, **clean_kwargs)["test_acc"])
         records.append({"mechanism": CLEAN, "epsilon": None, "run": i, "test_acc": acc})
         say(f"clean run {i}: test accuracy {acc:.4f}")
+    # a features comparison keeps the private edges as they are (only the compared scope is
+    # privatized; the result is a private report, never stored as a version): hand them to
+    # privatize_graph as public edges, which refuses private edges without an edge mechanism
+    base = graph
+    if sc is Scope.FEATURES and graph.edges_private.shape[1]:
+        base = graph.replace(edges_public=graph.edges("all"), edges_private=np.zeros((2, 0), np.int64))
     for name, entry in mechanisms.items():
         registry, params, use_scores = mechanism_entry(name, entry)
         if use_scores:
@@ -194,7 +200,7 @@ def run_comparison(
             for i, (ps, ts) in enumerate(zip(priv_seeds, train_seeds, strict=True)):
                 mech_kw = {"features": mech if sc is Scope.FEATURES else None,
                            "edges": mech if sc is Scope.EDGES else None}
-                result = privatize_graph(graph, partitioning=partitioning, root_seed=ps, executor=executor, **mech_kw)
+                result = privatize_graph(base, partitioning=partitioning, root_seed=ps, executor=executor, **mech_kw)
                 if true_degree is not None and i == 0:
                     curves[f"{name}/{eps:g}"] = degree_curve(true_degree, _degrees(result.graph))
                 acc = float(train_node_classifier(result.graph, seed=ts, eval_y=graph.y, **kwargs)["test_acc"])

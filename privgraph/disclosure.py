@@ -287,6 +287,12 @@ def declare_public(name: str, cfg: PipelineConfig) -> Disclosure:
             f"public, but {p('features', 'mechanism')} privatizes them (its guarantee would cover "
             "nothing); remove one of the two"
         )
+    if pn is not None and reads_labels and pn.rule == "all" and pn.charge_epsilon is None:
+        raise ConfigError(
+            f"{p('scores', 'public_nodes', 'rule')}: 'all' treats every label as private (the test "
+            f"labels included) and reads them; set {p('scores', 'public_nodes', 'charge_epsilon')} "
+            "to randomize and charge them, or use rule 'train_mask' or 'random'"
+        )
     if pn is not None and reads_labels and cfg.labels is not None and pn.charge_epsilon is None:
         mask = d.label_mask
         where = p("labels", "mask") if mask is not None else p("labels")
@@ -297,12 +303,6 @@ def declare_public(name: str, cfg: PipelineConfig) -> Disclosure:
                 f"public (SHAP reads them raw and theta is published), but {where} privatizes "
                 f"{privatized}; set {p('scores', 'public_nodes', 'charge_epsilon')} to randomize and "
                 "charge them, or use rule 'random'"
-            )
-        if pn.rule == "all":
-            raise ConfigError(
-                f"{p('scores', 'public_nodes', 'rule')}: 'all' reads every label raw, but {where} "
-                f"privatizes {privatized}; set {p('scores', 'public_nodes', 'charge_epsilon')} to "
-                "randomize and charge them"
             )
         if pn.rule == "random" and mask is None:
             raise ConfigError(

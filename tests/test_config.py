@@ -19,7 +19,7 @@ BASE = {
             "dataset": {"name": "cora", "rho": 0.2},
             "features": {"mechanism": "feature_rr", "epsilon": 1.0, "bins": 2},
             "edges": {"mechanism": "dprr", "epsilon": 1.0},
-            "budget": {"features": 1.0, "edges": 1.0},
+            "budget": {"features": 1.0, "edges": 2.0},
         }
     }
 }
@@ -52,7 +52,9 @@ def test_repo_pipelines_yaml_is_valid():
     assert cora.features.mechanism == "feature_rr" and cora.features.epsilon == 1.0
     assert cora.edges.mechanism == "dprr" and cora.edges.epsilon == 1.0
     assert cora.dataset.rho == 0.2
-    assert cora.budget == {"features": 1.0, "edges": 1.0}
+    assert cora.budget == {"features": 1.0, "edges": 2.0}  # edge-level DP: 2 x DPRR's per-node eps
+    for name in cfg.pipelines:
+        cfg.disclosure(name)  # every shipped pipeline declares what is public without conflict
 
 
 def test_valid_base():
@@ -130,3 +132,81 @@ def test_labels_scope():
     assert parse_config(data).get("cora").labels.params() == {"epsilon": 1.0, "num_classes": 7}
     msg = _error(_with("pipelines.cora.labels", {"mechanism": "feature_rr", "epsilon": 1.0}))
     assert msg.startswith("pipelines.cora.labels.mechanism:") and "features" in msg, msg
+
+
+# -- the one declaration of what is public (issue 9, leak 2) ---------------------------------------
+SCORES = {"gamma": 1.0, "public_nodes": {"rule": "train_mask"}}
+LABELS = {"mechanism": "label_rr", "epsilon": 1.0, "num_classes": 7, "mask": ["train_mask", "val_mask"]}
+
+
+def _heterorr(**over) -> dict:
+    d = copy.deepcopy(BASE)
+    d["pipelines"]["cora"].update({"scores": copy.deepcopy(SCORES), "labels": copy.deepcopy(LABELS),
+                                  "budget": {"features": 1.0, "edges": 2.0, "labels": 1.0}})
+    d["pipelines"]["cora"].update(over)
+    return d
+
+
+def test_scores_reading_labels_that_labels_privatizes_is_refused_naming_both_paths():
+    """The configuration of leak 2: LabelRR on train+val labels and SHAP on the raw training
+    labels. Accepted before the fix (theta, published, moved with one training label)."""
+    msg = _error(_heterorr())
+    assert msg.startswith("pipelines.cora.scores.public_nodes.rule:"), msg
+    assert "pipelines.cora.labels.mask" in msg and "charge_epsilon" in msg, msg
+
+
+def test_the_same_conflict_through_the_cli_exits_2_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    p = tmp_path / "pipelines.yaml"
+    p.write_text(yaml.safe_dump(_heterorr()))
+    r = subprocess.run([sys.executable, "-m", "privgraph.cli", "run", "cora", "--config", str(p)],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and "pipelines.cora.labels.mask" in lines[0] and "Traceback" not in r.stderr
+
+
+def test_consistent_declarations_are_accepted():
+    # charged: the scores randomize the private labels and the charge is in the ledger
+    charged = _heterorr()
+    charged["pipelines"]["cora"]["scores"]["public_nodes"]["charge_epsilon"] = 0.5
+    parse_config(charged)
+    # the labels mechanism leaves the training labels public
+    val_only = _heterorr(labels={**LABELS, "mask": ["val_mask"]})
+    d = parse_config(val_only).disclosure("cora")
+    assert d.manifest_section()["labels_outside_mask"]["declared_by"] == "pipelines.cora.labels.mask"
+    # rule random draws outside the private masks
+    rnd = _heterorr(scores={"gamma": 1.0, "public_nodes": {"rule": "random", "fraction": 0.1}})
+    parse_config(rnd)
+
+
+@pytest.mark.parametrize(
+    ("over", "paths"),
+    [
+        ({"labels": {**LABELS, "mask": None}}, ("scores.public_nodes.rule", "labels")),  # every label private
+        ({"scores": {"gamma": 1.0, "public_nodes": {"rule": "random", "fraction": 0.1}},
+          "labels": {"mechanism": "label_rr", "epsilon": 1.0, "num_classes": 7}}, ("scores.public_nodes.rule", "labels")),
+        ({"scores": {"gamma": 1.0, "public_nodes": {"rule": "all", "all_features_public": True}}},
+         ("scores.public_nodes.all_features_public", "features.mechanism")),
+    ],
+)
+def test_other_conflicts_are_refused(over, paths):
+    data = _heterorr(**over)
+    if data["pipelines"]["cora"]["labels"].get("mask", "x") is None:
+        del data["pipelines"]["cora"]["labels"]["mask"]
+    msg = _error(data)
+    for p in paths:
+        assert f"pipelines.cora.{p}" in msg, msg
+
+
+def test_private_edges_need_an_edge_mechanism():
+    """cora-lpgnn shipped with rho 0.2 and no edge mechanism: its raw private edges were stored."""
+    msg = _error(_with("pipelines.cora.edges", None, delete=True))
+    assert msg.startswith("pipelines.cora.dataset.rho:") and "pipelines.cora.edges" in msg, msg
+    no_rho = _with("pipelines.cora.edges", None, delete=True)
+    no_rho["pipelines"]["cora"]["dataset"]["rho"] = 0.0
+    no_rho["pipelines"]["cora"]["budget"] = {"features": 1.0}
+    d = parse_config(no_rho).disclosure("cora")
+    assert "private_nodes" not in d.manifest_section() and d.private_scopes() == ("features",)

@@ -20,6 +20,25 @@ def graph():
     return split_public_private(g, 0.2, seed=2)
 
 
+@pytest.fixture(scope="module")
+def public_graph(graph):
+    """The same graph with every edge public (a feature- or label-only pipeline)."""
+    return graph.replace(edges_public=graph.edges("all"), edges_private=np.zeros((2, 0), np.int64))
+
+
+def test_private_edges_without_an_edge_mechanism_are_refused(graph):
+    """Before issue 9 a features-only pipeline on a graph with private edges (cora-lpgnn with rho
+    0.2) stored the raw private edges as kind 'private'."""
+    from privgraph.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no edge mechanism"):
+        privatize_graph(
+            graph, features=build_mechanism("feature_rr", {"epsilon": 1.0}), edges=None,
+            partitioning=partition_graph(graph, 2, "hash"), root_seed=np.random.SeedSequence(1),
+            executor=SerialExecutor(),
+        )
+
+
 def _run(graph, executor, seed=123, parts=4):
     return privatize_graph(
         graph,
@@ -81,7 +100,8 @@ def test_ledger_has_one_entry_per_mechanism_with_parallel_composition(graph):
     assert entries[0].guarantee.kind is GuaranteeKind.FEATURE_LDP
     assert entries[1].guarantee.kind is GuaranteeKind.EDGE_LDP
     assert res.ledger.spent(Scope.FEATURES) == pytest.approx(1.0)
-    assert res.ledger.spent(Scope.EDGES) == pytest.approx(1.0)
+    assert res.ledger.spent(Scope.EDGES) == pytest.approx(2.0)  # edge-level: both ends report
+    assert res.ledger.spent(Scope.EDGES, GuaranteeKind.EDGE_LDP) == pytest.approx(1.0)
     assert entries[0].partitions == (0, 1, 2, 3)
     assert "eps1" in entries[1].params and "eps2" in entries[1].params
 
@@ -90,7 +110,8 @@ FEATURE_MECHANISMS = ["feature_rr", "laplace", "duchi", "piecewise", "hybrid", "
 
 
 @pytest.mark.parametrize("name", FEATURE_MECHANISMS)
-def test_every_feature_mechanism_runs_per_partition(graph, name):
+def test_every_feature_mechanism_runs_per_partition(public_graph, name):
+    graph = public_graph
     mech = build_mechanism(name, {"epsilon": 2.0})
     run = lambda: privatize_graph(  # noqa: E731
         graph, features=mech, edges=None, partitioning=partition_graph(graph, 3, "hash"),
@@ -106,7 +127,8 @@ def test_every_feature_mechanism_runs_per_partition(graph, name):
         assert abs(float(a.graph.x.mean()) - float(graph.x.mean())) < 0.05
 
 
-def test_label_rr_per_partition_perturbs_only_masked_labels(graph):
+def test_label_rr_per_partition_perturbs_only_masked_labels(public_graph):
+    graph = public_graph
     mech = build_mechanism("label_rr", {"epsilon": 1.0, "num_classes": 3, "mask": ["train_mask", "val_mask"]})
     res = privatize_graph(
         graph, features=None, edges=None, labels=mech, partitioning=partition_graph(graph, 3, "hash"),

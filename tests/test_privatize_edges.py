@@ -76,7 +76,7 @@ def test_edge_mechanism_release(graph, name):
     (entry,) = a.ledger.entries
     assert entry.mechanism == name and entry.scope is Scope.EDGES
     assert entry.partitions == (0, 1, 2)
-    assert a.stats["edges"]["released_private_edges"] == e.shape[1]
+    assert a.release["edges"]["released_private_edges"] == e.shape[1]
     if name == "nonpriv_part":
         assert e.shape[1] == 0 and entry.epsilon == 0.0
     else:

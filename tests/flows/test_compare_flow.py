@@ -1,5 +1,6 @@
 """The compare flow in-process under a Prefect test harness: table, results and plot stored as a
-version, published as Prefect artifacts, no seed anywhere."""
+PRIVATE report (owner-only files under private_records, never a shareable version), published as
+Prefect artifacts titled as private evaluation, no seed anywhere."""
 
 from __future__ import annotations
 
@@ -25,9 +26,11 @@ def _config(tmp_path: Path, **overrides) -> Path:
     pipe = {
         "dataset": {"name": "sbm", "rho": 0.2, "options": {"num_nodes": 300, "num_features": 8}},
         "features": {"mechanism": "feature_rr", "epsilon": 2.0},
+        "edges": {"mechanism": "dprr", "epsilon": 2.0},
         "partitions": {"num_parts": 2, "method": "hash"},
         "executor": "serial",
         "storage": str(tmp_path / "store"),
+        "private_records": str(tmp_path / "private"),
         "evaluate": {"epochs": 10, "hidden": 16, "device": "cpu"},
     }
     comp = {
@@ -41,39 +44,49 @@ def _config(tmp_path: Path, **overrides) -> Path:
     return path
 
 
-def test_compare_flow_stores_table_plot_and_artifacts(harness, tmp_path):
+def test_compare_flow_stores_a_private_report_and_private_artifacts(harness, tmp_path):
+    """Leak 4 of issue 9: a comparison's outputs (accuracies on raw labels, the exact private degree
+    histogram of edge comparisons) were stored as a shareable version; now a private report."""
     from prefect.client.orchestration import get_client
 
     from flows.compare import compare_flow
     from privgraph.storage import open_store
 
     res = compare_flow(name="sbm-cmp", config_path=str(_config(tmp_path)))
-    store = open_store(str(tmp_path / "store"))
-    manifest = store.read_manifest("sbm-cmp", res["version"])
-    assert manifest["kind"] == "comparison" and manifest["ledger"]["entries"] == []
-    assert manifest["scores"]["public_nodes"]["rule"] == "train_mask"
-    by_label = {m["label"]: m for m in manifest["mechanisms"]}
+    assert res["private"] is True
+    assert open_store(str(tmp_path / "store")).list_versions() == []  # never a shareable version
+    folder = Path(res["report"])
+    assert folder.is_relative_to(tmp_path / "private" / "reports" / "sbm-cmp")
+    info = json.loads((folder / "report.json").read_text())
+    assert info["private"] is True and info["covered_by_guarantee"] is False and "PRIVATE" in info["note"]
+    assert info["kind"] == "comparison" and info["scores"]["public_nodes"]["rule"] == "train_mask"
+    by_label = {m["label"]: m for m in info["mechanisms"]}
     assert by_label["feature_rr"]["theta"] == "HeteroRR scores (see scores)" and by_label["duchi"]["theta"] is None
-    assert "seed" not in json.dumps(manifest).lower()
-    objs = store.read_objects("sbm-cmp", res["version"])
-    assert set(objs) == {"results.json", "table.md", "utility.png"}
-    results = json.loads(objs["results.json"])
+    assert "seed" not in json.dumps(info).lower()
+    files = {p.name for p in folder.iterdir()}
+    assert files == {"results.json", "table.md", "utility.png", "report.json"}
+    assert all((folder / f).stat().st_mode & 0o777 == 0o600 for f in files)
+    results = json.loads((folder / "results.json").read_text())
     assert len(results["records"]) == 2 + 2 * 2 * 2
-    assert "| feature_rr (target) |" in objs["table.md"].decode()
-    assert objs["utility.png"][:4] == b"\x89PNG"
+    assert "| feature_rr (target) |" in (folder / "table.md").read_text()
+    assert (folder / "utility.png").read_bytes()[:4] == b"\x89PNG"
     assert res["summary"] == results["summary"]
 
     async def read():
         async with get_client() as client:
             r = await client._client.post(
-                "/artifacts/filter", json={"artifacts": {"key": {"any_": ["sbm-cmp-table", "sbm-cmp-plot"]}}, "limit": 10}
+                "/artifacts/filter",
+                json={"artifacts": {"key": {"any_": ["sbm-cmp-table", "sbm-cmp-plot", "sbm-cmp-private-table",
+                                                     "sbm-cmp-private-plot"]}}, "limit": 10},
             )
             return r.json()
 
     arts = {a["key"]: a for a in asyncio.run(read())}
-    assert set(arts) == {"sbm-cmp-table", "sbm-cmp-plot"}
-    assert res["version"] in arts["sbm-cmp-table"]["data"]
-    assert "data:image/png;base64," in arts["sbm-cmp-plot"]["data"]
+    assert set(arts) == {"sbm-cmp-private-table", "sbm-cmp-private-plot"}
+    for a in arts.values():
+        assert a["data"].startswith("# PRIVATE EVALUATION") and "PRIVATE EVALUATION" in a["description"]
+    assert str(folder) in arts["sbm-cmp-private-table"]["data"]
+    assert "data:image/png;base64," in arts["sbm-cmp-private-plot"]["data"]
 
 
 def test_comparison_config_errors_name_their_path(tmp_path):

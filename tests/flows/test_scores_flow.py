@@ -24,17 +24,20 @@ def harness():
         yield
 
 
-def _config(tmp_path: Path, scores: dict, budget: dict | None = None) -> Path:
+def _config(tmp_path: Path, scores: dict, budget: dict | None = None, labels: dict | None = None) -> Path:
     p = {
-        "dataset": {"name": "sbm", "rho": 0.2, "options": {"num_nodes": 600, "num_features": 8}},
+        "dataset": {"name": "sbm", "rho": 0.0, "options": {"num_nodes": 600, "num_features": 8}},
         "features": {"mechanism": "feature_rr", "epsilon": 2.0, "bins": 2},
         "budget": budget or {"features": 2.0},
         "partitions": {"num_parts": 2, "method": "hash"},
         "executor": "serial",
         "seed": 11,
         "storage": str(tmp_path / "store"),
+        "private_records": str(tmp_path / "private"),
         "scores": scores,
     }
+    if labels is not None:
+        p["labels"] = labels
     path = tmp_path / "pipelines.yaml"
     path.write_text(yaml.safe_dump({"pipelines": {"sbm-scores": p}}))
     return path
@@ -60,30 +63,31 @@ def test_theta_from_public_scores_feeds_feature_rr(harness, tmp_path, monkeypatc
 
 def test_private_labels_for_shap_are_refused_unless_charged(harness, tmp_path, monkeypatch):
     from flows.privatize import privatize_flow
+    from privgraph.errors import ConfigError
 
     monkeypatch.setenv("PRIVGRAPH_CACHE_DIR", str(tmp_path / "cache"))
-    uncharged = {"gamma": 1.0, "public_nodes": {"rule": "all", "all_features_public": True}}
-    with pytest.raises(PrivgraphError, match="private labels"):
-        privatize_flow(pipeline="sbm-scores", config_path=str(_config(tmp_path, uncharged)), evaluate=False)
+    train_private = {"mechanism": "label_rr", "epsilon": 1.0, "num_classes": 4, "mask": ["train_mask"]}
+    uncharged = {"gamma": 1.0, "public_nodes": {"rule": "train_mask"}}
+    with pytest.raises(ConfigError, match="pipelines.sbm-scores.labels.mask privatizes"):
+        privatize_flow(pipeline="sbm-scores", evaluate=False,
+                       config_path=str(_config(tmp_path, uncharged, {"features": 2.0, "labels": 2.0}, train_private)))
     assert not (tmp_path / "store" / "sbm-scores").exists()
 
-    charged = {"gamma": 1.0, "public_nodes": {"rule": "all", "all_features_public": True,
-                                              "charge_epsilon": 1.0, "num_classes": 4}}
+    charged = {"gamma": 1.0, "public_nodes": {"rule": "train_mask", "charge_epsilon": 1.0, "num_classes": 4}}
     res = privatize_flow(
-        pipeline="sbm-scores", config_path=str(_config(tmp_path, charged, {"features": 2.0, "labels": 1.0})),
-        evaluate=False,
+        pipeline="sbm-scores", evaluate=False,
+        config_path=str(_config(tmp_path, charged, {"features": 2.0, "labels": 2.0}, train_private)),
     )
     labels = [e for e in res["ledger"]["entries"] if e["stage"] == "scores.labels"]
     assert len(labels) == 1 and labels[0]["guarantee"]["scope"] == "labels"
     assert labels[0]["guarantee"]["epsilon"] == 1.0
-    # the same charge over a labels cap of 0.5 fails the checkpoint: nothing published
+    # the same charge over a labels cap of 1.5 (LabelRR 1 + scores 1 = 2) fails the checkpoint
     from privgraph.errors import ValidationFailedError
 
     with pytest.raises(ValidationFailedError):
         privatize_flow(
-            pipeline="sbm-scores",
-            config_path=str(_config(_mk(tmp_path / "b"), charged, {"features": 2.0, "labels": 0.5})),
-            evaluate=False,
+            pipeline="sbm-scores", evaluate=False,
+            config_path=str(_config(_mk(tmp_path / "b"), charged, {"features": 2.0, "labels": 1.5}, train_private)),
         )
     assert not (tmp_path / "b" / "store" / "sbm-scores").exists()
 

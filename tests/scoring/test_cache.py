@@ -101,12 +101,13 @@ def test_hit_without_recompute_and_misses(synth, tmp_path, monkeypatch):
 
 
 def test_charged_hit_returns_the_guarantee(synth, tmp_path):
-    cfg = {**CFG, "public_nodes": {"rule": "train_mask", "private_label_masks": ["train_mask"], "charge_epsilon": 0.5}}
-    r1 = compute_scores(synth, cfg, seed=3, cache=tmp_path)
-    r2 = compute_scores(synth, cfg, seed=3, cache=tmp_path)
+    cfg = {**CFG, "public_nodes": {"rule": "train_mask", "charge_epsilon": 0.5}}
+    private = synth.train_mask
+    r1 = compute_scores(synth, cfg, seed=3, cache=tmp_path, private_labels=private)
+    r2 = compute_scores(synth, cfg, seed=3, cache=tmp_path, private_labels=private)
     assert r2.cache_hit and r2.guarantee == r1.guarantee and r2.guarantee.epsilon == 0.5
     # other label noise (another secret seed) is another input: a miss
-    assert not compute_scores(synth, cfg, seed=4, cache=tmp_path).cache_hit
+    assert not compute_scores(synth, cfg, seed=4, cache=tmp_path, private_labels=private).cache_hit
 
 
 def test_cache_off_and_unfingerprintable_embed(synth, tmp_path, monkeypatch):

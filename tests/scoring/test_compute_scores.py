@@ -158,10 +158,11 @@ def test_published_theta_does_not_depend_on_the_noise_seed(synth):
 def test_gamma_endpoints_skip_unneeded_work(synth):
     r0 = compute_scores(
         synth,
-        {"gamma": 0, "public_nodes": {"rule": "train_mask", "private_label_masks": ["train_mask"]},
+        {"gamma": 0, "public_nodes": {"rule": "train_mask"},
          "sensitivity": {"sensitive_columns": [2]}},
         seed=0,
         cache=False,
+        private_labels=synth.train_mask,
     )
     # gamma = 0 reads no label, so private labels are no reason to refuse
     assert r0.alpha is None and r0.guarantee is None

@@ -153,11 +153,11 @@ def test_charged_surrogate_never_sees_true_private_labels(synth, monkeypatch):
     monkeypatch.setattr(LabelRR, "privatize_labels", shift)
     cfg = {
         "gamma": 0.5,
-        "public_nodes": {"rule": "train_mask", "private_label_masks": ["train_mask"], "charge_epsilon": 1.5},
+        "public_nodes": {"rule": "train_mask", "charge_epsilon": 1.5},
         "importance": {"background_size": 20, "explain_size": 20},
         "sensitivity": {"sensitive_columns": [2]},
     }
-    r = compute_scores(synth, cfg, seed=4, cache=False)
+    r = compute_scores(synth, cfg, seed=4, cache=False, private_labels=synth.train_mask)
     assert len(seen) == 1
     y_true = synth.y[synth.train_mask]
     np.testing.assert_array_equal(seen[0], (y_true + 1) % 3)

@@ -52,7 +52,7 @@ def test_graph_round_trip(backend, graph, manifest):
     ).keyed_digest(b"test-key-0123456789")
     loaded, fingerprint = store.load_graph(PIPE, version)
     assert loaded.keyed_digest(b"test-key-0123456789") == back.keyed_digest(b"test-key-0123456789")
-    assert fingerprint == manifest["input_fingerprint"]
+    assert fingerprint == manifest["public_input_fingerprint"]
 
 
 def test_manifest_gets_version_created_and_checksums(backend, graph, manifest):
@@ -62,7 +62,7 @@ def test_manifest_gets_version_created_and_checksums(backend, graph, manifest):
     stored = store.read_manifest(PIPE, version)
     assert stored["version"] == version
     assert stored["pipeline"] == PIPE
-    assert stored["format"] == "privgraph.manifest/1"
+    assert stored["format"] == "privgraph.manifest/2"
     assert set(stored["objects"]) == set(objects)
     assert stored["objects"]["edges.parquet"]["size"] == len(objects["edges.parquet"])
     for key in manifest:
@@ -98,7 +98,7 @@ def test_list_versions(backend, graph, manifest_factory):
     assert store.latest_version("pipe-a").version == a2
     info = infos[0]
     assert isinstance(info, VersionInfo)
-    assert info.code_version == "test" and info.input_fingerprint == "0" * 64
+    assert info.code_version == "test" and info.public_input_fingerprint == "0" * 64
     assert info.num_objects == 5 and info.total_bytes > 0 and info.validation_success is True
     assert info.epsilon_summary == "features 1"
     assert info.to_dict()["epsilon_summary"] == "features 1"
@@ -327,7 +327,7 @@ def test_stage_then_publish(backend, graph, manifest):
     assert pending.published
     assert store.find_version(pending.version) == (PIPE, pending.version)
     assert store.read_manifest(PIPE, pending.version)["created"] == pending.created
-    assert store.load_graph(PIPE, pending.version, staged=True)[1] == manifest["input_fingerprint"]
+    assert store.load_graph(PIPE, pending.version, staged=True)[1] == manifest["public_input_fingerprint"]
 
 
 def test_publish_is_idempotent_but_immutable(backend, manifest, manifest_factory):

@@ -113,7 +113,7 @@ def _run_result(graph):
                     partitions=(0, 1), params={"epsilon": 1.0, "bins": 2}),
         LedgerEntry("privatize.edges", "dprr",
                     Guarantee(GuaranteeKind.EDGE_LDP, 1.0, Scope.EDGES,
-                              assumptions=("V_pri is public",)),
+                              assumptions=("V_pri is public",), unit_epsilon=2.0),
                     partitions=(0, 1), params={"epsilon": 1.0, "eps1": np.float64(0.1)}),
     ])
     stats = {"partitions": [np.int64(3), np.int64(3)], "partition_method": "metis",
@@ -129,7 +129,7 @@ def _config():
         "dataset": {"name": "cora", "rho": 0.2, "split_seed": 5, "root": "/home/someone/data"},
         "features": {"mechanism": "feature_rr", "epsilon": 1.0, "bins": 2},
         "edges": {"mechanism": "dprr", "epsilon": 1.0},
-        "budget": {"features": 1.0, "edges": 1.0},
+        "budget": {"features": 1.0, "edges": 2.0},
         "seed": 1234,
     })
 
@@ -137,26 +137,35 @@ def _config():
 def test_build_manifest_holds_public_facts_only(graph, tmp_path):
     from privgraph.storage import LocalStore, build_manifest, graph_to_objects
 
+    from privgraph.disclosure import declare_public
+
     result = _run_result(graph)
-    m = build_manifest(pipeline="cora", config=_config(), graph_in=graph, result=result,
+    disclosure = declare_public("cora", _config())
+    m = build_manifest(pipeline="cora", config=_config(), disclosure=disclosure, graph_in=graph, result=result,
                        validation={"success": True, "results": [], "budget": []},
                        metrics={"runs": 2})
     validate_manifest(m)
     text = json.dumps(m)
     assert "seed" not in text.lower()  # neither the noise seed nor the dataset's split_seed
     assert "1234" not in text and "/home/someone" not in text
-    assert m["input_fingerprint"] == graph.fingerprint()
+    assert m["public_input_fingerprint"] == disclosure.fingerprint(graph)
+    assert "input_fingerprint" not in m  # the old unsalted hash of the raw input (leak 1 of issue 9)
     assert m["num_nodes"] == 6
     assert m["dataset"] == {"name": "cora", "rho": 0.2, "options": {}}
     assert [x["mechanism"] for x in m["mechanisms"]] == ["feature_rr", "dprr"]
     assert m["mechanisms"][1]["params"]["eps1"] == 0.1
     assert m["privatized"] == ["edges", "features"]
     assert {"edges_public", "private_nodes", "labels", "splits"} <= set(m["public"])
+    assert m["public"]["private_nodes"]["declared_by"] == "pipelines.cora.dataset.rho"
     assert "features" not in m["public"]
+    assert m["mechanisms"][1]["unit_kind"] == "edge_dp" and m["mechanisms"][1]["unit_epsilon"] == 2.0
     assert m["stats"]["partitions"] == [3, 3]
     assert m["metrics"] == {"runs": 2}
-    assert m["budget"] == {"features": 1.0, "edges": 1.0}
+    assert m["budget"] == {"features": 1.0, "edges": 2.0}
+    with pytest.raises(ValueError, match="private record"):
+        build_manifest(pipeline="cora", config=_config(), disclosure=disclosure, graph_in=graph, result=result,
+                       validation={"success": True}, metrics={"runs": 2, "clean": {"test_acc_mean": 0.8}})
     store = LocalStore(tmp_path)
     version = store.put_version("cora", graph_to_objects(graph), m)
-    assert store.list_versions()[0].epsilon_summary == "features 1 / edges 1"
+    assert store.list_versions()[0].epsilon_summary == "features 1 / edges 2"
     assert store.read_manifest("cora", version)["ledger"] == result.ledger.to_dict()
