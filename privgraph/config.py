@@ -91,16 +91,18 @@ class MechanismConfig(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     mechanism: str
-    epsilon: float
+    epsilon: float | None = Field(default=None, description="required by every mechanism that spends a budget")
 
     @field_validator("epsilon", mode="before")
     @classmethod
-    def _eps(cls, v: Any) -> float:
-        return _finite_positive(v)
+    def _eps(cls, v: Any) -> float | None:
+        return None if v is None else _finite_positive(v)
 
     def params(self) -> dict[str, Any]:
-        """The constructor keywords: epsilon plus the mechanism's own parameters."""
-        return {"epsilon": self.epsilon, **(self.model_extra or {})}
+        """The constructor keywords: epsilon (when set: NonPriv-Part takes none) plus the
+        mechanism's own parameters."""
+        eps = {} if self.epsilon is None else {"epsilon": self.epsilon}
+        return {**eps, **(self.model_extra or {})}
 
 
 class PartitionConfig(_Strict):

@@ -124,3 +124,41 @@ class TestMechanismContract:
 def test_unknown_mechanism() -> None:
     with pytest.raises(ValueError, match=r"unknown mechanism 'x'; known: dprr, duchi, edge_rand, edge_rr, feature_rr, "):
         build_mechanism("x", {"epsilon": 1.0})
+
+
+# -- one epsilon policy (issue 9, leak 5) -----------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(VALID_PARAMS))
+def test_every_mechanism_states_the_range_in_which_it_is_exact(name: str) -> None:
+    """Each mechanism declares ``epsilon_range``; the bounds themselves are accepted, the next
+    floats outside are refused at construction (so a pipeline is refused when it is loaded)."""
+    from privgraph.mechanisms.base import EpsilonRange
+
+    cls = MECHANISMS[name]
+    r = cls.epsilon_range
+    assert isinstance(r, EpsilonRange) and r.note and 0 < r.low <= r.high < math.inf
+    build = lambda eps: build_mechanism(name, {**VALID_PARAMS[name], "epsilon": eps})  # noqa: E731
+    build(r.low)
+    with pytest.raises(ValueError, match="epsilon"):
+        build(float(np.nextafter(r.low, 0.0)))
+    if not r.per_coordinate:
+        build(r.high)
+        with pytest.raises(ValueError, match="epsilon"):
+            build(float(np.nextafter(r.high, np.inf)))
+    for absurd in (1e-40, 1e308):
+        with pytest.raises(ValueError):
+            m = build(absurd)
+            if r.per_coordinate:  # the split is known once the (public) feature count is
+                m.privatize_rows(np.zeros((1, 4)), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("eps", [1e308, 1e-40])
+def test_absurd_budgets_are_refused_when_the_pipeline_is_loaded(eps: float) -> None:
+    """``dprr`` at 1e308 released the exact graph; at 1e-40 it failed late with a NaN error."""
+    from privgraph.config import parse_config
+    from privgraph.errors import ConfigError
+
+    data = {"pipelines": {"p": {"dataset": {"name": "cora", "rho": 0.2},
+                                "edges": {"mechanism": "dprr", "epsilon": eps}, "budget": {"edges": 1e308}}}}
+    with pytest.raises(ConfigError, match=r"^pipelines\.p\.edges: .*epsilon") as info:
+        parse_config(data)
+    assert "\n" not in str(info.value) and "exact" in str(info.value)
