@@ -137,3 +137,37 @@ def test_label_scope_in_the_flow(harness, tmp_path):
     assert scopes == {"features": 2.0, "edges": 2.0, "labels": 1.0}
     assert "train_mask" in manifest["public"]["labels_outside_mask"]["what"]
     assert manifest["public"]["labels_outside_mask"]["declared_by"] == "pipelines.sbm-small.labels.mask"
+
+
+def test_evaluate_checks_the_private_input_with_the_owners_keyed_identity(harness, tmp_path, monkeypatch):
+    """The same public inputs with one private feature row changed: the public fingerprint cannot
+    tell (by design: it does not depend on private data), the owner's HMAC in the private record can."""
+    import numpy as np
+
+    import tasks.ingest
+    from flows.evaluate import evaluate_flow
+    from flows.privatize import privatize_flow
+    from privgraph.config import load_config
+    from privgraph.datasets import load_dataset
+    from privgraph.errors import ArtifactError
+    from privgraph.storage import open_store
+
+    cfg = _config(tmp_path)
+    res = privatize_flow(pipeline="sbm-small", config_path=str(cfg), evaluate=False)
+    d = load_config(cfg).get("sbm-small").dataset
+    graph = load_dataset(d.name, rho=d.rho, split_seed=d.split_seed, **d.options)
+    x = graph.x.copy()
+    x[0] = x[1] + 1.0
+    changed = graph.replace(x=x)
+    disclosure = load_config(cfg).disclosure("sbm-small")
+    manifest = open_store(tmp_path / "store").read_manifest("sbm-small", res["version"])
+    assert disclosure.fingerprint(changed) == manifest["public_input_fingerprint"]
+    monkeypatch.setattr(tasks.ingest, "load_dataset", lambda *a, **k: changed)
+    with pytest.raises(ArtifactError, match="keyed identity"):
+        evaluate_flow(pipeline="sbm-small", version=res["version"], config_path=str(cfg), store=str(tmp_path / "store"))
+    # without the owner's record (another machine) the public inputs are all that can be checked
+    for p in (tmp_path / "private" / "sbm-small").glob("*.json"):
+        p.unlink()
+    out = evaluate_flow(pipeline="sbm-small", version=res["version"], config_path=str(cfg), store=str(tmp_path / "store"))
+    assert out["input_check"].startswith("public inputs checked; the private input is not")
+    assert np.isfinite(out["metrics"]["private"]["test_acc_mean"])
