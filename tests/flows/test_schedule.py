@@ -12,7 +12,7 @@ from privgraph.errors import ConfigError
 BASE = {
     "pipelines": {
         "cora": {
-            "dataset": {"name": "cora", "rho": 0.2},
+            "dataset": {"name": "cora"},
             "features": {"mechanism": "feature_rr", "epsilon": 1.0},
             "budget": {"features": 1.0},
             "schedule": {"cron": "0 3 * * *", "timezone": "Europe/Paris"},
