@@ -363,3 +363,37 @@ def test_repr_and_params() -> None:
     assert DPRR.name == "dprr" and DPRR.scope is Scope.EDGES
     with pytest.raises(TypeError):
         DPRR(1.0)  # type: ignore[misc]
+
+
+# -- the epsilon range ---------------------------------------------------------------------------------
+def test_epsilon_range_bounds() -> None:
+    """[2^-19, 50]: both parts of Eq. 8 must reach 2^-20; the randomized response's eps2 <= 50
+    keeps its flip probability and counts exact. The bounds build, the next floats outside and the
+    absurd budgets (1e308 released the exact graph, 1e-40 failed late with a NaN) are refused at
+    construction, naming epsilon, the range and why."""
+    r = DPRR.epsilon_range
+    assert (r.low, r.high) == (2.0**-19, 50.0) and "binomial_exact" in r.note and "Eq. 8" in r.note
+    for eps in (r.low, r.high):
+        assert DPRR(epsilon=eps).epsilon == eps
+    for eps in (float(np.nextafter(r.low, 0.0)), float(np.nextafter(r.high, np.inf)), 1e-40, 1e308):
+        with pytest.raises(ValueError, match=r"^dprr: epsilon = .* is outside \[1.90735e-06, 50\].*Eq. 8"):
+            DPRR(epsilon=eps)
+    assert DPRR(epsilon=50.0).allocate(2708) == pytest.approx((5.0, 45.0), rel=1e-15)
+
+
+def test_each_part_of_the_split_is_checked() -> None:
+    """eps2 <= alpha * epsilon is known at construction: alpha = 2^-20 at epsilon 1 builds, the next
+    float below is refused naming eps2. Once n_max is known, allocate checks both parts: at n_max = 9,
+    alpha = 1, eps1 = sqrt(8 / 8) = 1, so epsilon = 1 + 2^-20 leaves eps2 = 2^-20 (accepted) and
+    the next float below leaves less (refused, naming eps2 and n_max, also by privatize)."""
+    DPRR(epsilon=1.0, alpha=2.0**-20)
+    with pytest.raises(ValueError, match=r"^dprr: eps2 <= alpha \* epsilon .* = .* is outside \[9.53674e-07, 50\]"):
+        DPRR(epsilon=1.0, alpha=float(np.nextafter(2.0**-20, 0.0)))
+    eps = 1.0 + 2.0**-20
+    assert DPRR(epsilon=eps, alpha=1.0).allocate(9) == (1.0, 2.0**-20)
+    m = DPRR(epsilon=float(np.nextafter(eps, 0.0)), alpha=1.0)
+    with pytest.raises(ValueError, match=r"^dprr: eps2 \(Eq. 8 at n_max=9: .*\) = .* is outside \[9.53674e-07, 50\]"):
+        m.allocate(9)
+    g = GraphData(num_nodes=9, edges_private=np.array([np.arange(8), np.arange(1, 9)]))
+    with pytest.raises(ValueError, match="eps2"):
+        m.privatize(g, np.random.default_rng(0))

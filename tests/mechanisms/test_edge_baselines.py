@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import tracemalloc
 from collections import Counter
 
@@ -80,7 +81,8 @@ def test_interface(cls: type) -> None:
         assert g.epsilon == 0.0 and g.check(0.0)
     else:
         assert g.epsilon == 0.7 and g.check(0.7) and not g.check(0.7 * (1 - 1e-9))
-        assert any("V_pri" in a and "public" in a for a in g.assumptions)
+    # every edge mechanism treats V_pri as public (NonPriv-Part records |V_pri| too)
+    assert any("V_pri" in a and "public" in a for a in g.assumptions)
     if local:
         assert any("relationship DP" in a and "2*eps" in a for a in g.assumptions)
         assert hasattr(m, "privatize_nodes" if cls is WarnerRR else "noisy_degrees")
@@ -112,11 +114,30 @@ def test_repr_and_params() -> None:
 
 
 @pytest.mark.parametrize("cls", [LapGraph, LocalLap])
-@pytest.mark.parametrize("eps", [1e-3, 0.3, 1.0, 7.0, 1e4])
+@pytest.mark.parametrize("eps", [1e-3, 0.3, 1.0, 7.0, 50.0])
 def test_budget_split_never_overspends(cls: type, eps: float) -> None:
+    """At budgets across the range, up to its top (50): eps1 + eps2 <= epsilon in floats. A budget
+    above the range (1e4, which this test used to split) is refused at construction instead."""
     eps1, eps2 = cls(epsilon=eps).allocate()
     assert eps1 > 0 and eps2 > 0 and eps1 + eps2 <= eps
     assert eps1 == pytest.approx(eps * (0.01 if cls is LapGraph else 0.1), rel=1e-15)
+    with pytest.raises(ValueError, match=r"epsilon = 10000 is outside \[.*, 50\]"):
+        cls(epsilon=1e4)
+
+
+@pytest.mark.parametrize("cls, share", [(LapGraph, "count_share"), (LocalLap, "degree_share")])
+def test_budget_split_never_overspends_over_random_budgets(cls: type, share: str) -> None:
+    """2000 random (epsilon, share) in the range, log-uniform: every split that is accepted has
+    eps1 + eps2 <= epsilon in floats and both parts in [2^-20, 50]; a split refused names its part."""
+    rng = np.random.default_rng(3)
+    r = cls.epsilon_range
+    for eps, sh in zip(np.exp(rng.uniform(math.log(r.low), math.log(r.high), 2000)), rng.uniform(1e-4, 1 - 1e-4, 2000)):
+        try:
+            eps1, eps2 = cls(epsilon=float(eps), **{share: float(sh)}).allocate()
+        except ValueError as exc:
+            assert re.search(r"eps[12] \(.*\) = .* is outside \[9.53674e-07, 50\]", str(exc)), exc
+            continue
+        assert eps1 + eps2 <= eps and 2.0**-20 <= min(eps1, eps2) and max(eps1, eps2) <= 50
 
 
 @pytest.mark.parametrize("cls", ALL)
@@ -668,12 +689,50 @@ def test_large_sparse_graph_without_quadratic_memory(large_graph: GraphData, mec
     assert np.all(out[0] < out[1])
 
 
-@pytest.mark.parametrize("cls_name", ["warner_rr", "edge_rand"])
+@pytest.mark.parametrize("cls_name", ["warner_rr", "edge_rand", "dprr", "local_lap", "lapgraph"])
 def test_budget_above_exact_sampling_cap_is_refused(cls_name: str) -> None:
-    """Flip probabilities 1/(e^eps + 1) are drawn exactly (bernoulli_exact) up to eps = 50;
-    above, float64 cannot realise them, so the mechanism refuses rather than weakening."""
+    """Flip probabilities 1/(e^eps + 1) and the false-report counts are drawn exactly
+    (bernoulli_exact, binomial_exact) up to eps = 50; above, float64 cannot realise them, so the
+    mechanism refuses at construction (its epsilon_range) rather than weakening; the same cap
+    holds for every edge mechanism."""
     from privgraph.mechanisms import build_mechanism
 
     build_mechanism(cls_name, {"epsilon": 50.0})
-    with pytest.raises(ValueError, match="exceeds 50"):
-        build_mechanism(cls_name, {"epsilon": 60.0})
+    for eps in (float(np.nextafter(50.0, np.inf)), 60.0, 1e308):
+        with pytest.raises(ValueError, match=rf"^{cls_name}: epsilon = .* is outside \[.*, 50\]"):
+            build_mechanism(cls_name, {"epsilon": eps})
+
+
+@pytest.mark.parametrize("cls", WITH_EPS)
+def test_epsilon_range_bounds(cls: type) -> None:
+    """The bounds of each mechanism's range are accepted (with its default parameters), the next
+    floats outside are refused with a message naming epsilon, the range and the sampler."""
+    r = cls.epsilon_range
+    assert r.high == 50.0 and not r.per_coordinate
+    assert r.low == {WarnerRR: 2.0**-20, EdgeRand: 2.0**-20, LapGraph: 100 * 2.0**-20, LocalLap: 10 * 2.0**-20}[cls]
+    sampler = {WarnerRR: "binomial_exact", EdgeRand: "binomial_exact", LapGraph: "discrete Laplace",
+               LocalLap: "discrete Laplace"}[cls]
+    assert sampler in r.note
+    for eps in (r.low, r.high):
+        assert cls(epsilon=eps).epsilon == eps
+    for eps in (float(np.nextafter(r.low, 0.0)), float(np.nextafter(r.high, np.inf)), 1e-40, 1e308):
+        with pytest.raises(ValueError, match=rf"^{cls.name}: epsilon = .* is outside \[.*\].*{sampler}"):
+            cls(epsilon=eps)
+    if cls in (LapGraph, LocalLap):  # at the bottom the default split leaves the count exactly 2^-20
+        assert cls(epsilon=r.low).allocate()[0] == 2.0**-20
+
+
+@pytest.mark.parametrize("cls, share", [(LapGraph, "count_share"), (LocalLap, "degree_share")])
+def test_each_part_of_the_split_is_checked(cls: type, share: str) -> None:
+    """Each part of the split budget must be in [2^-20, 50]: at epsilon = 2^-13, share 1/128 gives
+    eps1 = 2^-20 (accepted) and the next share below refuses naming eps1; share 127/128 gives
+    eps2 = 2^-20 and the next share above refuses naming eps2. LinkTeller's LapGraph at epsilon 10
+    (eps1 = 0.1) is fine."""
+    eps = 2.0**-13
+    assert cls(epsilon=eps, **{share: 1 / 128}).allocate() == (2.0**-20, 127 * 2.0**-20)
+    with pytest.raises(ValueError, match=rf"^{cls.name}: eps1 \({share} \* epsilon: .*discrete Laplace.*\) = "):
+        cls(epsilon=eps, **{share: float(np.nextafter(1 / 128, 0.0))})
+    assert cls(epsilon=eps, **{share: 127 / 128}).allocate() == (127 * 2.0**-20, 2.0**-20)
+    with pytest.raises(ValueError, match=rf"^{cls.name}: eps2 \(epsilon - eps1: .*\) = "):
+        cls(epsilon=eps, **{share: float(np.nextafter(127 / 128, 1.0))})
+    assert LapGraph(epsilon=10.0, count_share=0.01).allocate() == pytest.approx((0.1, 9.9), rel=1e-15)

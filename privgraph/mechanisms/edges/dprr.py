@@ -9,6 +9,8 @@ import numpy as np
 
 from privgraph.graph import GraphData, in_sorted, sorted_unique
 from privgraph.mechanisms.base import (
+    MAX_EXACT_EPSILON,
+    MIN_EXACT_EPSILON,
     EpsilonRange,
     Guarantee,
     GuaranteeKind,
@@ -17,9 +19,9 @@ from privgraph.mechanisms.base import (
     check_generator,
     check_int,
     check_probability,
-    epsilon_upper,
 )
 from privgraph.mechanisms.noise import discrete_laplace
+from privgraph.mechanisms.sampling import DISCRETE_LAPLACE_RANGE, bernoulli_exact, binomial_exact
 
 __all__ = [
     "DPRR",
@@ -219,6 +221,24 @@ def _sampling_probability(d_star: np.ndarray, n_candidates: int, eps2: float) ->
     return np.where(pos, np.minimum(d_star / denom, 1.0), 0.0)
 
 
+def _true_neighbour_probabilities(
+    d_star: np.ndarray, n_candidates: int, eps2: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(p q, 1 - p q)`` per node: a true neighbour is reported / not reported (Eq. 7).
+
+    Both without cancellation: ``1 - p q = (1 - q) + q (1 - p)`` with
+    ``1 - q = (1 - p)(N - 2 d*) / (d* (2p - 1) + N (1 - p))`` for ``0 < d* < N / 2`` (``q < 1``),
+    0 where the projection clips ``q`` to 1 (``d* >= N / 2``) and 1 where ``q = 0`` (``d* <= 0``).
+    """
+    p, p_flip, two_p_minus_1 = _report_probabilities(eps2)
+    d = np.asarray(d_star, dtype=np.float64)
+    q = _sampling_probability(d, n_candidates, eps2)
+    pos = d > 0
+    denom = np.where(pos, d * two_p_minus_1 + n_candidates * p_flip, 1.0)
+    one_minus_q = np.where(pos, np.maximum(p_flip * (n_candidates - 2.0 * d) / denom, 0.0), 1.0)
+    return p * q, one_minus_q + q * p_flip
+
+
 def expected_report_probability(d: int, n_candidates: int, eps1: float, eps2: float) -> tuple[float, float]:
     """The exact marginal probabilities that a node of private degree ``d`` reports a candidate.
 
@@ -336,7 +356,8 @@ class DPRR:
     (Prop. 1). Public edges are released as they are.
 
     Args:
-        epsilon (float): the per-node budget :math:`\varepsilon = \varepsilon_1 + \varepsilon_2` (> 0).
+        epsilon (float): the per-node budget :math:`\varepsilon = \varepsilon_1 + \varepsilon_2`,
+            in :math:`[2^{-19}, 50]` (:attr:`epsilon_range`; see Budgets).
         alpha (float, optional): the share parameter of Eq. 8, in (0, 1] (default: ``0.9``).
 
     Shapes:
@@ -345,11 +366,25 @@ class DPRR:
 
     Runtime:
         :math:`O(|E_{pri}| \log |E_{pri}| + \text{output})` time and memory: true neighbours are
-        kept by one Bernoulli draw per edge end; false reports are
-        :math:`K_v \sim \mathrm{Binomial}(N - d_v, (1 - p) q_v)` candidates placed uniformly
-        without replacement (rejection in rounds; an explicit complement, :math:`O(N)`, only for
-        a node whose :math:`K_v` or :math:`d_v` exceeds half of what is available, where
-        :math:`O(N)` is :math:`O(K_v + d_v)`). No :math:`N \times N` array is ever built.
+        kept by one exact Bernoulli draw per edge end
+        (:func:`~privgraph.mechanisms.sampling.bernoulli_exact` on the smaller of
+        :math:`p q_v` and :math:`1 - p q_v`, each computed without cancellation, so both are
+        realised exactly: about one uniform per edge end); false reports are
+        :math:`K_v \sim \mathrm{Binomial}(N - d_v, (1 - p) q_v)`
+        (:func:`~privgraph.mechanisms.sampling.binomial_exact`: :math:`\Pr(K_v = 0)` realised
+        exactly even where :math:`(N - d_v)(1 - p) q_v` is below :math:`10^{-16}`, about one
+        uniform per node) candidates placed uniformly without replacement (rejection in rounds;
+        an explicit complement, :math:`O(N)`, only for a node whose :math:`K_v` or :math:`d_v`
+        exceeds half of what is available, where :math:`O(N)` is :math:`O(K_v + d_v)`). No
+        :math:`N \times N` array is ever built.
+
+    Budgets (:attr:`epsilon_range`): :math:`\varepsilon \in [2^{-19}, 50]`, and each part of the
+    split in :math:`[2^{-20}, 50]`: :math:`\varepsilon_2 \le 50` keeps Warner's flip probability
+    and the false-report counts realisable exactly, :math:`\varepsilon_1` is the degree's discrete
+    Laplace noise (:data:`~privgraph.mechanisms.sampling.DISCRETE_LAPLACE_RANGE`); below
+    :math:`2^{-20}` float64 probabilities stop being meaningful against the part. Checked at
+    construction as far as ``alpha`` decides the split (:math:`\varepsilon_2 \le \alpha
+    \varepsilon`), and by :meth:`allocate` once :math:`n_{max}` is known.
 
     Utility:
         :math:`E[\tilde d_v] \approx d_v` for :math:`d_v \ll N` (Eq. 11;
@@ -358,12 +393,33 @@ class DPRR:
     """
 
     name: ClassVar[str] = "dprr"
-    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
+        low=2.0 * MIN_EXACT_EPSILON,
+        high=MAX_EXACT_EPSILON,
+        note=(
+            "epsilon = eps1 + eps2 (Eq. 8); the randomized response's eps2 <= epsilon <= 50 keeps "
+            "its flip probability 1/(e^eps2 + 1) and false-report counts realisable exactly "
+            "(bernoulli_exact, binomial_exact), and each part (eps1: the degree's discrete Laplace "
+            "noise) must be >= 2^-20, below which float64 probabilities stop being meaningful "
+            "against it: so epsilon >= 2^-19"
+        ),
+    )
+    #: The randomized response's part eps2: Warner's flip probability 1/(e^eps2 + 1) and the
+    #: false-report counts are realised exactly (bernoulli_exact, binomial_exact) up to 50.
+    rr_range: ClassVar[EpsilonRange] = EpsilonRange(
+        low=MIN_EXACT_EPSILON,
+        high=MAX_EXACT_EPSILON,
+        note="the flip probability 1/(e^eps2 + 1) and the false-report counts are realised exactly up to 50",
+    )
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(self, *, epsilon: float, alpha: float = 0.9) -> None:
         self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         self.alpha = check_probability(alpha, "alpha", open_low=True)
+        # the part of Eq. 8 that alpha already decides: eps2 <= alpha eps (eps1 <= epsilon <= 50)
+        high_eps2 = self.alpha * self.epsilon
+        if high_eps2 < self.rr_range.low:
+            self.rr_range.check(high_eps2, "eps2 <= alpha * epsilon (Eq. 8: the randomized response)", self.name)
 
     # -- public parameters --------------------------------------------------------------------
     def allocate(self, n_max: int) -> tuple[float, float]:
@@ -380,6 +436,13 @@ class DPRR:
                 f"(1 - alpha) * epsilon) = {eps1:.6g}, which leaves eps2 = epsilon - eps1 <= 0 "
                 f"for the randomized response; use epsilon > {eps1:.6g} (or a larger alpha)"
             )
+        # each part in the range of the sampler it pays for (its message names the part)
+        DISCRETE_LAPLACE_RANGE.check(
+            eps1, f"eps1 (Eq. 8 at n_max={n_max}: the degree's discrete Laplace noise)", self.name
+        )
+        self.rr_range.check(
+            eps2, f"eps2 (Eq. 8 at n_max={n_max}: epsilon - eps1, the randomized response)", self.name
+        )
         return eps1, eps2
 
     @property
@@ -388,7 +451,7 @@ class DPRR:
             kind=GuaranteeKind.EDGE_LDP,
             epsilon=self.epsilon,  # allocate() keeps eps1 + eps2 <= epsilon in floats
             scope=Scope.EDGES,
-            unit_epsilon=epsilon_upper(2.0 * self.epsilon),  # both endpoints report an edge
+            unit_epsilon=2.0 * self.epsilon,  # both endpoints report an edge (x2 is exact in floats)
             assumptions=(
                 "V_pri (nodes with private edges) is public",
                 "each undirected edge is reported by both endpoints: 2*eps relationship DP "
@@ -437,7 +500,7 @@ class DPRR:
         if nodes.size == 0:
             return np.zeros((2, 0), dtype=np.int64)
         eps1, eps2 = self.allocate(candidates.size)
-        p, p_flip, _ = _report_probabilities(eps2)
+        _, p_flip, _ = _report_probabilities(eps2)
         n_cand = candidates.size - 1  # N = |C| for every reporter
 
         # the reporters' edge ends (v, w), in the order of ``nodes``
@@ -446,8 +509,12 @@ class DPRR:
 
         d_star = deg + discrete_laplace(rng, eps1, nodes.size)
         q = _sampling_probability(d_star, n_cand, eps2)
-        kept = rng.random(total) < np.repeat(p * q, deg)
-        n_false = rng.binomial(n_cand - deg, p_flip * q)
+        # a true neighbour is reported w.p. p q: decided on the smaller of p q and 1 - p q, exactly
+        report, silent = _true_neighbour_probabilities(d_star, n_cand, eps2)
+        by_report = report <= silent
+        hit = bernoulli_exact(np.repeat(np.where(by_report, report, silent), deg), rng.random(total), rng)
+        kept = hit == np.repeat(by_report, deg)
+        n_false = binomial_exact(n_cand - deg, p_flip * q, rng)  # Pr(K = 0) exact at any n p
 
         # false reports: rejection for the light nodes, explicit complement for the heavy ones
         free = n_cand - deg

@@ -15,6 +15,8 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
+    MAX_EXACT_EPSILON,
+    MIN_EXACT_EPSILON,
     EpsilonRange,
     Guarantee,
     GuaranteeKind,
@@ -24,7 +26,13 @@ from privgraph.mechanisms.base import (
     check_int,
 )
 from privgraph.mechanisms.edges.dprr import _as_ids, merge_with_public
-from privgraph.mechanisms.sampling import bernoulli_exact, rank_pairs, sample_excluding, unrank_pairs
+from privgraph.mechanisms.sampling import (
+    bernoulli_exact,
+    binomial_exact,
+    rank_pairs,
+    sample_excluding,
+    unrank_pairs,
+)
 
 __all__ = ["EdgeRand", "private_pair_ranks", "pairs_of_ranks", "flip_probability"]
 
@@ -87,7 +95,7 @@ class EdgeRand:
     :math:`\varepsilon`-edge DP. Public edges are released as they are.
 
     Args:
-        epsilon (float): the privacy budget (> 0).
+        epsilon (float): the privacy budget, in :math:`[2^{-20}, 50]` (:attr:`epsilon_range`).
 
     Shapes:
         - input: ``edges_private`` :math:`[2, m]`, :math:`m = |E_{pri}|`
@@ -95,10 +103,12 @@ class EdgeRand:
           :math:`E[m'] = m (1 - s/2) + (M - m) s/2`, :math:`M = N (N - 1) / 2`, :math:`N = |V_{pri}|`
 
     Runtime:
-        :math:`O((m + \text{output}) \log(m + \text{output}))` time and memory: one Bernoulli draw per
-        true edge; the number of non-edges that turn into edges is drawn as
-        :math:`\mathrm{Binomial}(M - m, s/2)` and that many non-edge pairs are placed uniformly
-        without replacement (:func:`sample_excluding` over the pair ranks). LinkTeller's code
+        :math:`O((m + \text{output}) \log(m + \text{output}))` time and memory: one exact Bernoulli
+        draw per true edge (:func:`~privgraph.mechanisms.sampling.bernoulli_exact`); the number of
+        non-edges that turn into edges is drawn as :math:`\mathrm{Binomial}(M - m, s/2)`
+        (:func:`~privgraph.mechanisms.sampling.binomial_exact`: its :math:`\Pr(0)` realised
+        exactly however small :math:`(M - m) s / 2` is) and that many non-edge pairs are placed
+        uniformly without replacement (:func:`sample_excluding` over the pair ranks). LinkTeller's code
         draws a dense :math:`N \times N` Bernoulli matrix; the output distribution here is the same.
 
     Utility:
@@ -106,7 +116,16 @@ class EdgeRand:
     """
 
     name: ClassVar[str] = "edge_rand"
-    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
+        low=MIN_EXACT_EPSILON,
+        high=MAX_EXACT_EPSILON,
+        note=(
+            "every pair's flip probability 1/(e^eps + 1) (bernoulli_exact) and the number of "
+            "non-edges released (binomial_exact) are realised exactly up to 50, where e^-eps is still "
+            "far above the 2^-106 resolution; below 2^-20 the float64 rounding of 1/2 - eps/4 is no "
+            "longer negligible against eps"
+        ),
+    )
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(self, *, epsilon: float) -> None:
@@ -157,7 +176,7 @@ class EdgeRand:
             return np.zeros((2, 0), dtype=np.int64)
         _, q = self.pair_probabilities()
         kept = ranks[~bernoulli_exact(q, rng.random(ranks.size), rng)]  # an edge flips w.p. q = s/2, exactly
-        n_new = int(rng.binomial(total - ranks.size, q))
+        n_new = int(binomial_exact(total - ranks.size, q, rng))  # Pr(0) realised exactly at any M q
         z = np.zeros(ranks.size, dtype=np.int64)
         _, new = sample_excluding(
             np.array([total], np.int64), np.array([n_new], np.int64), z, ranks, rng

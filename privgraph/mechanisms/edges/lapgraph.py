@@ -10,6 +10,8 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
+    MAX_EXACT_EPSILON,
+    MIN_EXACT_EPSILON,
     EpsilonRange,
     Guarantee,
     GuaranteeKind,
@@ -26,21 +28,69 @@ from privgraph.mechanisms.edges.edge_rand import (
     private_pair_ranks,
 )
 from privgraph.mechanisms.noise import discrete_laplace
-from privgraph.mechanisms.sampling import sample_excluding
+from privgraph.mechanisms.sampling import DISCRETE_LAPLACE_RANGE, sample_excluding
 
-__all__ = ["LapGraph", "split_budget", "top_laplace_order_statistics", "select_top_pairs"]
+__all__ = [
+    "LapGraph",
+    "split_budget",
+    "top_laplace_order_statistics",
+    "select_top_pairs",
+    "split_epsilon_range",
+    "SCORE_RANGE",
+]
 
 
-def split_budget(epsilon: float, share: float) -> tuple[float, float]:
-    """``(eps1, eps2) = (share * epsilon, epsilon - eps1)``, with ``eps1 + eps2 <= epsilon`` in floats."""
+def split_epsilon_range(share_name: str, default_share: float, counts: str) -> EpsilonRange:
+    """The configured budget of a mechanism that splits it into discrete Laplace count noise
+    (``eps1 = share * epsilon``) and per-pair Laplace scores (``eps2 = epsilon - eps1``), LapGraph
+    and LocalLap. Each part must reach 2^-20 (checked by :func:`split_budget`, which knows the
+    share); the configured budget must reach ``2^-20 / default_share``, where the default split
+    leaves the count exactly 2^-20, and at most 50, the cap of every privgraph budget."""
+    return EpsilonRange(
+        low=MIN_EXACT_EPSILON / default_share,
+        high=MAX_EXACT_EPSILON,
+        note=(
+            f"epsilon = eps1 + eps2: eps1 = {share_name} * epsilon pays the discrete Laplace noise of "
+            f"{counts} (noise.discrete_laplace, exact at its dyadic parameter) and eps2 the per-pair "
+            f"Laplace scores; each part must be >= 2^-20, below which float64 rounding is no longer "
+            f"negligible against it, so epsilon >= 2^-20 / {default_share:g} (the default "
+            f"{share_name}), and <= 50, the cap of every privgraph budget"
+        ),
+    )
+
+
+#: The per-pair scores' part eps2: continuous float64 Laplace values that only rank pairs (not
+#: released); bounded like every privgraph budget.
+SCORE_RANGE = EpsilonRange(
+    low=MIN_EXACT_EPSILON,
+    high=MAX_EXACT_EPSILON,
+    note=(
+        "the scores' Laplace noise of scale 1/eps2 only ranks pairs; below 2^-20 float64 rounding is "
+        "no longer negligible against eps2, and no privgraph budget exceeds 50"
+    ),
+)
+
+
+def split_budget(
+    epsilon: float, share: float, *, owner: str = "", share_name: str = "share"
+) -> tuple[float, float]:
+    """``(eps1, eps2) = (share * epsilon, epsilon - eps1)``, with ``eps1 + eps2 <= epsilon`` in floats.
+
+    Each part is checked against the range of the sampler it pays for: ``eps1`` (discrete Laplace
+    count noise) against :data:`~privgraph.mechanisms.sampling.DISCRETE_LAPLACE_RANGE`, ``eps2``
+    (per-pair Laplace scores) against :data:`SCORE_RANGE` (both ``[2^-20, 50]``); a
+    ``ValueError`` names the part, prefixed by ``owner``.
+    """
     eps = check_epsilon(epsilon, "epsilon")
-    share = check_probability(share, "share", open_low=True, open_high=True)
+    share = check_probability(share, share_name, open_low=True, open_high=True)
     eps1 = share * eps
     eps2 = eps - eps1
     while eps2 > 0 and eps1 + eps2 > eps:  # never let float rounding overspend
         eps2 = math.nextafter(eps2, 0.0)
     if not (eps1 > 0 and eps2 > 0):
-        raise ValueError(f"epsilon={eps} with share={share} leaves no budget for one of the two parts")
+        raise ValueError(f"epsilon={eps} with {share_name}={share} leaves no budget for one of the two parts")
+    DISCRETE_LAPLACE_RANGE.check(eps1, f"eps1 ({share_name} * epsilon: the count's discrete Laplace noise)", owner)
+    SCORE_RANGE.check(eps2, "eps2 (epsilon - eps1: the per-pair Laplace scores)", owner)
     return eps1, eps2
 
 
@@ -144,9 +194,12 @@ class LapGraph:
     Public edges are released as they are.
 
     Args:
-        epsilon (float): the privacy budget (> 0).
+        epsilon (float): the privacy budget, in :math:`[100 \cdot 2^{-20}, 50]`
+            (:attr:`epsilon_range`: the default split leaves :math:`\varepsilon_1 = 2^{-20}` at the
+            bottom).
         count_share (float, optional): :math:`\varepsilon_1 / \varepsilon`, in (0, 1)
-            (default: ``0.01``).
+            (default: ``0.01``); both parts must lie in :math:`[2^{-20}, 50]`
+            (:func:`split_budget`), checked at construction.
 
     Shapes:
         - input: ``edges_private`` :math:`[2, m]`
@@ -160,7 +213,7 @@ class LapGraph:
     """
 
     name: ClassVar[str] = "lapgraph"
-    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
+    epsilon_range: ClassVar[EpsilonRange] = split_epsilon_range("count_share", 0.01, "the edge count T")
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(self, *, epsilon: float, count_share: float = 0.01) -> None:
@@ -169,8 +222,9 @@ class LapGraph:
         self.allocate()
 
     def allocate(self) -> tuple[float, float]:
-        """``(eps1, eps2)``: the budget of the edge count and of the scores, ``eps1 + eps2 <= epsilon``."""
-        return split_budget(self.epsilon, self.count_share)
+        """``(eps1, eps2)``: the budget of the edge count and of the scores, ``eps1 + eps2 <= epsilon``;
+        each part in its sampler's range (:func:`split_budget`)."""
+        return split_budget(self.epsilon, self.count_share, owner=self.name, share_name="count_share")
 
     def noisy_edge_count(self, num_edges: int, total: int, rng: np.random.Generator) -> int:
         """``T = clip(num_edges + Z, 0, total)``, ``Z`` discrete Laplace at ``eps1``."""

@@ -15,11 +15,11 @@ from privgraph.mechanisms.base import (
     check_generator,
     check_int,
     check_probability,
-    epsilon_upper,
+    sum_upper,
 )
 from privgraph.mechanisms.edges.dprr import _as_ids, check_node_inputs, merge_with_public, private_csr
 from privgraph.mechanisms.edges.edge_rand import num_pairs, pairs_of_ranks, private_pair_ranks
-from privgraph.mechanisms.edges.lapgraph import select_top_pairs, split_budget
+from privgraph.mechanisms.edges.lapgraph import select_top_pairs, split_budget, split_epsilon_range
 from privgraph.mechanisms.noise import discrete_laplace
 
 __all__ = ["LocalLap"]
@@ -58,8 +58,12 @@ class LocalLap:
     :math:`d^*_i` are part of the users' reports and may be shown as well (no extra cost).
 
     Args:
-        epsilon (float): the per-node budget :math:`\varepsilon = \varepsilon_1 + \varepsilon_2` (> 0).
-        degree_share (float, optional): :math:`\varepsilon_1 / \varepsilon`, in (0, 1) (default: ``0.1``).
+        epsilon (float): the per-node budget :math:`\varepsilon = \varepsilon_1 + \varepsilon_2`, in
+            :math:`[10 \cdot 2^{-20}, 50]` (:attr:`epsilon_range`: the default split leaves
+            :math:`\varepsilon_1 = 2^{-20}` at the bottom).
+        degree_share (float, optional): :math:`\varepsilon_1 / \varepsilon`, in (0, 1) (default: ``0.1``);
+            both parts (:math:`\varepsilon_1`: the degrees' discrete Laplace noise) must lie in
+            :math:`[2^{-20}, 50]`, checked at construction.
 
     Shapes:
         - input: ``edges_private`` :math:`[2, m]`
@@ -71,7 +75,7 @@ class LocalLap:
     """
 
     name: ClassVar[str] = "local_lap"
-    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
+    epsilon_range: ClassVar[EpsilonRange] = split_epsilon_range("degree_share", 0.1, "the noisy degrees")
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(self, *, epsilon: float, degree_share: float = 0.1) -> None:
@@ -80,8 +84,9 @@ class LocalLap:
         self.allocate()
 
     def allocate(self) -> tuple[float, float]:
-        """``(eps1, eps2)``: the budget of the degree and of the noisy values, ``eps1 + eps2 <= epsilon``."""
-        return split_budget(self.epsilon, self.degree_share)
+        """``(eps1, eps2)``: the budget of the degree and of the noisy values, ``eps1 + eps2 <= epsilon``;
+        each part in its sampler's range (:func:`~privgraph.mechanisms.edges.lapgraph.split_budget`)."""
+        return split_budget(self.epsilon, self.degree_share, owner=self.name, share_name="degree_share")
 
     @property
     def guarantee(self) -> Guarantee:
@@ -90,7 +95,7 @@ class LocalLap:
             kind=GuaranteeKind.EDGE_LDP,
             epsilon=self.epsilon,  # allocate() keeps eps1 + eps2 <= epsilon in floats
             scope=Scope.EDGES,
-            unit_epsilon=epsilon_upper(2.0 * eps1 + eps2),  # two degrees and one noisy value
+            unit_epsilon=sum_upper(eps1, eps1, eps2),  # two degrees and one noisy value
             assumptions=(
                 "V_pri (nodes with private edges) is public",
                 f"an undirected edge changes both endpoints' degrees and one noisy value: "

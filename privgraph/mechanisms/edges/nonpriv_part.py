@@ -21,7 +21,11 @@ class NonPrivPart:
     on them). The node set, features and labels are untouched by this mechanism. With every edge
     public it is paper 004's NonPriv-Full.
 
-    It takes no parameters (there is no budget to set).
+    It takes no parameters: there is no budget to set, so it has no :attr:`epsilon_range`
+    (``None``; a pipeline that gives it an ``epsilon`` is refused when it is loaded). The nodes with
+    private edges, :math:`V_{pri}`, are treated as public, as by the other edge mechanisms: their
+    number :math:`n_{max} = |V_{pri}|` is recorded (:meth:`params_for`), so the epsilon 0 promise
+    covers the private edges given :math:`V_{pri}`, not the membership of :math:`V_{pri}`.
 
     Shapes:
         - input: ``edges_private`` :math:`[2, m]`
@@ -32,7 +36,7 @@ class NonPrivPart:
     """
 
     name: ClassVar[str] = "nonpriv_part"
-    epsilon_range: ClassVar[None] = None  # takes no budget
+    epsilon_range: ClassVar[None] = None  # takes no budget (no sampler to bound)
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(self) -> None:
@@ -46,6 +50,10 @@ class NonPrivPart:
             scope=Scope.EDGES,
             assumptions=(
                 "no private edge is released or read: the output does not depend on them",
+                (
+                    "V_pri (nodes with private edges) is treated as public: its size n_max = |V_pri| "
+                    "is recorded with the release"
+                ),
                 "public edges are released as they are",
             ),
         )

@@ -9,13 +9,14 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
+    MAX_EXACT_EPSILON,
+    MIN_EXACT_EPSILON,
     EpsilonRange,
     Guarantee,
     GuaranteeKind,
     Scope,
     check_generator,
     check_int,
-    epsilon_upper,
 )
 from privgraph.mechanisms.edges.dprr import (
     check_node_inputs,
@@ -25,7 +26,7 @@ from privgraph.mechanisms.edges.dprr import (
     symmetrize_reports,
 )
 from privgraph.mechanisms.edges.edge_rand import flip_probability
-from privgraph.mechanisms.sampling import bernoulli_exact, sample_excluding
+from privgraph.mechanisms.sampling import bernoulli_exact, binomial_exact, sample_excluding
 
 __all__ = ["WarnerRR"]
 
@@ -57,7 +58,7 @@ class WarnerRR:
     2 is tight. Public edges are released as they are.
 
     Args:
-        epsilon (float): the per-node budget (> 0).
+        epsilon (float): the per-node budget, in :math:`[2^{-20}, 50]` (:attr:`epsilon_range`).
 
     Shapes:
         - input: ``edges_private`` :math:`[2, |E_{pri}|]`
@@ -65,8 +66,11 @@ class WarnerRR:
           :math:`N = |V_{pri}| - 1`
 
     Runtime:
-        :math:`O(d_v + K_v)` per node, up to a log factor: one Bernoulli draw per true neighbour;
-        the false reports are :math:`K_v \sim \mathrm{Binomial}(N - d_v, 1 - p)` candidates
+        :math:`O(d_v + K_v)` per node, up to a log factor: one exact Bernoulli draw per true
+        neighbour (:func:`~privgraph.mechanisms.sampling.bernoulli_exact`); the false reports are
+        :math:`K_v \sim \mathrm{Binomial}(N - d_v, 1 - p)`
+        (:func:`~privgraph.mechanisms.sampling.binomial_exact`, :math:`\Pr(K_v = 0)` realised
+        exactly however small :math:`(N - d_v)(1 - p)` is: about one uniform per node) candidates
         placed uniformly without replacement among the non-neighbours other than :math:`v`
         (:func:`~privgraph.mechanisms.sampling.sample_excluding`). Paper 004's RR costs
         :math:`O(n)` per user and :math:`O(n^2)` at the server; here only the output is of that
@@ -78,7 +82,16 @@ class WarnerRR:
     """
 
     name: ClassVar[str] = "warner_rr"
-    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
+        low=MIN_EXACT_EPSILON,
+        high=MAX_EXACT_EPSILON,
+        note=(
+            "every bit's flip probability 1/(e^eps + 1) (bernoulli_exact) and each node's number of "
+            "false reports (binomial_exact) are realised exactly up to 50, where e^-eps is still far "
+            "above the 2^-106 resolution; below 2^-20 the float64 rounding of 1/2 - eps/4 is no longer "
+            "negligible against eps"
+        ),
+    )
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(self, *, epsilon: float) -> None:
@@ -95,7 +108,7 @@ class WarnerRR:
             kind=GuaranteeKind.EDGE_LDP,
             epsilon=self.epsilon,
             scope=Scope.EDGES,
-            unit_epsilon=epsilon_upper(2.0 * self.epsilon),  # OR of two reports: tight (see above)
+            unit_epsilon=2.0 * self.epsilon,  # OR of two reports: tight (see above); x2 is exact
             assumptions=(
                 "V_pri (nodes with private edges) is public",
                 "each undirected edge is reported by both endpoints (OR rule): 2*eps relationship "
@@ -146,7 +159,7 @@ class WarnerRR:
 
         deg, owner, nbr = neighbour_ends(nodes, indptr, indices, candidates)
         kept = ~bernoulli_exact(q, rng.random(owner.size), rng)  # a true bit flips w.p. q, realised exactly
-        n_false = rng.binomial(n_cand - deg, q)
+        n_false = binomial_exact(n_cand - deg, q, rng)  # Pr(K = 0) realised exactly at any (N - d) q
 
         # excluded per reporter (block i): its own and its neighbours' positions in candidates
         blocks = np.arange(nodes.size, dtype=np.int64)
