@@ -3,9 +3,14 @@
 For each registered feature mechanism and each epsilon, the time of ``privatize_rows`` (plus the
 server-side ``estimate`` where the release is an encoding) on a uniform [0, 1] matrix, best of 3,
 and the ratio to drawing one uniform number per entry (``rng.random(n * d)``) timed in the same
-run. Issue 3's target: every ratio within 5.
+run, with the same bit generator. Issue 3's target: every ratio within 5.
 
-Run: ``python benchmarks/feature_mechanisms.py [--rows 100000] [--dims 128]``
+The bit generator is numpy's PCG64 by default (each line says which: ``bit_generator``), as in
+the earlier runs, so ratios compare across versions; ``--generator noise`` times privgraph's
+privacy-noise generator instead (``privgraph.seeding.noise_generator``, a CSPRNG), against a
+baseline drawn from the same generator.
+
+Run: ``python benchmarks/feature_mechanisms.py [--rows 100000] [--dims 128] [--generator pcg64|noise]``
 """
 
 from __future__ import annotations
@@ -15,22 +20,34 @@ import json
 
 import numpy as np
 
-from privgraph.mechanisms import MECHANISMS, Scope, build_mechanism
-
 # the helpers of the first benchmark script: one way to time things
-from foundation_mechanisms import best_of, uniform_baseline  # type: ignore[import-not-found]
+from foundation_mechanisms import SEED, best_of  # type: ignore[import-not-found]
+
+from privgraph.mechanisms import MECHANISMS, Scope, build_mechanism
+from privgraph.seeding import noise_generator
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
+GENERATORS = {"pcg64": np.random.default_rng, "noise": noise_generator}
+
+
+def uniform_baseline(entries: int, make_rng) -> float:
+    """Best of 3 of ``rng.random(entries)`` with the benchmarked bit generator."""
+    rng = make_rng(SEED)
+    seconds, _ = best_of(lambda: rng.random(entries))
+    return seconds
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--dims", type=int, default=128)
+    ap.add_argument("--generator", choices=sorted(GENERATORS), default="pcg64")
     args = ap.parse_args()
     n, d = args.rows, args.dims
+    make_rng = GENERATORS[args.generator]
+    bit_generator = type(make_rng(1).bit_generator).__name__
     x = np.random.default_rng(7).random((n, d), dtype=np.float32)
-    baseline = uniform_baseline(n * d)
+    baseline = uniform_baseline(n * d, make_rng)
     names = [k for k, c in MECHANISMS.items() if c.scope is Scope.FEATURES]
     for name in names:
         for eps in EPSILONS:
@@ -38,12 +55,13 @@ def main() -> None:
             estimate = getattr(mech, "estimate", None)
 
             def run(mech=mech, estimate=estimate):
-                out = mech.privatize_rows(x, np.random.default_rng(1))
+                out = mech.privatize_rows(x, make_rng(1))
                 return out if estimate is None else estimate(out)
 
             seconds, _ = best_of(run)
             print(json.dumps({
                 "bench": f"features/{name}", "epsilon": eps, "rows": n, "dims": d,
+                "bit_generator": bit_generator,
                 "seconds": round(seconds, 4), "entries_per_s": int(n * d / seconds),
                 "baseline_uniform_seconds": round(baseline, 4),
                 "ratio_to_uniform": round(seconds / baseline, 2),

@@ -110,6 +110,32 @@ def test_realized_probabilities_on_the_uniform_grid(eps: float) -> None:
     np.testing.assert_allclose(duchi_transform(t, eps, u), duchi_bound(eps, 3) * np.ones((1, 3)))
 
 
+@pytest.mark.parametrize("eps", [2.0**-20, 0.01, 0.5, 1.0, math.log(9), 5.0, 20.0, 36.0, 37.5, 45.0, 50.0])
+def test_side_probability_is_certified_and_drawn_exactly(eps: float) -> None:
+    """The side T- probability q: (1 - q) / q <= e^eps EXACTLY (rationals against a Taylor lower
+    bound) and within 1e-12 of it; with u_lo the side is bernoulli_exact's 106-bit draw: at the
+    tie u = floor(q 2^53) 2^-53 the low uniform decides (u_lo = 0 takes T-, u_lo near 1 takes T+
+    when q's low bits are not all zero). The former rule (u < q on the 2^-53 grid) cannot split
+    the tie."""
+    from fractions import Fraction
+
+    from privgraph.mechanisms.features.duchi import duchi_side_probability
+    from privgraph.mechanisms.features.piecewise_grid import exp_lower_bound
+
+    q = duchi_side_probability(eps)
+    fq = Fraction(q)
+    assert (1 - fq) / fq <= exp_lower_bound(Fraction(eps))
+    assert float((1 - fq) / fq) >= math.exp(eps) * (1 - 1e-12)
+    f = math.floor(q * 2.0**53) * 2.0**-53
+    phi = (q - f) * 2.0**53
+    t = np.ones((1, 3))
+    u = np.array([[0.0, 0.0, 0.0, 0.9, 0.9, 0.9, f]])  # v = (1, 1, 1), s = (-1, -1, -1)
+    minus, plus = -duchi_bound(eps, 3) * np.ones((1, 3)), duchi_bound(eps, 3) * np.ones((1, 3))
+    np.testing.assert_allclose(duchi_transform(t, eps, u, np.array([0.0])), minus if phi > 0 else plus)
+    if phi < 1 - 2.0**-53:
+        np.testing.assert_allclose(duchi_transform(t, eps, u, np.array([1 - 2.0**-53])), plus)
+
+
 # -- d dimensions: exact ------------------------------------------------------------------------------
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6, 7, 8])
 @pytest.mark.parametrize("eps", [0.01, 0.5, 1.0, 3.0, 10.0])

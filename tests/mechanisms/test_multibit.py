@@ -226,12 +226,19 @@ def test_m_larger_than_d() -> None:
 
 
 def test_per_coordinate_budget_cap() -> None:
-    enc = MultiBitEncoder(epsilon=60.0, m=1)
+    """m given fixes each bit's budget split_epsilon(eps, m): refused at construction (load
+    time); with m = None it is refused once d is known (at privatize time, or at construction
+    with per-feature bounds)."""
     with pytest.raises(ValueError, match="per coordinate"):
-        enc.privatize_rows(np.zeros((2, 3)), np.random.default_rng(0))
-    with pytest.raises(ValueError, match="per coordinate"):
-        enc.rectify(np.zeros((2, 3)))
+        MultiBitEncoder(epsilon=60.0, m=1)
     assert MultiBitEncoder(epsilon=60.0, m=2).privatize_rows(np.zeros((2, 3)), np.random.default_rng(0)).shape == (2, 3)
+    enc = MultiBitEncoder(epsilon=60.0)  # m* = min(d, floor(60 / 2.18)) = d for small d
+    with pytest.raises(ValueError, match="per coordinate"):
+        enc.privatize_rows(np.zeros((2, 1)), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="per coordinate"):
+        enc.rectify(np.zeros((2, 1)))
+    with pytest.raises(ValueError, match="per coordinate"):
+        MultiBitEncoder(epsilon=60.0, lower=[0.0], upper=[1.0])
 
 
 def test_same_seed_same_output_and_no_global_rng() -> None:

@@ -1,5 +1,7 @@
-"""PiecewiseMechanism: the density ratio on a fine grid, samples against the analytic CDF,
-unbiasedness and the stated variance, and Wang et al.'s k-dimension sampling.
+"""PiecewiseMechanism: the continuous PM's density (the law the grid approximates), the grid
+sampler against its exact law, released values on the public grid, unbiasedness and the stated
+variance, and Wang et al.'s k-dimension sampling. (The grid's exact privacy loss, for PM and
+PM-SUB: test_piecewise_grid.py.)
 
 Statistical tests use fixed seeds (deterministic as written); the stated false-failure rates are
 what each test would have over random seeds.
@@ -20,8 +22,9 @@ from privgraph.mechanisms.features.piecewise import (
     pm_bound,
     pm_cdf,
     pm_density,
+    pm_grid,
+    pm_grid_variance,
     pm_sample,
-    pm_transform,
     pm_variance,
     sampling_k,
 )
@@ -87,33 +90,31 @@ def test_exact_moments_from_the_density() -> None:
             assert m2 - m1**2 == pytest.approx(float(pm_variance(t, eps)), rel=1e-9)
 
 
-# -- samples against the analytic distribution --------------------------------------------------------
+# -- the grid sampler against its exact law ------------------------------------------------------------
+def _binned_law(eps: float, t: float, bins: int = 40) -> tuple[np.ndarray, np.ndarray]:
+    """The production grid's exact law at ``t`` summed into ``bins`` runs of consecutive cells:
+    (the run boundaries in cells, the run masses)."""
+    g = pm_grid(eps)
+    edges = np.linspace(0, g.cells, bins + 1).astype(np.int64)
+    p = g.pmf(t)
+    return edges, np.add.reduceat(p, edges[:-1])
+
+
 @pytest.mark.parametrize("eps", [0.5, 2.0, 8.0])
 @pytest.mark.parametrize("t", [-1.0, -0.3, 0.0, 0.7, 1.0])
-def test_sampler_matches_the_cdf(eps: float, t: float) -> None:
-    """KS of 20,000 draws against the analytic CDF; rejects at alpha = 1e-3 (15 cases)."""
+def test_sampler_matches_the_exact_grid_law(eps: float, t: float) -> None:
+    """pm_sample on the 2^20-cell grid: 20,000 draws binned into 40 runs of cells, chi-square
+    against the exact law (runs with expected count >= 5), alpha = 1e-3 (15 cases)."""
     rng = np.random.default_rng(int(1000 * eps) + int(10 * (t + 1)))
+    g = pm_grid(eps)
     y = pm_sample(np.full(20_000, t), eps, rng)
-    res = stats.kstest(y, lambda v: pm_cdf(v, t, eps))
-    assert res.pvalue > 1e-3, res
-
-
-def test_per_entry_epsilons() -> None:
-    """A column of budgets: each row follows its own budget (KS at alpha = 1e-3 per row)."""
-    rng = np.random.default_rng(5)
-    eps = np.array([[0.3], [1.0], [5.0]])
-    y = pm_sample(np.full((3, 20_000), 0.5), eps, rng)
-    for i, e in enumerate(eps[:, 0]):
-        assert np.all(np.abs(y[i]) <= pm_bound(e))
-        assert stats.kstest(y[i], lambda v: pm_cdf(v, 0.5, e)).pvalue > 1e-3
-    # the transform with fixed uniforms: u_side >= 1 / (e^(eps/2) + 1) -> inside [l, r]
-    out = pm_transform([0.0, 0.0], [1.0, 1.0], [0.999999, 0.0], [0.5, 0.25])
-    C = float(pm_bound(1.0))
-    assert out[0] == pytest.approx(0.0)  # the middle of [l, r] = [-(C-1)/2, (C-1)/2]
-    assert abs(out[1]) > (C - 1) / 2
-    # u_side = 0 (the smallest uniform) takes the less likely outer pieces, even at eps = 60
-    half_centre = (float(pm_bound(60.0)) - 1) / 2  # [l, r] = [-half_centre, half_centre] at t = 0
-    assert abs(float(pm_transform(0.0, 60.0, 0.0, 0.25))) > 1e6 * half_centre
+    cell = np.rint(y / g.step + (g.cells - 1) / 2.0).astype(np.int64)
+    np.testing.assert_array_equal(g.value(cell), y)
+    edges, mass = _binned_law(eps, t)
+    obs = np.histogram(cell, bins=edges)[0]
+    exp = mass * y.size
+    keep = exp >= 5
+    assert stats.chisquare(obs[keep], exp[keep] * obs[keep].sum() / exp[keep].sum()).pvalue > 1e-3
 
 
 def test_unbiased_with_the_stated_variance() -> None:
@@ -123,11 +124,25 @@ def test_unbiased_with_the_stated_variance() -> None:
     rng = np.random.default_rng(23)
     for eps, t in ((0.5, 0.4), (3.0, -0.9), (10.0, 1.0)):
         y = pm_sample(np.full(n, t), eps, rng)
-        var = float(pm_variance(t, eps))
+        var = float(pm_grid_variance(t, eps))
+        assert var == pytest.approx(float(pm_variance(t, eps)), rel=1.0 / pm_grid(eps).window + 1e-6)
         assert abs(y.mean() - t) <= 5 * math.sqrt(var / n)
         c = y - t
         se_var = math.sqrt(((c**4).mean() - var**2) / n)
         assert abs(c.var() - var) <= 5 * se_var
+
+
+def test_mechanism_releases_only_grid_values() -> None:
+    """No low-bit leak in the release: d = 1 on bounds (-1, 1), every released float32 is the
+    mechanism's own map of a public grid value, for inputs that differ in their last bits.
+    Textbook PM (l(t) + u (C - 1) in floats) fails this."""
+    eps = 3.0
+    m = PiecewiseMechanism(epsilon=eps, lower=-1.0, upper=1.0)
+    values = pm_grid(eps).values()
+    public = np.unique(((values + 1.0) * (2.0 / 2.0) - 1.0).astype(np.float32))  # lower + (y + 1)/2 span
+    for t in (0.25, float(np.nextafter(0.25, 1.0))):
+        out = m.privatize_rows(np.full((20_000, 1), t), np.random.default_rng(4))[:, 0]
+        assert np.all(np.isin(out, public))
 
 
 # -- k-dimension sampling (Algorithm 4) ---------------------------------------------------------------
@@ -159,13 +174,13 @@ def test_each_row_reports_k_uniformly_chosen_dimensions(eps: float, k: int) -> N
     n, d = 30_000, 10
     m = PiecewiseMechanism(epsilon=eps, lower=-1.0, upper=1.0)
     assert m.sampled_dimensions(d) == k
-    out = m.privatize_rows(np.full((n, d), 0.2), np.random.default_rng(k))
+    out = m.privatize_rows(np.full((n, d), 0.2), np.random.default_rng(100 + k))
     reported = out != 0.0
     assert np.all(reported.sum(axis=1) == k)
     counts = reported.sum(axis=0)
     assert stats.chisquare(counts, np.full(d, n * k / d)).pvalue > 1e-3
-    # the reported values are d/k times PM outputs at eps/k
-    C = float(pm_bound(m.dimension_epsilon(d)))
+    # the reported values are d/k times grid PM outputs at eps/k
+    C = pm_grid(m.dimension_epsilon(d)).bound
     assert np.all(np.abs(out[reported]) <= d / k * C * (1 + 1e-6))
 
 
@@ -187,26 +202,37 @@ def test_mechanism_is_unbiased_with_the_stated_variance(eps: float) -> None:
 
 
 def test_one_feature_is_one_dimensional_pm() -> None:
-    """d = 1 (k = 1 = d) on bounds (-1, 1): KS against pm_cdf at alpha = 1e-3."""
-    m = PiecewiseMechanism(epsilon=1.5, lower=-1.0, upper=1.0)
-    y = m.privatize_rows(np.full((20_000, 1), -0.6), np.random.default_rng(31))[:, 0].astype(np.float64)
-    assert stats.kstest(y, lambda v: pm_cdf(v, -0.6, 1.5)).pvalue > 1e-3
+    """d = 1 (k = 1 = d) on bounds (-1, 1): the release is the grid PM at eps (chi-square over 40
+    runs of cells against the exact law, alpha = 1e-3)."""
+    eps, t = 1.5, -0.6
+    m = PiecewiseMechanism(epsilon=eps, lower=-1.0, upper=1.0)
+    y = m.privatize_rows(np.full((20_000, 1), t), np.random.default_rng(31))[:, 0].astype(np.float64)
+    g = pm_grid(eps)
+    cell = np.rint(y / g.step + (g.cells - 1) / 2.0).astype(np.int64)
+    edges, mass = _binned_law(eps, t)
+    obs = np.histogram(cell, bins=edges)[0]
+    exp = mass * y.size
+    keep = exp >= 5
+    assert stats.chisquare(obs[keep], exp[keep] * obs[keep].sum() / exp[keep].sum()).pvalue > 1e-3
 
 
 def test_guarantee_and_module_validation() -> None:
     g = PiecewiseMechanism(epsilon=12.0).guarantee
     assert g.epsilon == 12.0
     assert any("epsilon / k" in a for a in g.assumptions)
-    assert any(a.startswith("continuous floating-point") for a in g.assumptions)
+    assert any("fixed public grid of 2^20 cells" in a for a in g.assumptions)
+    assert not any("continuous" in a for a in g.assumptions)
     with pytest.raises(ValueError, match="t must lie in"):
         pm_sample([-1.01], 1.0, np.random.default_rng(0))
     with pytest.raises(ValueError, match="t must lie in"):
         pm_sample([np.nan], 1.0, np.random.default_rng(0))
     with pytest.raises(ValueError, match="epsilon"):
         pm_sample([0.5], -1.0, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="epsilon"):
+        pm_sample([0.5], np.array([1.0, 2.0]), np.random.default_rng(0))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="epsilon"):
         pm_bound(1e-320)
     with pytest.raises(ValueError, match="epsilon"):
-        PiecewiseMechanism(epsilon=1e-320).privatize_rows(np.zeros((2, 2)), np.random.default_rng(0))
+        PiecewiseMechanism(epsilon=1e-320)
     with pytest.raises(TypeError, match="Generator"):
         pm_sample([0.5], 1.0, None)  # type: ignore[arg-type]

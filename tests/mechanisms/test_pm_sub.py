@@ -1,5 +1,7 @@
-"""PM-SUB: the analytic density (normalised, unbiased, its variance, its privacy ratio), a
-Kolmogorov-Smirnov test of the sampler, unbiasedness of the estimate, validation.
+"""PM-SUB: the continuous density the grid approximates (normalised, unbiased, its variance, its
+privacy ratio), the grid sampler against its exact law (chi-square), released values on the public
+grid, unbiasedness of the estimate, validation. (The grid's exact privacy loss:
+test_piecewise_grid.py.)
 
 Statistical tests use fixed seeds (they are deterministic as written); the stated false-failure
 rates are what each test would have over random seeds.
@@ -23,6 +25,8 @@ from privgraph.mechanisms.features.pm_sub import (
     pm_sub_bound,
     pm_sub_cdf,
     pm_sub_density,
+    pm_sub_grid,
+    pm_sub_grid_variance,
     pm_sub_interval,
     pm_sub_tau,
     pm_sub_variance,
@@ -105,23 +109,40 @@ def test_density_ratio_is_exactly_e_eps(eps: float) -> None:
 
 # -- the sampler ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("eps", [0.5, 1.0, 3.0, 8.0])
-def test_sampler_matches_the_density_ks(eps: float) -> None:
-    """d = 1 (k = 1): one-sample KS test against the analytic CDF per input t, alpha = 1e-3
-    (false-failure rate 1e-3 per (eps, t) over random seeds; 20 tests here, fixed seed)."""
+def test_sampler_matches_the_exact_grid_law(eps: float) -> None:
+    """d = 1 (k = 1): per input t, 20,000 releases binned into 40 runs of cells of the 2^20-cell
+    grid, chi-square against the exact law (runs with expected count >= 5), alpha = 1e-3 (20
+    tests); every release is a grid value."""
     n = 20_000
     m = PMSubMechanism(epsilon=eps, lower=-1.0, upper=1.0)
+    g = pm_sub_grid(eps)
     rng = np.random.default_rng(int(eps * 100) + 1)
-    a = pm_sub_bound(eps)
+    edges = np.linspace(0, g.cells, 41).astype(np.int64)
     for t in (-1.0, -0.3, 0.0, 0.5, 1.0):
         out = m.privatize_rows(np.full((n, 1), t), rng)[:, 0].astype(np.float64)
-        assert np.all(np.abs(out) <= a * (1 + 1e-6))
-        res = stats.kstest(out, lambda y: pm_sub_cdf(y, t, eps))
+        assert np.all(np.abs(out) <= g.bound * (1 + 1e-6))
+        cell = np.rint(out / g.step + (g.cells - 1) / 2.0).astype(np.int64)
+        np.testing.assert_allclose(g.value(cell), out, rtol=1e-7)  # float32 of a grid value
+        obs = np.histogram(cell, bins=edges)[0]
+        exp = np.add.reduceat(g.pmf(t), edges[:-1]) * n
+        keep = exp >= 5
+        res = stats.chisquare(obs[keep], exp[keep] * obs[keep].sum() / exp[keep].sum())
         assert res.pvalue > 1e-3, (eps, t, res)
-        # the high-density interval gets its mass e^eps / (e^eps + tau) (binomial, 5 sigma)
-        lo, hi = pm_sub_interval(t, eps)
-        p_in = math.exp(eps) / (math.exp(eps) + pm_sub_tau(eps))
-        frac = np.mean((out >= lo - 1e-5) & (out <= hi + 1e-5))
-        assert abs(frac - p_in) < 5 * math.sqrt(p_in * (1 - p_in) / n) + 1e-4
+        # the window gets its mass 1 - q (binomial, 5 sigma)
+        s0 = (t + 1) / 2 * (g.cells - g.window)
+        in_window = (cell >= np.floor(s0)) & (cell <= np.floor(s0) + g.window)
+        assert abs(in_window.mean() - (1 - g.outer)) < 5 * math.sqrt(g.outer * (1 - g.outer) / n) + 1e-4
+
+
+def test_releases_only_grid_values_whatever_the_input() -> None:
+    """No low-bit leak: d = 1, the release is float32 of a grid value (k = d = 1, no scaling), the
+    same public set for inputs that differ in their last bits. Float PM-SUB fails this."""
+    eps = 2.0
+    m = PMSubMechanism(epsilon=eps, lower=-1.0, upper=1.0)
+    public = np.unique(pm_sub_grid(eps).values().astype(np.float32))
+    for t in (0.6, float(np.nextafter(0.6, 1.0))):
+        out = m.privatize_rows(np.full((20_000, 1), t), np.random.default_rng(2))[:, 0]
+        assert np.all(np.isin(out, public))
 
 
 def test_release_shape_sampling_and_scale() -> None:
@@ -131,8 +152,9 @@ def test_release_shape_sampling_and_scale() -> None:
     x = np.random.default_rng(0).random((5000, d)).astype(np.float32)
     out = m.privatize_rows(x, np.random.default_rng(1))
     assert out.dtype == np.float32 and out.shape == x.shape
-    assert np.all((out != 0).sum(axis=1) == 2)  # a continuous output is never exactly 0
-    bound = m.output_bound(d) * d / 2
+    assert np.all((out != 0).sum(axis=1) == 2)  # a grid value is never 0 (cell centres, M even)
+    bound = pm_sub_grid(m.coordinate_epsilon(d)).bound * d / 2
+    assert bound == pytest.approx(m.output_bound(d) * d / 2, rel=1e-4)
     assert np.all(np.abs(out) <= bound * (1 + 1e-6))
     rate = (out != 0).mean(axis=0)
     assert np.all(np.abs(rate - 2 / d) < 5 * math.sqrt(2 / d * (1 - 2 / d) / 5000))
@@ -152,6 +174,10 @@ def test_estimate_is_unbiased(eps: float, d: int) -> None:
     se = np.sqrt(var / n)
     assert np.all(np.abs(est.mean(axis=0) - np.clip(row, lo, hi)) < 5 * se), (est.mean(axis=0), se)
     np.testing.assert_allclose(est.var(axis=0), var, rtol=0.1)
+    # the grid's variance is the continuous PM-SUB's to the window's rounding to whole cells
+    t = np.linspace(-1, 1, 5)
+    e = split_epsilon(eps, m.num_sampled(d))
+    np.testing.assert_allclose(pm_sub_grid_variance(t, e), pm_sub_variance(t, e), rtol=1.0 / pm_sub_grid(e).window + 1e-6)
 
 
 def test_chunking_does_not_change_the_output(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -188,7 +214,8 @@ def test_guarantee_boundary(eps: float) -> None:
     assert g.epsilon == eps
     assert g.check(eps) and not g.check(eps * (1 - 1e-9))
     assert "feature bounds are public" in g.assumptions
-    assert any("continuous noise" in a for a in g.assumptions)
+    assert any("fixed public grid of 2^20 cells" in a for a in g.assumptions)
+    assert not any("continuous" in a for a in g.assumptions)
     for d in (1, 3, 128):
         assert Fraction(m.coordinate_epsilon(d)) * m.num_sampled(d) <= Fraction(g.epsilon)
     assert m.coordinate_epsilon(128) == split_epsilon(eps, m.num_sampled(128))

@@ -17,12 +17,20 @@ from __future__ import annotations
 
 import functools
 import math
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.mechanisms.base import check_generator
+from privgraph.mechanisms.base import (
+    MAX_EXACT_EPSILON,
+    MIN_EXACT_EPSILON,
+    EpsilonRange,
+    check_generator,
+)
+from privgraph.mechanisms.features.piecewise_grid import exp_lower_bound
 from privgraph.mechanisms.features.scaled import ScaledFeatureMechanism
+from privgraph.mechanisms.sampling import bernoulli_exact
 
 __all__ = [
     "DuchiMechanism",
@@ -33,6 +41,7 @@ __all__ = [
     "duchi_1d_pmf",
     "duchi_1d_variance",
     "duchi_bound",
+    "duchi_side_probability",
     "duchi_transform",
     "duchi_sample",
     "duchi_probability",
@@ -163,7 +172,23 @@ def duchi_bound(epsilon: float, d: int) -> float:
     return b
 
 
-def duchi_transform(t: np.ndarray, epsilon: float, u: np.ndarray) -> np.ndarray:
+@functools.lru_cache(maxsize=256)
+def duchi_side_probability(epsilon: float) -> float:
+    r"""The probability :math:`q \approx 1 / (e^\varepsilon + 1)` of the side :math:`\mathcal{T}^-`:
+    the float64 value, raised by ulps until :math:`(1 - q) / q \le e^\varepsilon` holds EXACTLY
+    (rational arithmetic against a Taylor lower bound of :math:`e^\varepsilon`), so the realised
+    side ratio never exceeds :math:`e^\varepsilon`."""
+    e = float(as_epsilon_array(epsilon))
+    q = math.exp(-e) / (1.0 + math.exp(-e))
+    bound = exp_lower_bound(Fraction(e))
+    while (1 - Fraction(q)) > bound * Fraction(q):
+        q = float(np.nextafter(q, 1.0))
+    return q
+
+
+def duchi_transform(
+    t: np.ndarray, epsilon: float, u: np.ndarray, u_lo: np.ndarray | np.random.Generator | None = None
+) -> np.ndarray:
     """The d-dimensional mechanism as a transform of uniforms (rows independent).
 
     Args:
@@ -171,6 +196,10 @@ def duchi_transform(t: np.ndarray, epsilon: float, u: np.ndarray) -> np.ndarray:
         epsilon (float): the budget of one whole row.
         u (np.ndarray): ``[rows, 2 d + 1]`` uniforms in ``[0, 1)``: columns ``0..d-1`` draw
             ``v``, ``d..2d-1`` the uniform sign vector, ``2d`` the side (T+ or T-).
+        u_lo (np.ndarray or Generator, optional): the low uniforms of the side's 106-bit
+            :func:`~privgraph.mechanisms.sampling.bernoulli_exact` draw (a Generator: drawn for
+            ties only), which realises ``1 / (e^eps + 1)`` exactly (default: ``None``, the side
+            is ``u < 1 / (e^eps + 1)`` on the 2^-53 grid, rounded up).
 
     Returns:
         np.ndarray: float64 ``[rows, d]``, every entry ``+-B``.
@@ -184,16 +213,18 @@ def duchi_transform(t: np.ndarray, epsilon: float, u: np.ndarray) -> np.ndarray:
         raise ValueError(f"u must have shape {[rows, 2 * d + 1]}, got {list(u.shape)}")
     B = duchi_bound(epsilon, d)
     e = float(as_epsilon_array(epsilon))
-    # T- with probability q = 1 / (e^eps + 1) <= 1/2, realized as u < q (rounded up on the
-    # 2^-53 grid of the uniforms, so the realized p / (1 - p) never exceeds e^eps)
-    q = math.exp(-e) / (1.0 + math.exp(-e))
+    # T- with probability q = 1 / (e^eps + 1) <= 1/2 (certified: (1 - q) / q <= e^eps exactly),
+    # drawn exactly with bernoulli_exact, or as u < q (rounded up on the 2^-53 grid) without u_lo
+    q = duchi_side_probability(e)
+    side = u[:, 2 * d]
+    to_minus = side < q if u_lo is None else bernoulli_exact(q, side, u_lo)
     # v_j = +1 with probability (1 + t_j) / 2
     v_pos = u[:, :d] < (1.0 + t) * 0.5
     # a uniform sign vector s in {-1, 1}^d; s . v = 2 * #agreements - d
     s_pos = u[:, d : 2 * d] < 0.5
     agree = np.count_nonzero(v_pos == s_pos, axis=1)
     dot = 2 * agree - d
-    to_plus = u[:, 2 * d] >= q
+    to_plus = ~to_minus
     # Map s into the chosen side by the bijection s -> -s (T- <-> T+); ties (dot = 0, even d
     # only) stay as drawn: each tie vector then has probability 2^-d whichever side was chosen.
     flip = np.where(to_plus, dot < 0, dot > 0)
@@ -208,7 +239,7 @@ def duchi_sample(t: Any, epsilon: float, rng: np.random.Generator) -> np.ndarray
     if t.ndim != 2:
         raise ValueError(f"t must be [rows, d], got shape {list(t.shape)}")
     rows, d = t.shape
-    return duchi_transform(t, epsilon, rng.random((rows, 2 * d + 1)))
+    return duchi_transform(t, epsilon, rng.random((rows, 2 * d + 1)), rng)
 
 
 def duchi_probability(signs: Any, t: Any, epsilon: float) -> np.ndarray:
@@ -219,8 +250,9 @@ def duchi_probability(signs: Any, t: Any, epsilon: float) -> np.ndarray:
         \qquad q(k) = \begin{cases} p / 2^{d-1} & k > 0 \\ 2^{-d} & k = 0 \\
         (1 - p) / 2^{d-1} & k < 0 \end{cases}
 
-    with :math:`p = e^\varepsilon / (e^\varepsilon + 1)`; the agreements :math:`s_j v_j = 1` are
-    independent with probabilities :math:`(1 + s_j t_j)/2` (a Poisson-binomial count).
+    with :math:`1 - p` = :func:`duchi_side_probability` (the realised :math:`1 / (e^\varepsilon + 1)`);
+    the agreements :math:`s_j v_j = 1` are independent with probabilities :math:`(1 + s_j t_j)/2`
+    (a Poisson-binomial count).
 
     Args:
         signs (array-like): ``[..., d]`` sign vectors in ``{-1, 1}``.
@@ -244,9 +276,10 @@ def duchi_probability(signs: Any, t: Any, epsilon: float) -> np.ndarray:
         aj = a[..., j, None]
         shifted = np.concatenate([np.zeros(dist.shape[:-1] + (1,)), dist[..., :-1]], axis=-1)
         dist = dist * (1.0 - aj) + shifted * aj
-    p = 1.0 / (1.0 + math.exp(-e))
+    side_minus = duchi_side_probability(e)  # the realised 1 - p
+    p = 1.0 - side_minus
     k = 2 * np.arange(d + 1) - d
-    q = np.where(k > 0, p / 2.0 ** (d - 1), np.where(k < 0, (1.0 - p) / 2.0 ** (d - 1), 2.0**-d))
+    q = np.where(k > 0, p / 2.0 ** (d - 1), np.where(k < 0, side_minus / 2.0 ** (d - 1), 2.0**-d))
     return dist @ q
 
 
@@ -290,15 +323,22 @@ class DuchiMechanism(ScaledFeatureMechanism):
 
     Given :math:`v`, every output has probability :math:`p / 2^{d-1}`, :math:`2^{-d}` or
     :math:`(1 - p) / 2^{d-1}` whatever the law of :math:`v`, so the loss is bounded by the side
-    probabilities alone; the side :math:`\mathcal{T}^-` is taken when
-    ``u < 1 / (e^eps + 1)``, which the :math:`2^{-53}` grid of numpy's uniforms rounds up, so
-    the realized :math:`p / (1 - p)` never exceeds :math:`e^\varepsilon`.
+    probabilities alone; the side :math:`\mathcal{T}^-` is drawn with
+    :func:`~privgraph.mechanisms.sampling.bernoulli_exact` at the float64
+    :math:`q \approx 1 / (e^\varepsilon + 1)` of :func:`duchi_side_probability`, whose ratio
+    :math:`(1 - q)/q \le e^\varepsilon` is certified in rational arithmetic; ``bernoulli_exact``
+    realises it exactly (for :math:`\varepsilon \lesssim 37`, and to :math:`2^{-106}` absolute,
+    rounded up, to 50).
+
+    The output is a point of the finite set :math:`\{-B, B\}^d` (no floating-point low bits carry
+    the input).
 
     The output :math:`t^* \in \{-B, B\}^d` is mapped back affinely,
     ``lower + (t* + 1) / 2 * (upper - lower)``: an unbiased estimate of the clipped features.
 
     Args:
-        epsilon (float): the budget of one node's whole vector (> 0; not split per feature).
+        epsilon (float): the budget of one node's whole vector (not split per feature;
+            at most 50, :attr:`epsilon_range`).
         lower (float or array-like, optional): PUBLIC lower bound(s) of the raw features
             (default: ``0.0``). Never derive it from the private data.
         upper (float or array-like, optional): PUBLIC upper bound(s), ``> lower``
@@ -310,7 +350,8 @@ class DuchiMechanism(ScaledFeatureMechanism):
           ``lower + (1 -+ B) / 2 * (upper - lower)``
 
     Runtime:
-        :math:`O(|V| d)`: :math:`2d + 1` uniforms per row, no enumeration of
+        :math:`O(|V| d)`: :math:`2d + 1` uniforms per row (plus one for a tie of the side's
+        106-bit draw, probability :math:`2^{-53}`), no enumeration of
         :math:`\{-B, B\}^d`; memory :math:`O(|V| d)` for the output plus a bounded chunk.
 
     Utility:
@@ -320,6 +361,16 @@ class DuchiMechanism(ScaledFeatureMechanism):
     """
 
     name: ClassVar[str] = "duchi"
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
+        low=MIN_EXACT_EPSILON,
+        high=MAX_EXACT_EPSILON,
+        per_coordinate=False,
+        note=(
+            "the whole vector takes the configured epsilon: the output's law given v rests on the "
+            "side probability 1 / (e^eps + 1), drawn with bernoulli_exact (exact as a float64 "
+            ">= 2^-54, up to eps ~ 37; to 2^-106 absolute, rounded up, to 50)"
+        ),
+    )
     domain: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     _assumptions: ClassVar[tuple[str, ...]] = (
         "the whole feature vector is randomized jointly with the full epsilon (no per-feature split)",
@@ -330,7 +381,7 @@ class DuchiMechanism(ScaledFeatureMechanism):
 
     def _perturb(self, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         rows, d = t.shape
-        return duchi_transform(t, self.epsilon, rng.random((rows, 2 * d + 1)))
+        return duchi_transform(t, self.epsilon, rng.random((rows, 2 * d + 1)), rng)
 
     def _domain_variance(self, t: np.ndarray) -> np.ndarray:
         return duchi_variance(t, self.epsilon)

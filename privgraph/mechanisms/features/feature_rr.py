@@ -10,6 +10,8 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
+    MAX_EXACT_EPSILON,
+    MIN_EXACT_EPSILON,
     EpsilonRange,
     Guarantee,
     GuaranteeKind,
@@ -21,7 +23,6 @@ from privgraph.mechanisms.base import (
 from privgraph.mechanisms.features.scaled import (
     as_bounds,
     bernoulli_exact,
-    check_coordinate_epsilon,
     resolve_num_features,
 )
 
@@ -157,7 +158,17 @@ class FeatureRR:
     """
 
     name: ClassVar[str] = "feature_rr"
-    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(per_coordinate=True)
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
+        low=MIN_EXACT_EPSILON,
+        high=MAX_EXACT_EPSILON,
+        per_coordinate=True,
+        note=(
+            "each feature's budget eps_f theta_i is at most 50: with 2 bins its flip probability "
+            "1 / (e^eps_i + 1) is drawn with bernoulli_exact (exact as a float64 >= 2^-54, up to "
+            "eps_i ~ 37, to 2^-106 absolute rounded up beyond); with more bins the float64 inverse "
+            "CDF realises the kernel to about 2^-52 absolute (stated in the guarantee)"
+        ),
+    )
     scope: ClassVar[Scope] = Scope.FEATURES
 
     def __init__(
@@ -192,10 +203,14 @@ class FeatureRR:
         span = hi - lo
         if not np.all(np.isfinite(span)):
             raise ValueError("upper - lower overflows; use bounds of a smaller magnitude")
-        if self.theta is not None:
-            check_coordinate_epsilon(
-                float(self.per_feature_epsilon().max()), "FeatureRR's per-feature budget eps_f * theta_i"
-            )
+        if self.num_features is not None:  # theta or per-feature bounds fix d: refuse at load time
+            self._check_per_feature(self.per_feature_epsilon())
+
+    def _check_per_feature(self, eps: np.ndarray) -> None:
+        """The largest per-feature budget through ``epsilon_range.check_coordinate``."""
+        type(self).epsilon_range.check_coordinate(
+            float(eps.max()), "FeatureRR's per-feature budget eps_f * theta_i", type(self).name
+        )
 
     # -- public parameters --------------------------------------------------------------------
     @property
@@ -293,7 +308,7 @@ class FeatureRR:
             return out
         k = self.bins
         eps = self.per_feature_epsilon(d)
-        check_coordinate_epsilon(float(eps.max()), "FeatureRR's per-feature budget eps_f * theta_i")
+        self._check_per_feature(eps)
         a = eps / (k - 1)
         uniform = a < _A_UNIFORM
         a_c = np.minimum(a, _A_CAP)

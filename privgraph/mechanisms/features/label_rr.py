@@ -10,6 +10,8 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
+    MAX_EXACT_EPSILON,
+    MIN_EXACT_EPSILON,
     EpsilonRange,
     Guarantee,
     GuaranteeKind,
@@ -18,7 +20,7 @@ from privgraph.mechanisms.base import (
     check_generator,
     check_int,
 )
-from privgraph.mechanisms.features.scaled import MAX_COORDINATE_EPSILON, bernoulli_exact
+from privgraph.mechanisms.features.scaled import bernoulli_exact
 
 __all__ = [
     "LabelRR",
@@ -129,17 +131,21 @@ class LabelRR:
     """
 
     name: ClassVar[str] = "label_rr"
-    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
+        low=MIN_EXACT_EPSILON,
+        high=MAX_EXACT_EPSILON,
+        per_coordinate=False,
+        note=(
+            "one label, one budget: the less likely of keep / flip, (c - 1) / (e^eps + c - 1), is "
+            "drawn with bernoulli_exact, exact as a float64 >= 2^-54 (to 2^-106 absolute, rounded "
+            "up, below: a relative 6e-11 at 50); the replacement class is an exact uniform integer"
+        ),
+    )
     scope: ClassVar[Scope] = Scope.LABELS
 
     def __init__(self, *, epsilon: float, num_classes: int | None = None, mask: Any = None) -> None:
+        # [low, 50] on the one label's budget (refused at load time)
         self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
-        if self.epsilon > MAX_COORDINATE_EPSILON:
-            raise ValueError(
-                f"epsilon must be <= {MAX_COORDINATE_EPSILON:g} for LabelRR, got {self.epsilon:g}: "
-                "float64 sampling cannot realise a flip probability near e^-epsilon, so the "
-                "pure-DP guarantee would not hold"
-            )
         self.num_classes = None if num_classes is None else check_int(num_classes, "num_classes", minimum=2)
         self.mask = _as_mask_names(mask)
 

@@ -7,10 +7,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.mechanisms.base import check_epsilon, check_int
+from privgraph.mechanisms.base import EpsilonRange, check_epsilon, check_int
 from privgraph.mechanisms.features.scaled import (
     bernoulli_exact,
-    check_coordinate_epsilon,
     split_epsilon,
     wang_sample_size,
 )
@@ -135,17 +134,34 @@ class MultiBitEncoder(SampledFeatureMechanism):
     """
 
     name: ClassVar[str] = "multibit"
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
+        per_coordinate=True,
+        note=(
+            "each sampled bit is randomized response drawn with bernoulli_exact: its smaller "
+            "probability 1 / (e^(eps/m) + 1) is realised exactly as a float64 >= 2^-54 up to "
+            "eps / m ~ 37 and to 2^-106 absolute (rounded up) to 50"
+        ),
+    )
     _divisor: ClassVar[float] = _M_DIVISOR
     _uniforms: ClassVar[int] = 2
 
     def __init__(
         self, *, epsilon: float, m: int | None = None, lower: Any = 0.0, upper: Any = 1.0
     ) -> None:
-        super().__init__(epsilon=epsilon, lower=lower, upper=upper)
         self.m = None if m is None else check_int(m, "m", minimum=1)
+        super().__init__(epsilon=epsilon, lower=lower, upper=upper)  # then _check_at_load
+
+    def _check_at_load(self) -> None:
+        """``m > d`` is refused as soon as ``d`` is known; with ``m`` given, each bit's budget
+        ``split_epsilon(epsilon, m)`` is known without ``d`` and checked now (with per-feature
+        bounds, ``d`` fixes ``m*`` too)."""
         d = self.num_features
         if self.m is not None and d is not None and self.m > d:
             raise ValueError(f"m must be <= the number of features d = {d}, got m={self.m}")
+        if self.m is not None:
+            self._check_coordinate(split_epsilon(self.epsilon, self.m), "epsilon / m")
+        elif d is not None:
+            self._check_dimension(d)
 
     def params(self) -> dict[str, Any]:
         """Public parameters for the manifest (plain Python values, no data)."""
@@ -169,7 +185,9 @@ class MultiBitEncoder(SampledFeatureMechanism):
         "the rectifier is post-processing of the encoded bits (no extra budget)",
     )
 
-    def _perturb(self, z: np.ndarray, u: np.ndarray, eps_c: float, d: int, k: int) -> np.ndarray:
+    def _perturb(
+        self, z: np.ndarray, u: np.ndarray, eps_c: float, d: int, k: int, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
         pmf = _bit_pmf(z, eps_c)
         plus_small = pmf[..., 1] <= pmf[..., 0]
         # draw the LESS likely bit with bernoulli_exact, so its probability is realised exactly
@@ -186,7 +204,7 @@ class MultiBitEncoder(SampledFeatureMechanism):
             raise ValueError("x_star must be an encoded matrix with entries in {-1, 0, 1}")
         if d == 0:
             return y.astype(np.float32)
-        eps_c = check_coordinate_epsilon(split_epsilon(self.epsilon, m))
+        eps_c = self._check_coordinate(split_epsilon(self.epsilon, m), "epsilon / m")
         # (d / m) (e + 1) / (e - 1) = (d / m) / tanh(eps_c / 2): the unbiased estimate of t = 2z - 1
         gain = (d / m) / math.tanh(eps_c / 2.0)
         return self._scale_back(y, gain)

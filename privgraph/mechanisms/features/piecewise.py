@@ -1,8 +1,9 @@
-"""PiecewiseMechanism: Wang et al.'s Piecewise Mechanism (PM) with k-dimension sampling.
+"""PiecewiseMechanism: Wang et al.'s Piecewise Mechanism (PM) on a public grid, with k-dimension sampling.
 
-Also the one-dimensional PM sampler (module-level, vectorised, per-entry epsilons allowed), its
-exact density, CDF and variance, and the k-dimension sampling (Wang et al., Algorithm 4) that
-the Hybrid mechanism reuses.
+Also the one-dimensional grid sampler (:func:`pm_sample`, :func:`pm_grid`), the continuous PM's
+density, CDF and variance (the law the grid approximates: :func:`pm_density`, :func:`pm_cdf`,
+:func:`pm_variance`; NOT what is released), and the k-dimension sampling (Wang et al.,
+Algorithm 4) that the Hybrid mechanism reuses.
 
 Reference:
     N. Wang, X. Xiao, Y. Yang, J. Zhao, S. C. Hui, H. Shin, J. Shin and G. Yu, "Collecting and
@@ -18,8 +19,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.mechanisms.base import check_generator, check_int
+from privgraph.mechanisms.base import (
+    EpsilonRange,
+    check_epsilon,
+    check_generator,
+    check_int,
+)
 from privgraph.mechanisms.features.duchi import as_epsilon_array, as_unit_input
+from privgraph.mechanisms.features.piecewise_grid import (
+    GRID_CELLS,
+    UNIFORMS_PER_ENTRY,
+    PiecewiseGrid,
+    piecewise_grid,
+)
 from privgraph.mechanisms.features.scaled import (
     KSampledMixin,
     ScaledFeatureMechanism,
@@ -32,8 +44,9 @@ from privgraph.mechanisms.features.scaled import (
 __all__ = [
     "PiecewiseMechanism",
     "pm_bound",
-    "pm_transform",
+    "pm_grid",
     "pm_sample",
+    "pm_grid_variance",
     "pm_density",
     "pm_cdf",
     "pm_variance",
@@ -46,7 +59,8 @@ __all__ = [
 
 # -- one dimension (Wang et al., Algorithm 2) -----------------------------------------------------
 def pm_bound(epsilon: Any) -> np.ndarray:
-    """``C = (e^(eps/2) + 1) / (e^(eps/2) - 1) = coth(eps / 4)``: outputs lie in ``[-C, C]``."""
+    """``C = (e^(eps/2) + 1) / (e^(eps/2) - 1) = coth(eps / 4)``: the continuous PM's outputs lie
+    in ``[-C, C]`` (the grid's :attr:`~PiecewiseGrid.bound` is within about a cell of it)."""
     return 1.0 + _pm_centre_length(as_epsilon_array(epsilon))
 
 
@@ -69,51 +83,22 @@ def _pm_pieces(t: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, ...]:
     return C, left, left + cm1, cm1, left_len, right_len
 
 
-def pm_transform(t: Any, epsilon: Any, u_side: Any, u_pos: Any) -> np.ndarray:
-    r"""The Piecewise Mechanism as a transform of two uniforms per entry.
-
-    .. math::
-        C = \frac{e^{\varepsilon/2} + 1}{e^{\varepsilon/2} - 1}, \quad
-        \ell(t) = \frac{C + 1}{2} t - \frac{C - 1}{2}, \quad r(t) = \ell(t) + C - 1,
-
-    and the output has density :math:`p = \frac{e^{\varepsilon} - e^{\varepsilon/2}}
-    {2 e^{\varepsilon/2} + 2}` on :math:`[\ell(t), r(t)]` and :math:`p / e^{\varepsilon}` on the
-    rest of :math:`[-C, C]` (Wang et al. ICDE'19, Algorithm 2): with probability
-    :math:`e^{\varepsilon/2} / (e^{\varepsilon/2} + 1)` a uniform point of :math:`[\ell, r]`
-    (length :math:`C - 1`), else a uniform point of :math:`[-C, \ell) \cup (r, C]` (length
-    :math:`C + 1`), both placed by ``u_pos``. The outer pieces are taken when
-    ``u_side < 1 / (e^(eps/2) + 1)``: the smaller probability, which the :math:`2^{-53}` grid
-    of numpy's uniforms then rounds up, never down.
-
-    Args:
-        t (array-like): inputs in ``[-1, 1]``.
-        epsilon (float or array-like): the budget, scalar or per entry (broadcast).
-        u_side, u_pos (array-like): independent uniforms in ``[0, 1)`` (broadcast).
-
-    Returns:
-        np.ndarray: float64 outputs in ``[-C, C]``, the broadcast shape.
-    """
-    t = as_unit_input(t)
-    e = as_epsilon_array(epsilon)
-    C, left, right, cm1, left_len, _ = _pm_pieces(t, e)
-    u_pos = np.asarray(u_pos, dtype=np.float64)
-    # the outer pieces carry 1 / (e^(eps/2) + 1) <= 1/2, realized as u_side < q (rounded up on
-    # the 2^-53 grid of the uniforms, never below its real value)
-    g = np.exp(-e / 2.0)
-    q_outer = g / (1.0 + g)
-    centre = left + u_pos * cm1
-    w = u_pos * (C + 1.0)  # a position along [-C, l) followed by (r, C]
-    outer = np.where(w < left_len, w - C, right + (w - left_len))
-    return np.where(np.asarray(u_side) < q_outer, outer, centre)
+def pm_grid(epsilon: float, cells: int = GRID_CELLS) -> PiecewiseGrid:
+    """PM on the public grid of ``cells`` cells at budget ``epsilon`` (see
+    :mod:`~privgraph.mechanisms.features.piecewise_grid`): window share ``1 / (e^(eps/2) + 1)``."""
+    return piecewise_grid(float(check_epsilon(epsilon, "epsilon")), "pm", cells)
 
 
-def pm_sample(t: Any, epsilon: Any, rng: np.random.Generator) -> np.ndarray:
-    """Draw the Piecewise Mechanism for every entry of ``t`` (two uniforms each)."""
+def pm_sample(t: Any, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """Draw PM on the public grid for every entry of ``t`` (five uniforms each): the mechanism's
+    released values, all on :meth:`pm_grid(epsilon).values() <PiecewiseGrid.values>`."""
     rng = check_generator(rng)
-    t = as_unit_input(t)
-    shape = np.broadcast_shapes(t.shape, np.shape(epsilon))
-    u = rng.random((2,) + shape)
-    return pm_transform(t, epsilon, u[0], u[1])
+    return pm_grid(epsilon).sample(as_unit_input(t), rng)
+
+
+def pm_grid_variance(t: Any, epsilon: float) -> np.ndarray:
+    """The exact variance of :func:`pm_sample` (the grid law; :func:`pm_variance` is the continuous one's)."""
+    return pm_grid(epsilon).variance(as_unit_input(t))
 
 
 def _pm_levels(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -125,7 +110,7 @@ def _pm_levels(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def pm_density(y: Any, t: Any, epsilon: Any) -> np.ndarray:
-    """The exact output density of PM at ``y`` given ``t`` (broadcast; 0 outside ``[-C, C]``)."""
+    """The density of the continuous PM at ``y`` given ``t`` (broadcast; 0 outside ``[-C, C]``)."""
     y = np.asarray(y, dtype=np.float64)
     t = as_unit_input(t)
     e = as_epsilon_array(epsilon)
@@ -137,7 +122,7 @@ def pm_density(y: Any, t: Any, epsilon: Any) -> np.ndarray:
 
 
 def pm_cdf(y: Any, t: Any, epsilon: Any) -> np.ndarray:
-    """The exact output CDF ``Pr(t* <= y | t)`` of PM (broadcast)."""
+    """The CDF ``Pr(t* <= y | t)`` of the continuous PM (broadcast)."""
     y = np.asarray(y, dtype=np.float64)
     t = as_unit_input(t)
     e = as_epsilon_array(epsilon)
@@ -153,7 +138,9 @@ def pm_cdf(y: Any, t: Any, epsilon: Any) -> np.ndarray:
 
 def pm_variance(t: Any, epsilon: Any) -> np.ndarray:
     r""":math:`\mathrm{Var}[t^* \mid t] = \frac{t^2}{e^{\varepsilon/2} - 1} +
-    \frac{e^{\varepsilon/2} + 3}{3 (e^{\varepsilon/2} - 1)^2}` (Wang et al., Lemma 1; PM is unbiased)."""
+    \frac{e^{\varepsilon/2} + 3}{3 (e^{\varepsilon/2} - 1)^2}` (Wang et al., Lemma 1) of the
+    continuous PM; the grid's (:func:`pm_grid_variance`) is within a relative :math:`1/W` of it
+    (the window rounded to :math:`W` whole cells)."""
     t = as_unit_input(t)
     e = as_epsilon_array(epsilon)
     m = np.expm1(e / 2.0)
@@ -219,12 +206,21 @@ class _KSampledMechanism(KSampledMixin, ScaledFeatureMechanism):
     """Wang et al.'s Algorithm 4 around a one-dimensional mechanism on ``[-1, 1]`` (PM, HM).
 
     A subclass sets ``_draws`` (uniforms per reported entry) and implements
-    ``_perturb_1d(t [rows, k], eps_k, u [rows, draws, k])`` and ``_variance_1d(t, eps_k)``.
+    ``_perturb_1d(t [rows, k], eps_k, u [rows, k, draws], rng)`` and ``_variance_1d(t, eps_k)``.
     The reported entries are scaled by ``d / k`` and mapped back affinely with the others (0).
     """
 
     domain: ClassVar[tuple[float, float]] = (-1.0, 1.0)
-    _draws: ClassVar[int] = 2
+    _draws: ClassVar[int] = UNIFORMS_PER_ENTRY
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
+        per_coordinate=True,
+        note=(
+            "each of the k reported coordinates is drawn on the public 2^20-cell grid: the piece "
+            "with bernoulli_exact (its outer probability q >= 2^-54 up to eps / k = 50, so realised "
+            "exactly) and the cell with an exact integer sampler; p_hi / p_lo <= e^(eps/k) is "
+            "certified in rational arithmetic"
+        ),
+    )
 
     def sampled_dimensions(self, d: int) -> int:
         """``k`` for ``d`` features (Wang et al., Algorithm 4)."""
@@ -235,9 +231,12 @@ class _KSampledMechanism(KSampledMixin, ScaledFeatureMechanism):
         return split_epsilon(self.epsilon, self.sampled_dimensions(d))
 
     def _check_dimension(self, d: int) -> None:
-        pm_bound(self.dimension_epsilon(d))  # C = coth(eps_k / 4) must be finite
+        e = self._check_coordinate(self.dimension_epsilon(d), "epsilon / k")
+        pm_grid(e)  # the grid must exist (refuses a budget too small for 2^20 cells)
 
-    def _perturb_1d(self, tk: np.ndarray, e: float, u: np.ndarray) -> np.ndarray:  # pragma: no cover
+    def _perturb_1d(
+        self, tk: np.ndarray, e: float, u: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
     def _variance_1d(self, t: np.ndarray, e: float) -> np.ndarray:  # pragma: no cover
@@ -248,7 +247,7 @@ class _KSampledMechanism(KSampledMixin, ScaledFeatureMechanism):
         k = self.sampled_dimensions(d)
         e = split_epsilon(self.epsilon, k)
         idx, tk, u = self._draw_sampled(t, k, self._draws, rng)
-        yk = self._perturb_1d(tk, e, u.reshape(rows, self._draws, k))
+        yk = self._perturb_1d(tk, e, u.reshape(rows, k, self._draws), rng)
         yk *= d / k
         return scatter_coordinates(yk, idx, d)
 
@@ -260,32 +259,40 @@ class _KSampledMechanism(KSampledMixin, ScaledFeatureMechanism):
 
 class PiecewiseMechanism(_KSampledMechanism):
     r"""Wang et al.'s Piecewise Mechanism with their k-dimension sampling (ICDE 2019,
-    Algorithms 2 and 4), a feature-LDP baseline of the HeteroRR and LPGNN comparisons.
+    Algorithms 2 and 4), a feature-LDP baseline of the HeteroRR and LPGNN comparisons, released
+    on a fixed public grid.
 
     Features are scaled to :math:`t_j \in [-1, 1]` with PUBLIC bounds and clipped. Each node
     samples :math:`k = \max(1, \min(d, \lfloor \varepsilon / 2.5 \rfloor))` of its :math:`d`
     dimensions uniformly without replacement (independently of the data), perturbs each
-    sampled :math:`t_j` with one-dimensional PM at :math:`\varepsilon / k`, and reports
-    :math:`\frac{d}{k} t^*_j` on the sampled dimensions and 0 on the others. PM at budget
-    :math:`\varepsilon'` releases, with :math:`C = \coth(\varepsilon'/4)`,
-    :math:`\ell(t) = \frac{C+1}{2} t - \frac{C-1}{2}` and :math:`r(t) = \ell(t) + C - 1`, a
-    point of :math:`[-C, C]` with density
+    sampled :math:`t_j` with one-dimensional PM at :math:`\varepsilon' = \varepsilon / k`, and
+    reports :math:`\frac{d}{k} t^*_j` on the sampled dimensions and 0 on the others.
 
-    .. math::
-        f(y \mid t) = \begin{cases} p = \frac{e^{\varepsilon'} - e^{\varepsilon'/2}}
-        {2 e^{\varepsilon'/2} + 2} & y \in [\ell(t), r(t)] \\
-        p / e^{\varepsilon'} & y \in [-C, \ell(t)) \cup (r(t), C], \end{cases}
-
-    so :math:`f(y \mid t) / f(y \mid t') \le e^{\varepsilon'}`; the :math:`k` reports compose to
-    :math:`k \varepsilon' \le \varepsilon` (:func:`per_dimension_epsilon` rounds
-    :math:`\varepsilon / k` down until this holds exactly in floats).
+    PM at budget :math:`\varepsilon'` (Algorithm 2) outputs a point of :math:`[-C, C]`,
+    :math:`C = \coth(\varepsilon'/4)`, uniform on the window :math:`[\ell(t), r(t)]`,
+    :math:`\ell(t) = \frac{C+1}{2} t - \frac{C-1}{2}`, :math:`r(t) = \ell(t) + C - 1`, with
+    probability :math:`e^{\varepsilon'/2} / (e^{\varepsilon'/2} + 1)`, else uniform on the rest;
+    the window holds the share :math:`f = (C - 1)/(2C) = 1/(e^{\varepsilon'/2} + 1)` of the range
+    and the two densities have ratio :math:`e^{\varepsilon'}`. privgraph releases the same
+    construction on a public grid of :math:`M = 2^{20}` cells
+    (:class:`~privgraph.mechanisms.features.piecewise_grid.PiecewiseGrid`): a window of
+    :math:`W = \mathrm{round}(Mf)` cells at the randomly rounded position
+    :math:`\frac{t+1}{2}(M - W)`, cell probabilities :math:`p_{hi} = (1-q)/W` and
+    :math:`p_{lo} = q/(M - W)` with :math:`p_{hi}/p_{lo} \le e^{\varepsilon'}` certified in
+    rational arithmetic, the cell's value :math:`(i + \frac12 - \frac M2)\delta` scaled so that
+    :math:`E[y \mid t] = t`. Every input reaches every grid value with a probability in
+    :math:`[p_{lo}, p_{hi}]`, so each report is :math:`\varepsilon'`-LDP; the piece and the cell
+    are drawn exactly (:func:`~privgraph.mechanisms.sampling.bernoulli_exact`, an exact integer
+    sampler). The :math:`k` reports compose to :math:`k \varepsilon' \le \varepsilon`
+    (:func:`per_dimension_epsilon` rounds :math:`\varepsilon / k` down until this holds exactly).
 
     The estimate :math:`y_j` on :math:`[-1, 1]` is mapped back affinely,
     ``lower + (y + 1) / 2 * (upper - lower)`` (unsampled dimensions land at the midpoint):
     an unbiased estimate of the clipped features.
 
     Args:
-        epsilon (float): the budget of one node's whole vector (> 0).
+        epsilon (float): the budget of one node's whole vector (each of the ``k`` reports gets
+            :math:`\varepsilon / k \le 50`, :attr:`epsilon_range`).
         lower (float or array-like, optional): PUBLIC lower bound(s) of the raw features
             (default: ``0.0``). Never derive it from the private data.
         upper (float or array-like, optional): PUBLIC upper bound(s), ``> lower``
@@ -293,29 +300,33 @@ class PiecewiseMechanism(_KSampledMechanism):
 
     Shapes:
         - input: node features :math:`[|V|, d]` (or any row block ``[rows, d]``)
-        - output: float32 :math:`[|V|, d]`; on the :math:`[-1, 1]` scale each entry is 0 or in
-          :math:`\frac{d}{k} [-C, C]`
+        - output: float32 :math:`[|V|, d]`; on the :math:`[-1, 1]` scale each entry is 0 or
+          :math:`\frac{d}{k}` times a value of the public grid (:func:`pm_grid`)
 
     Runtime:
-        :math:`O(|V| d)`: :math:`d + 2k` uniforms per row (:math:`2d` when :math:`k = d`) and
+        :math:`O(|V| d)`: :math:`d + 5k` uniforms per row (:math:`5d` when :math:`k = d`) and
         one partial sort of the keys per row (``argmin`` when :math:`k = 1`).
 
     Utility:
-        unbiased; per-coordinate variance :math:`\frac{d}{k}(V_{PM}(t_j, \varepsilon/k) + t_j^2)
-        - t_j^2` with :math:`V_{PM}(t, \varepsilon) = \frac{t^2}{e^{\varepsilon/2} - 1} +
-        \frac{e^{\varepsilon/2} + 3}{3 (e^{\varepsilon/2} - 1)^2}` (Lemma 1) on the
-        :math:`[-1, 1]` scale.
+        unbiased; per-coordinate variance :math:`\frac{d}{k}(V(t_j, \varepsilon/k) + t_j^2) - t_j^2`
+        on the :math:`[-1, 1]` scale, :math:`V` the grid law's exact variance
+        (:func:`pm_grid_variance`), within a relative :math:`1/W` (the window rounded to whole cells)
+        of Lemma 1's
+        :math:`\frac{t^2}{e^{\varepsilon/2} - 1} + \frac{e^{\varepsilon/2} + 3}{3 (e^{\varepsilon/2} - 1)^2}`.
     """
 
     name: ClassVar[str] = "piecewise"
     _assumptions: ClassVar[tuple[str, ...]] = (
-        "continuous floating-point uniform sampling (the real-valued analysis; low bits not hardened)",
+        (
+            "released values lie on a fixed public grid of 2^20 cells (the same for every input); "
+            "the piece and the cell are drawn exactly and p_hi / p_lo <= e^(eps/k) holds in rational "
+            "arithmetic"
+        ),
         "the k reported dimensions are sampled independently of the data, each with epsilon / k",
     )
-    _draws: ClassVar[int] = 2
 
-    def _perturb_1d(self, tk: np.ndarray, e: float, u: np.ndarray) -> np.ndarray:
-        return pm_transform(tk, e, u[:, 0], u[:, 1])
+    def _perturb_1d(self, tk: np.ndarray, e: float, u: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return pm_grid(e).transform(tk, u, rng)
 
     def _variance_1d(self, t: np.ndarray, e: float) -> np.ndarray:
-        return pm_variance(t, e)
+        return pm_grid(e).variance(t)

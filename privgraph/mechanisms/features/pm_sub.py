@@ -1,4 +1,9 @@
-r"""PM-SUB: the suboptimal piecewise mechanism of Zhao et al. (IEEE IoT-J 2020), k-of-d sampled."""
+r"""PM-SUB: the suboptimal piecewise mechanism of Zhao et al. (IEEE IoT-J 2020) on a public grid, k-of-d sampled.
+
+The continuous law (:func:`pm_sub_density`, :func:`pm_sub_cdf`, :func:`pm_sub_variance`) is the one
+the grid approximates; what is released is :func:`pm_sub_grid`'s (see
+:mod:`~privgraph.mechanisms.features.piecewise_grid`).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.mechanisms.base import check_epsilon
-from privgraph.mechanisms.features.scaled import categorical3_exact
+from privgraph.mechanisms.base import EpsilonRange, check_epsilon
+from privgraph.mechanisms.features.piecewise_grid import (
+    GRID_CELLS,
+    PiecewiseGrid,
+    piecewise_grid,
+)
 from privgraph.mechanisms.features.three_output import SampledFeatureMechanism
 
 __all__ = [
@@ -19,6 +28,8 @@ __all__ = [
     "pm_sub_density",
     "pm_sub_cdf",
     "pm_sub_variance",
+    "pm_sub_grid",
+    "pm_sub_grid_variance",
 ]
 
 
@@ -122,6 +133,19 @@ def pm_sub_variance(t: Any, epsilon: float) -> np.ndarray:
     return c2 * t * t + c0
 
 
+def pm_sub_grid(epsilon: float, cells: int = GRID_CELLS) -> PiecewiseGrid:
+    """PM-SUB on the public grid of ``cells`` cells at budget ``epsilon``: window share
+    ``(2 g / tau) / (2 A) = 1 / (tau + 1)``, ``tau = e^(eps/3)`` (see
+    :mod:`~privgraph.mechanisms.features.piecewise_grid`)."""
+    return piecewise_grid(float(check_epsilon(epsilon, "epsilon")), "pm_sub", cells)
+
+
+def pm_sub_grid_variance(t: Any, epsilon: float) -> np.ndarray:
+    """The exact variance of the grid PM-SUB (within a relative ``1 / W`` of :func:`pm_sub_variance`:
+    the window is rounded to ``W`` whole cells)."""
+    return pm_sub_grid(epsilon).variance(_check_t(t))
+
+
 class PMSubMechanism(SampledFeatureMechanism):
     r"""PM-SUB, the suboptimal piecewise mechanism of Zhao et al. (2020), applied to node features
     with the :math:`k`-of-:math:`d` coordinate sampling of Wang et al.
@@ -153,14 +177,19 @@ class PMSubMechanism(SampledFeatureMechanism):
     :math:`\tau = e^{\varepsilon_c/3}`, and releases :math:`\frac{d}{k} Y_j` (0 for the others).
     :math:`\mathbb{E}[Y \mid t] = t`: the release is unbiased for :math:`t`.
 
-    Privacy: the density takes two values whose ratio is :math:`e^{\varepsilon_c}` on a support
-    :math:`[-A, A]` that does not depend on :math:`t` (:math:`r(1) = A`, :math:`\ell(-1) = -A`),
-    so each coordinate is :math:`\varepsilon_c`-LDP; the sampled set is independent of the data
-    and its nonzero positions reveal only it, so the vector is :math:`k\varepsilon_c \le
-    \varepsilon`-LDP. The proof is for real-valued sampling: privgraph draws the piece exactly
-    and the position within it from a float64 uniform, and releases float32; floating-point
-    effects inside a piece (Mironov 2012) are not accounted for; the guarantee names this
-    assumption.
+    privgraph releases this construction on a public grid of :math:`M = 2^{20}` cells
+    (:func:`pm_sub_grid`): a window of :math:`W = \mathrm{round}(M / (\tau + 1))` cells (the
+    window's share :math:`(2g/\tau) / (2A)` of the range) at the randomly rounded position
+    :math:`\frac{t+1}{2}(M - W)`, cell probabilities :math:`p_{hi} = (1 - q)/W` and
+    :math:`p_{lo} = q/(M - W)` with :math:`p_{hi}/p_{lo} \le e^{\varepsilon_c}` certified in
+    rational arithmetic, the cell's value scaled so that :math:`E[Y \mid t] = t`.
+
+    Privacy: every input reaches every grid value with a probability in :math:`[p_{lo}, p_{hi}]`,
+    so each coordinate is :math:`\varepsilon_c`-LDP; the set of released values is the public
+    grid whatever the input (no low bits carry it). The piece is drawn with
+    :func:`~privgraph.mechanisms.sampling.bernoulli_exact` and the cell with an exact integer
+    sampler. The sampled set is independent of the data and its nonzero positions reveal only
+    it, so the vector is :math:`k\varepsilon_c \le \varepsilon`-LDP.
 
     Args:
         epsilon (float): the budget :math:`\varepsilon` of one node's feature vector (> 0).
@@ -171,20 +200,23 @@ class PMSubMechanism(SampledFeatureMechanism):
 
     Shapes:
         - input: node features :math:`[|V|, d]` (or any row block ``[rows, d]``)
-        - :meth:`privatize_rows`: float32 :math:`[|V|, d]`, :math:`k` entries per row in
-          :math:`[-Ad/k, Ad/k]`, the others 0 (the released values, in the :math:`t` domain)
+        - :meth:`privatize_rows`: float32 :math:`[|V|, d]`, :math:`k` entries per row
+          :math:`\frac{d}{k}` times a grid value (within :math:`[-Ad/k, Ad/k]` to a cell), the
+          others 0 (the released values, in the :math:`t` domain)
         - :meth:`privatize`: the graph with :math:`x` = :meth:`estimate` of the release, float32
           in feature units (unbiased for the clipped features; post-processing)
 
     Runtime:
         :math:`O(|V| d)`: one ``(d + 5k)``-uniform row per node, an ``argpartition`` for the
-        sampled set; per sampled coordinate the piece (left tail, high-density interval, right
-        tail) is drawn with :func:`~privgraph.mechanisms.features.scaled.categorical3_exact`
-        (4 uniforms: the pieces' masses are realised exactly) and the position within it with
-        one more; no Python loop over entries.
+        sampled set, and per sampled coordinate the grid draw (the position's rounding, the
+        piece by :func:`~privgraph.mechanisms.sampling.bernoulli_exact`, the cell by an exact
+        integer from two uniforms); no Python loop over entries.
 
     Utility:
-        :math:`\mathrm{Var}[Y \mid t] = \frac{\tau + 1}{e^{\varepsilon_c} - 1} t^2
+        unbiased; :math:`\mathrm{Var}[Y \mid t]` the grid law's exact variance
+        (:func:`pm_sub_grid_variance`), within a relative :math:`1/W` (the window rounded to whole
+        cells) of the continuous
+        :math:`\frac{\tau + 1}{e^{\varepsilon_c} - 1} t^2
         + \frac{(e^{\varepsilon_c} + \tau)((\tau + 1)^3 + e^{\varepsilon_c} - 1)}
         {3\tau^2(e^{\varepsilon_c} - 1)^2}` (:func:`pm_sub_variance`); the released coordinate
         has variance :math:`\frac{d}{k}(\mathrm{Var}[Y \mid t] + t^2) - t^2`
@@ -195,35 +227,39 @@ class PMSubMechanism(SampledFeatureMechanism):
     _divisor: ClassVar[float] = 2.5
     _uniforms: ClassVar[int] = 5
 
-    _assumptions: ClassVar[tuple[str, ...]] = SampledFeatureMechanism._assumptions + (
-        "continuous noise: the real-valued output is sampled in float64 (piece masses exact, "
-        "position by a float64 uniform) and released as float32; floating-point effects "
-        "within a piece (Mironov 2012) are not accounted for",
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
+        per_coordinate=True,
+        note=(
+            "each of the k reported coordinates is drawn on the public 2^20-cell grid: the piece "
+            "with bernoulli_exact (its outer probability q >= 2^-54 up to eps / k = 50, so realised "
+            "exactly) and the cell with an exact integer sampler; p_hi / p_lo <= e^(eps/k) is "
+            "certified in rational arithmetic"
+        ),
+    )
+    _assumptions: ClassVar[tuple[str, ...]] = (
+        "the sampled coordinates are drawn independently of the data",
+        (
+            "released values lie on a fixed public grid of 2^20 cells (the same for every input); "
+            "the piece and the cell are drawn exactly and p_hi / p_lo <= e^(eps/k) holds in rational "
+            "arithmetic"
+        ),
     )
 
     def output_bound(self, num_features: int | None = None) -> float:
-        """:math:`A` at the per-coordinate budget (the release lies in :math:`[-Ad/k, Ad/k]`)."""
+        """:math:`A` of the continuous law at the per-coordinate budget (the grid's largest value
+        is within about a cell of it; the release lies in :math:`\frac{d}{k}` times that)."""
         return pm_sub_bound(self.coordinate_epsilon(num_features))
 
-    def _perturb(self, z: np.ndarray, u: np.ndarray, eps_c: float, d: int, k: int) -> np.ndarray:
+    def _check_dimension(self, d: int) -> None:
+        pm_sub_grid(self.coordinate_epsilon(d))
+
+    def _perturb(
+        self, z: np.ndarray, u: np.ndarray, eps_c: float, d: int, k: int, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
         t = z
         t *= 2.0
         t -= 1.0
-        a, g, inv_tau, _, p_low = _consts(eps_c)
-        # the three pieces [-A, l), [l, r], (r, A] with masses p_low g (1 + t), e^eps/(e^eps + tau),
-        # p_low g (1 - t) (l + A = g (1 + t), A - r = g (1 - t): no cancellation)
-        w_left = g * (1.0 + t)
-        w_right = g * (1.0 - t)
-        m_mid = np.full(t.shape, 1.0 / (1.0 + math.exp(-2.0 * eps_c / 3.0)))
-        piece = categorical3_exact(p_low * w_left, m_mid, p_low * w_right, u[..., :4])
-        v = u[..., 4]  # the position within the piece
-        lo = g * (t - inv_tau)  # l(t)
-        hi = g * (t + inv_tau)  # r(t)
-        y = np.where(
-            piece == 0,
-            np.clip(-a + v * w_left, -a, lo),
-            np.where(piece == 1, np.clip(lo + v * (2.0 * g * inv_tau), lo, hi), np.clip(hi + v * w_right, hi, a)),
-        )
+        y = pm_sub_grid(eps_c).transform(t, u, rng)
         y *= d / k
         return y
 
@@ -235,4 +271,4 @@ class PMSubMechanism(SampledFeatureMechanism):
 
     def estimate_variance(self, x: np.ndarray) -> np.ndarray:
         """Exact per-entry variance ``[rows, d]`` (float64) of :meth:`estimate` of a release of ``x``."""
-        return self._sampled_variance(x, pm_sub_variance)
+        return self._sampled_variance(x, pm_sub_grid_variance)

@@ -26,6 +26,8 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import (
+    MAX_EXACT_EPSILON,
+    MIN_EXACT_EPSILON,
     EpsilonRange,
     Guarantee,
     GuaranteeKind,
@@ -34,7 +36,7 @@ from privgraph.mechanisms.base import (
     check_generator,
     check_int,
 )
-from privgraph.mechanisms.sampling import MAX_EXACT_EPSILON, bernoulli_exact, check_coordinate_epsilon
+from privgraph.mechanisms.sampling import bernoulli_exact
 
 __all__ = [
     "ScaledFeatureMechanism",
@@ -45,6 +47,7 @@ __all__ = [
     "wang_sample_size",
     "split_epsilon",
     "check_coordinate_epsilon",
+    "COORDINATE_RANGE",
     "choose_coordinates",
     "bernoulli_exact",
     "categorical3_exact",
@@ -55,8 +58,23 @@ __all__ = [
 # block, its uniforms and the output block) to some tens of MB.
 _CHUNK_ENTRIES = 1 << 20
 
-# The largest per-coordinate budget the exact samplers accept (see sampling.MAX_EXACT_EPSILON).
+# The largest per-coordinate budget the exact samplers accept (see base.MAX_EXACT_EPSILON).
 MAX_COORDINATE_EPSILON = MAX_EXACT_EPSILON
+
+#: The per-coordinate range of the mechanisms whose small probabilities go through
+#: :func:`bernoulli_exact` (a float64 ``p >= 2^-54`` realised exactly): the configured total
+#: must reach :data:`~privgraph.mechanisms.base.MIN_EXACT_EPSILON`, each coordinate's share must
+#: stay <= :data:`MAX_COORDINATE_EPSILON`.
+COORDINATE_RANGE = EpsilonRange(
+    low=MIN_EXACT_EPSILON,
+    high=MAX_COORDINATE_EPSILON,
+    per_coordinate=True,
+    note=(
+        "each coordinate's smallest output probability (about e^-eps_c) is drawn with "
+        "bernoulli_exact: exact for every float64 p >= 2^-54 (eps_c up to about 37), to 2^-106 "
+        "absolute and rounded up (never below p) to eps_c = 50, a relative 6e-11 there"
+    ),
+)
 
 _COMMON_ASSUMPTIONS: tuple[str, ...] = (
     "feature bounds are public",
@@ -167,6 +185,13 @@ def split_epsilon(epsilon: float, k: int) -> float:
     return e
 
 
+def check_coordinate_epsilon(eps_c: float, what: str = "epsilon / k", owner: str = "") -> float:
+    """Refuse a per-coordinate budget above :data:`MAX_COORDINATE_EPSILON` (a thin alias of
+    :meth:`COORDINATE_RANGE.check_coordinate <privgraph.mechanisms.base.EpsilonRange.check_coordinate>`;
+    mechanisms call their own ``epsilon_range.check_coordinate``)."""
+    return COORDINATE_RANGE.check_coordinate(eps_c, what, owner)
+
+
 def resolve_num_features(num_features: int | None, d_fixed: int | None, fixed_by: str) -> int:
     """The feature count ``d``: the one a mechanism's per-feature parameters fix (``d_fixed``,
     named by ``fixed_by``), or ``num_features``; the two must agree when both are given."""
@@ -237,7 +262,10 @@ class ScaledFeatureMechanism:
     lower)``: an unbiased estimate of ``t`` maps to an unbiased estimate of the CLIPPED feature
     value. A mechanism that releases on the domain's scale instead overrides
     ``_release_block`` and ``_to_features`` (see :class:`~privgraph.mechanisms.features.
-    three_output.SampledFeatureMechanism`).
+    three_output.SampledFeatureMechanism`); one that draws from a stream over the generator
+    overrides ``_noise_source`` (see :class:`~privgraph.mechanisms.features.laplace.LaplaceMechanism`).
+    Per-feature bounds fix ``d``, so the per-coordinate budget is then checked at construction
+    (``_check_at_load``), through the class's ``epsilon_range.check_coordinate``.
     """
 
     name: ClassVar[str]
@@ -245,11 +273,22 @@ class ScaledFeatureMechanism:
     domain: ClassVar[tuple[float, float]] = (0.0, 1.0)
     _assumptions: ClassVar[tuple[str, ...]] = ()
     #: the budgets the sampler realises exactly (refined per mechanism)
-    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(per_coordinate=True)
+    epsilon_range: ClassVar[EpsilonRange] = COORDINATE_RANGE
 
     def __init__(self, *, epsilon: float, lower: Any = 0.0, upper: Any = 1.0) -> None:
         self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         self.lower, self.upper = check_bounds(lower, upper)
+        self._check_at_load()
+
+    def _check_at_load(self) -> None:
+        """Refuse at construction what the public parameters already decide: with per-feature
+        bounds ``d`` is known, so the per-coordinate budget is checked now, not at privatize time."""
+        if self.num_features is not None:
+            self._check_dimension(self.num_features)
+
+    def _check_coordinate(self, eps_c: float, what: str) -> float:
+        """``eps_c`` through this class's ``epsilon_range.check_coordinate``."""
+        return type(self).epsilon_range.check_coordinate(eps_c, what, type(self).name)
 
     # -- public parameters --------------------------------------------------------------------
     @property
@@ -317,13 +356,14 @@ class ScaledFeatureMechanism:
         if rows == 0 or d == 0:
             return out
         self._check_dimension(d)
+        source = self._noise_source(rng)  # one per release, shared by its chunks
         step = max(1, _CHUNK_ENTRIES // d)
         for start in range(0, rows, step):
             xc = x[start : start + step]
             if not np.all(np.isfinite(xc)):
                 bad = start + int(np.flatnonzero(~np.isfinite(xc).all(axis=1))[0])
                 raise ValueError(f"x has NaN or inf (first in row {bad})")
-            out[start : start + step] = self._release_block(self._to_domain(xc), rng)
+            out[start : start + step] = self._release_block(self._to_domain(xc), source)
         return out
 
     def privatize(self, graph: GraphData, rng: np.random.Generator) -> GraphData:
@@ -347,6 +387,11 @@ class ScaledFeatureMechanism:
 
     def _check_dimension(self, d: int) -> None:
         """Raise when the mechanism cannot run on ``d`` features (e.g. its noise overflows)."""
+
+    def _noise_source(self, rng: np.random.Generator) -> Any:
+        """What the chunks of one release draw from: ``rng`` itself, or a stream over it that
+        carries unused randomness from one chunk to the next (so chunking never changes the output)."""
+        return rng
 
     def _release_block(self, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """``_perturb`` a block in the domain, mapped back affinely to the original scale."""

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.mechanisms.base import check_epsilon
+from privgraph.mechanisms.base import EpsilonRange, check_epsilon
 from privgraph.mechanisms.features import scaled
 from privgraph.mechanisms.features.scaled import (
     MAX_COORDINATE_EPSILON,
@@ -23,7 +23,6 @@ from privgraph.mechanisms.features.scaled import (
     ScaledFeatureMechanism,
     bernoulli_exact,
     categorical3_exact,
-    check_coordinate_epsilon,
     check_rows,
     scatter_coordinates,
     split_epsilon,
@@ -191,8 +190,9 @@ class SampledFeatureMechanism(KSampledMixin, ScaledFeatureMechanism):
 
     def coordinate_epsilon(self, num_features: int | None = None) -> float:
         """The budget of each sampled coordinate, ``epsilon / k`` (``k`` of them sum to at most
-        ``epsilon``); refused above :data:`MAX_COORDINATE_EPSILON`."""
-        return check_coordinate_epsilon(split_epsilon(self.epsilon, self.num_sampled(num_features)))
+        ``epsilon``); refused above ``epsilon_range.high`` (:data:`MAX_COORDINATE_EPSILON`)."""
+        k = self.num_sampled(num_features)
+        return self._check_coordinate(split_epsilon(self.epsilon, k), "epsilon / k")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(epsilon={self.epsilon!r})"
@@ -207,13 +207,15 @@ class SampledFeatureMechanism(KSampledMixin, ScaledFeatureMechanism):
         rows, d = t.shape
         k = self.num_sampled(d)
         idx, z, u = self._draw_sampled(t, k, self._uniforms, rng)
-        y = self._perturb(z, u.reshape(rows, k, self._uniforms), self.coordinate_epsilon(d), d, k)
+        y = self._perturb(z, u.reshape(rows, k, self._uniforms), self.coordinate_epsilon(d), d, k, rng)
         return scatter_coordinates(y, idx, d)
 
     def _to_features(self, released: np.ndarray) -> np.ndarray:
         return self.estimate(released)
 
-    def _perturb(self, z: np.ndarray, u: np.ndarray, eps_c: float, d: int, k: int) -> np.ndarray:  # type: ignore[override]
+    def _perturb(  # type: ignore[override]
+        self, z: np.ndarray, u: np.ndarray, eps_c: float, d: int, k: int, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover
 
     def estimate(self, released: np.ndarray) -> np.ndarray:
@@ -352,6 +354,15 @@ class ThreeOutputMechanism(SampledFeatureMechanism):
     """
 
     name: ClassVar[str] = "three_output"
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
+        per_coordinate=True,
+        note=(
+            "each sampled coordinate's outcome is drawn by categorical3_exact (two bernoulli_exact "
+            "decisions): the smallest probability, about P00 e^-eps_c / 2 or e^-eps_c / 2, is "
+            "realised exactly as a float64 >= 2^-54 up to eps / k ~ 37 and to 2^-106 absolute "
+            "(rounded up) to 50"
+        ),
+    )
     _divisor: ClassVar[float] = 2.5
     _uniforms: ClassVar[int] = 4
 
@@ -359,7 +370,9 @@ class ThreeOutputMechanism(SampledFeatureMechanism):
         """:math:`C` at the per-coordinate budget (the release is :math:`\\pm C d / k` or 0)."""
         return three_output_c(self.coordinate_epsilon(num_features))
 
-    def _perturb(self, z: np.ndarray, u: np.ndarray, eps_c: float, d: int, k: int) -> np.ndarray:
+    def _perturb(
+        self, z: np.ndarray, u: np.ndarray, eps_c: float, d: int, k: int, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
         t = z
         t *= 2.0
         t -= 1.0
