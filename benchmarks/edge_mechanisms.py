@@ -14,11 +14,19 @@
 - ``local``: a per-node edge mechanism (DPRR, Warner RR) over every node of ``V_pri`` in one
   process (seconds, best of 3; peak traced memory in a separate run), with the ratio to drawing
   one uniform per output report in the same run.
+- ``hrg_convergence``: the PUBLIC convergence check of EdgeRR / privHRG
+  (:mod:`privgraph.mechanisms.hrg.convergence`) on Cora (``rho = 0.2``, ``split_seed = 0``) and/or
+  BA graphs (``--convergence cora ba10000``): the budgets tried with their R-hat and Geweke z,
+  the first passing budget, ``required_steps_per_leaf``, the check's seconds and proxy steps;
+  with ``--real``, the same diagnostic on the REAL private target at the required budget
+  (``developer_only: true``: computed from private edges, printed here, never stored), and the
+  seconds of one whole edge fit (check + private chain + noisy probabilities) with ``"auto"``.
 - ``dask_speedup``: the whole edge stage of ``privatize_graph`` (per node partition for DPRR and
   Warner RR, per chunk of internal nodes for EdgeRR's sampling) on a Dask LocalCluster with 1 and
   2 workers (1 thread each), best of 3 after a warm-up, and ``speedup = t1 / t2``.
 
 Run: ``python benchmarks/edge_mechanisms.py [--sizes 1000 10000 100000] [--sample-sizes ... 1000000]``
+``python benchmarks/edge_mechanisms.py --skip mcmc sample local dask --convergence cora --real``
 """
 
 from __future__ import annotations
@@ -35,7 +43,9 @@ import numpy as np
 
 from privgraph.graph import GraphData, in_sorted
 from privgraph.mechanisms.edges.edge_rr import EdgeRR
+from privgraph.mechanisms.edges.priv_hrg import PrivHRG
 from privgraph.mechanisms.hrg import Dendrogram, Phase, exponent, run_mcmc, sample_all
+from privgraph.mechanisms.hrg.convergence import Proxy, convergence_check
 
 SEED = 12345
 REPEATS = 3
@@ -114,9 +124,18 @@ def bench_mcmc(graph: GraphData, *, steps: int, burn_in: float, label: str = "ba
 
 def bench_sampling(graph: GraphData, *, fit_steps: float, label: str = "ba") -> None:
     """Time and peak memory of sampling all private edges from a fitted EdgeRR release."""
-    m = EdgeRR(epsilon=1.0, rounds=1, public_steps_per_leaf=fit_steps / 2, private_steps_per_leaf=fit_steps / 2)
+    # the sampling cost does not depend on the fit's quality: a short chain (below the documented
+    # minimum, so run through fit_hrg directly, not through EdgeRR, which refuses it)
+    from privgraph.mechanisms.hrg import fit_hrg
+
+    m = EdgeRR(epsilon=1.0, rounds=1)
+    leaves, pub, mask, _ = m._inputs(graph)
     t0 = time.perf_counter()
-    fitted = m.fit(graph, np.random.default_rng(SEED))
+    fitted = fit_hrg(
+        graph.num_nodes, leaves, pub, graph.edges_private, mask, eps1=m.eps1, eps2=m.eps2,
+        schedule=lambda n, a: [Phase("joint", int(fit_steps * n), 1.0, a)], rng=np.random.default_rng(SEED),
+        tau_b=m.tau_b, tau_c=m.tau_c,
+    )
     fit_seconds = time.perf_counter() - t0
     rng = np.random.default_rng(SEED + 1)
     seconds, edges = best_of(lambda: sample_all(fitted.release, rng))
@@ -137,6 +156,73 @@ def bench_sampling(graph: GraphData, *, fit_steps: float, label: str = "ba") -> 
         "edges_per_s": round(edges.shape[1] / seconds),
         "peak_traced_mib": round(peak / 2**20, 1),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    })
+
+
+def cora_graph() -> GraphData:
+    """Cora with 20 % private edges (``rho = 0.2``, ``split_seed = 0``), from ``PRIVGRAPH_DATA_ROOT``."""
+    import os
+    from pathlib import Path
+
+    from privgraph.datasets import load_dataset
+
+    root = Path(os.environ.get("PRIVGRAPH_DATA_ROOT", "../shared/datasets"))
+    return load_dataset("cora", root=root, rho=0.2, split_seed=0)
+
+
+def _budget_summary(b: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "steps_per_leaf": b["steps_per_leaf"],
+        "rhat": {k: (None if v is None else round(v, 4)) for k, v in b["rhat"].items()},
+        "geweke_z": {k: [None if z is None else round(z, 2) for z in v] for k, v in b["geweke_z"].items()},
+        "passed": b["passed"],
+    }
+
+
+def bench_convergence(graph: GraphData, mech: Any, *, label: str, real: bool = False) -> None:
+    """The public check's cost and choice; with ``real``, the REAL chain's R-hat at that choice and
+    one whole fit's seconds (developer measurements: computed from private edges, not stored)."""
+    mechanism = type(mech).name
+    schedule = getattr(mech, "schedule", "private")
+    t0 = time.perf_counter()
+    rec = mech.convergence_check(graph)
+    seconds = time.perf_counter() - t0
+    out: dict[str, Any] = {
+        "bench": "hrg_convergence", "graph": label, "mechanism": mechanism, "schedule": schedule,
+        "epsilon": mech.epsilon, "leaves": rec["proxy"]["leaves"], "proxy": rec["proxy"]["kind"],
+        "proxy_edges": rec["proxy"]["private_role_edges"], "kernel": rec["kernel"],
+        "budgets": [_budget_summary(b) for b in rec["budgets"]], "passed": rec["passed"],
+        "passed_steps_per_leaf": rec["passed_steps_per_leaf"],
+        "required_steps_per_leaf": rec["required_steps_per_leaf"], "check_seconds": round(seconds, 2),
+        "proxy_steps": rec["proxy_steps_run"], "proxy_steps_per_s": round(rec["proxy_steps_run"] / seconds),
+    }
+    emit(out)
+    if not (real and rec["passed"]):
+        return
+    need = rec["required_steps_per_leaf"]
+    if mechanism == "priv_hrg":
+        e = graph.edges("all")
+        leaves = np.unique(e.ravel())
+        target = Proxy(graph.num_nodes, leaves, np.zeros((2, 0), np.int64), e, None, {"kind": "REAL"})
+        kernel = Phase("private", 0, 0.0, exponent(mech.eps1, leaves.size))
+    else:
+        leaves, pub, mask, v = mech._inputs(graph)
+        target = Proxy(graph.num_nodes, leaves, pub, graph.edges_private, mask, {"kind": "REAL"})
+        kernel = mech._kernel(exponent(mech.eps1, v.size))
+    t0 = time.perf_counter()
+    rr = convergence_check(target, kernel, min_steps_per_leaf=need, max_steps_per_leaf=need, seed=1)
+    real_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    fitted = mech.fit(graph, np.random.default_rng(SEED))
+    fit_seconds = time.perf_counter() - t0
+    emit({
+        "bench": "hrg_convergence_real", "developer_only": True, "graph": label, "mechanism": mechanism,
+        "schedule": schedule, "steps_per_leaf": need, "real": _budget_summary(rr["budgets"][0]),
+        "real_seconds": round(real_seconds, 2), "fit_seconds": round(fit_seconds, 2),
+        "fit_steps": fitted.info["steps"], "fit_steps_per_leaf": fitted.info["steps_per_leaf"],
+        "private_chain_geweke_z": {
+            k: v["geweke_z"] for k, v in fitted.mcmc.to_dict()["convergence"].items()
+        },
     })
 
 
@@ -227,6 +313,12 @@ def main(argv: list[str] | None = None) -> None:
                    help="BA graph sizes for DPRR / Warner RR")
     p.add_argument("--dask-size", type=int, default=300_000, help="BA graph size for the 1 vs 2 worker timing")
     p.add_argument("--skip", nargs="*", default=[], choices=["mcmc", "sample", "local", "dask"])
+    p.add_argument("--convergence", nargs="*", default=[],
+                   help="graphs for the public convergence check: 'cora' and/or 'ba<n>' (e.g. ba10000)")
+    p.add_argument("--convergence-mechanisms", nargs="*", default=["edge_rr:alternating", "priv_hrg"],
+                   help="edge_rr:alternating, edge_rr:joint, priv_hrg")
+    p.add_argument("--real", action="store_true",
+                   help="also the REAL chain's R-hat at the chosen steps and one fit's seconds (developer only)")
     args = p.parse_args(argv)
     graphs: dict[int, GraphData] = {}
 
@@ -245,12 +337,20 @@ def main(argv: list[str] | None = None) -> None:
         for n in args.local_sizes:
             for name in ("dprr", "warner_rr"):
                 bench_local(graph(n), name)
+    for name in args.convergence:
+        g = cora_graph() if name == "cora" else ba_graph(int(name[2:]), rho=0.2)
+        for spec in args.convergence_mechanisms:
+            mech = (
+                PrivHRG(epsilon=1.0) if spec == "priv_hrg"
+                else EdgeRR(epsilon=1.0, rounds=1, schedule=spec.split(":")[1])
+            )
+            bench_convergence(g, mech, label=name, real=args.real)
     if "dask" not in args.skip:
         g = graph(args.dask_size)
         for name, params in (
             ("dprr", {"epsilon": 1.0}),
             ("warner_rr", {"epsilon": float(np.log(args.dask_size / 10))}),
-            ("edge_rr", {"epsilon": 1.0, "rounds": 1, "public_steps_per_leaf": 1.0, "private_steps_per_leaf": 1.0}),
+            ("edge_rr", {"epsilon": 1.0, "rounds": 1}),  # steps: the public check's ("auto")
         ):
             bench_dask_speedup(g, name, params)
 

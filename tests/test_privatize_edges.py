@@ -23,8 +23,8 @@ EDGE_PARAMS = {
     "edge_rand": {"epsilon": 6.0},
     "lapgraph": {"epsilon": 2.0},
     "nonpriv_part": {},
-    "edge_rr": {"epsilon": 1.0, "rounds": 2, "public_steps_per_leaf": 5.0, "private_steps_per_leaf": 5.0},
-    "priv_hrg": {"epsilon": 1.0, "steps_per_leaf": 10.0},
+    "edge_rr": {"epsilon": 1.0, "rounds": 1},  # steps: auto, from the public convergence check
+    "priv_hrg": {"epsilon": 0.2},
 }
 # per-node mechanisms: their reports are computed per partition through parallel.py
 PER_NODE = ("dprr", "warner_rr", "local_lap")
@@ -73,6 +73,9 @@ def test_edge_mechanism_release(graph, name):
         assert "log_likelihood_private" in json.dumps(a.private_record)
         assert "log_likelihood" not in json.dumps(a.stats) and "acceptance" not in json.dumps(a.stats)
         assert a.stats["edges"]["hrg"]["steps"]["private"] > 0
+        check = a.stats["edges"]["hrg"]["convergence_check"]  # public: published in the manifest
+        assert check["passed"] and check["reads_private_data"] is False
+        assert a.release["edges"]["dendrogram"]["internal_nodes"] > 0
     (entry,) = a.ledger.entries
     assert entry.mechanism == name and entry.scope is Scope.EDGES
     assert entry.partitions == (0, 1, 2)

@@ -12,9 +12,10 @@ import pytest
 
 from privgraph.graph import GraphData, in_sorted
 from privgraph.mechanisms.base import GuaranteeKind, Scope
-from privgraph.mechanisms.edges.edge_rr import EdgeRR
+from privgraph.mechanisms.edges.edge_rr import HRG_EPSILON_RANGE, EdgeRR
 from privgraph.mechanisms.edges.priv_hrg import PrivHRG
 from privgraph.mechanisms.hrg import FittedHRG, NoisyDendrogram, exponent, private_sensitivity
+from privgraph.mechanisms.hrg.convergence import MAX_STEPS_PER_LEAF
 
 BAD_EPSILONS = [
     (float("nan"), ValueError),
@@ -39,7 +40,8 @@ def _keys(e: np.ndarray, n: int) -> np.ndarray:
     return np.sort(e[0] * np.int64(n) + e[1])
 
 
-FAST = {"public_steps_per_leaf": 5.0, "private_steps_per_leaf": 5.0, "rounds": 2}
+# the steps come from the public convergence check ("auto"); one round keeps the tests fast
+FAST = {"rounds": 1}
 
 
 # -- validation -----------------------------------------------------------------------------------
@@ -64,7 +66,14 @@ def test_bad_epsilon(cls: type, eps: Any, exc: type) -> None:
         ({"private_steps_per_leaf": float("inf")}, ValueError, "private_steps_per_leaf"),
         ({"private_steps_per_leaf": float("nan")}, ValueError, "private_steps_per_leaf"),
         ({"public_steps_per_leaf": False}, TypeError, "public_steps_per_leaf"),
-        ({"private_steps_per_leaf": "10"}, TypeError, "private_steps_per_leaf"),
+        ({"private_steps_per_leaf": "10"}, ValueError, "private_steps_per_leaf"),
+        ({"private_steps_per_leaf": 5000.0}, ValueError, "both be 'auto' or both numbers"),
+        ({"public_steps_per_leaf": 10.0, "private_steps_per_leaf": 10.0, "rounds": 1}, ValueError,
+         "below the documented minimum"),
+        ({"convergence_chains": 1}, ValueError, "convergence_chains"),
+        ({"convergence_max_steps_per_leaf": 999}, ValueError, "convergence_max_steps_per_leaf"),
+        ({"convergence_seed": -1}, ValueError, "convergence_seed"),
+        ({"convergence_seed": 1.0}, TypeError, "convergence_seed"),
         ({"trace_every": -1}, ValueError, "trace_every"),
         ({"leaves": "some"}, ValueError, "leaves"),
         ({"schedule": "max-max"}, ValueError, "schedule"),
@@ -80,7 +89,9 @@ def test_bad_parameters(kw: dict[str, Any], exc: type, match: str) -> None:
 @pytest.mark.parametrize(
     "kw, exc",
     [({"steps_per_leaf": -1.0}, ValueError), ({"steps_per_leaf": float("nan")}, ValueError),
-     ({"steps_per_leaf": True}, TypeError), ({"eps1_share": 1.5}, ValueError)],
+     ({"steps_per_leaf": True}, TypeError), ({"eps1_share": 1.5}, ValueError),
+     ({"steps_per_leaf": 999.0}, ValueError), ({"proxy_mean_degree": float("inf")}, ValueError),
+     ({"convergence_chains": 0}, ValueError)],
 )
 def test_priv_hrg_bad_parameters(kw: dict[str, Any], exc: type) -> None:
     with pytest.raises(exc, match=next(iter(kw))):
@@ -113,7 +124,8 @@ def test_guarantee_and_budget_split(cls: type, eps: float, share: float) -> None
     assert g.check(eps) and not g.check(eps * (1 - 1e-9))
     assert m.eps1 + m.eps2 <= g.epsilon  # in floats, as the ledger adds them
     assert m.eps1 == pytest.approx(share * eps) and m.eps2 == pytest.approx((1 - share) * eps)
-    assert any("only at convergence" in a and "steps" in a for a in g.assumptions)
+    assert any("law after the recorded number of steps" in a and "stationary law" in a for a in g.assumptions)
+    assert any("PUBLIC convergence check" in a and "does not prove" in a for a in g.assumptions)
     assert any("Delta" in a and "floor" in a for a in g.assumptions)
     assert any("discrete Laplace" in a and "parallel composition" in a for a in g.assumptions)
     assert any("not covered" in a for a in g.assumptions)
@@ -121,42 +133,77 @@ def test_guarantee_and_budget_split(cls: type, eps: float, share: float) -> None
     json.dumps(d)
 
 
+@pytest.mark.parametrize("cls", [EdgeRR, PrivHRG])
+def test_epsilon_range_covers_both_parts(cls: type) -> None:
+    assert cls.epsilon_range is HRG_EPSILON_RANGE
+    m = cls(epsilon=20.0)  # 10 + 10: both parts in [2^-20, 13]
+    assert m.eps1 == 10.0 and m.eps2 == 10.0
+    with pytest.raises(ValueError, match="eps_e1 .*MCMC.* outside \\[9.53674e-07, 13\\]"):
+        cls(epsilon=14.0, eps1_share=0.95)
+    with pytest.raises(ValueError, match="eps_e2 .*discrete Laplace.* outside"):
+        cls(epsilon=2.0**-19, eps1_share=0.9)
+    with pytest.raises(ValueError, match="eps_e1"):
+        cls(epsilon=2.0**-19, eps1_share=0.1)
+    with pytest.raises(ValueError, match="epsilon = 27 is outside \\[1.90735e-06, 26\\]"):
+        cls(epsilon=27.0)
+    assert cls(epsilon=26.0).eps1 == 13.0
+    # above 26 (the default split's bound) refused whatever the split
+    with pytest.raises(ValueError, match="epsilon = 40"):
+        cls(epsilon=40.0, eps1_share=0.25)
+
+
 def test_edge_rr_assumptions_and_params() -> None:
-    m = EdgeRR(epsilon=1.0, rounds=4, public_steps_per_leaf=10, private_steps_per_leaf=30)
+    m = EdgeRR(epsilon=1.0, rounds=4, public_steps_per_leaf=1000, private_steps_per_leaf=3000, schedule="joint")
     a = m.guarantee.assumptions
     assert "V_pri (nodes with private edges) is public" in a
     assert "public edges are released as they are" in a
-    assert any("4 rounds of 10.0 public and 30.0 private steps per leaf" in x for x in a)
+    assert any("4 rounds of 1000.0 public and 3000.0 private steps per leaf" in x for x in a)
     p = m.params()
     assert p == {
-        "epsilon": 1.0, "eps1_share": 0.5, "rounds": 4, "public_steps_per_leaf": 10.0,
-        "private_steps_per_leaf": 30.0, "trace_every": 0, "leaves": "private",
-        "schedule": "alternating", "tau_b": 0.05, "tau_c": 0.01,
+        "epsilon": 1.0, "eps1_share": 0.5, "rounds": 4, "public_steps_per_leaf": 1000.0,
+        "private_steps_per_leaf": 3000.0, "trace_every": 0, "leaves": "private",
+        "schedule": "joint", "tau_b": 0.05, "tau_c": 0.01, "convergence_chains": 4,
+        "convergence_max_steps_per_leaf": MAX_STEPS_PER_LEAF,
     }
     json.dumps(p)
     assert EdgeRR(**p).params() == p
     pf = m.params_for(1000)
-    assert pf["steps"] == {"public": 10_000, "private": 30_000}
+    assert pf["steps"] == {"joint": 4_000_000}
     assert pf["sensitivity"] == private_sensitivity(1000)
     assert pf["exponent"] == exponent(0.5, 1000)
     assert pf["exponent"] * 2 * pf["sensitivity"] <= pf["eps1"]  # the factor 2
+    alt = EdgeRR(epsilon=1.0, rounds=2, public_steps_per_leaf=2000, private_steps_per_leaf=4000)
+    assert alt.params_for(100)["steps"] == {"public": 200_000, "private": 400_000}
+    auto = EdgeRR(epsilon=1.0)
+    assert auto.params()["public_steps_per_leaf"] == auto.params()["private_steps_per_leaf"] == "auto"
+    assert auto.params_for(100)["steps"] == "auto"
+    assert "convergence_seed" not in auto.params()  # public, but no manifest key may name a seed
+    assert any("chosen by the public convergence check" in x for x in auto.guarantee.assumptions)
+    assert any("schedule 'alternating'" in x for x in auto.guarantee.assumptions)
     r = repr(m)
     assert r.startswith("EdgeRR(") and "epsilon=1.0" in r
     pr = PrivHRG(epsilon=1.0)
     assert repr(pr).startswith("PrivHRG(") and "epsilon=1.0" in repr(pr)
     assert PrivHRG(**pr.params()).params() == pr.params()
+    assert pr.params()["steps_per_leaf"] == "auto"
     assert "every edge is treated as private (public edges are privatized too)" in pr.guarantee.assumptions
 
 
 def test_schedule_alternates_public_and_private_phases() -> None:
-    m = EdgeRR(epsilon=2.0, rounds=3, public_steps_per_leaf=6, private_steps_per_leaf=3)
+    m = EdgeRR(epsilon=2.0, rounds=3, public_steps_per_leaf=6000, private_steps_per_leaf=3000)
     a = exponent(1.0, 50)
     phases = m._phases(50, a)
-    assert [(p.kind, p.steps) for p in phases] == [("public", 100), ("private", 50)] * 3
+    assert [(p.kind, p.steps) for p in phases] == [("public", 100_000), ("private", 50_000)] * 3
     assert all(p.a_pub == 1.0 and p.a_pri == 0.0 for p in phases[::2])
     assert all(p.a_pub == 0.0 and p.a_pri == a for p in phases[1::2])
-    joint = EdgeRR(epsilon=2.0, rounds=3, schedule="joint")._phases(50, a)
-    assert [(p.kind, p.a_pub, p.a_pri) for p in joint] == [("joint", 1.0, a)] * 3
+    # 'auto' alternating: the check certifies ONE private phase; public phases as long
+    auto = EdgeRR(epsilon=2.0, rounds=3)._phases(50, a, 2000.0)
+    assert [(p.kind, p.steps) for p in auto] == [("public", 100_000), ("private", 100_000)] * 3
+    # 'auto' joint: the check certifies the joint chain's length; rounds split it
+    joint = EdgeRR(epsilon=2.0, rounds=3, schedule="joint")._phases(50, a, 3000.0)
+    assert [(p.kind, p.steps, p.a_pub, p.a_pri) for p in joint] == [("joint", 50_000, 1.0, a)] * 3
+    with pytest.raises(ValueError, match="auto"):
+        EdgeRR(epsilon=2.0)._phases(50, a)
     # the private coefficient is eps1 / (2 Delta_e) with N = floor(|V_pri|^2 / 4)
     big_n = 50 * 50 // 4
     delta = math.log(big_n) + (big_n - 1) * math.log(big_n / (big_n - 1))
@@ -167,7 +214,7 @@ def test_schedule_alternates_public_and_private_phases() -> None:
 @pytest.mark.parametrize("leaves", ["private", "all"])
 @pytest.mark.parametrize("schedule", ["alternating", "joint"])
 def test_edge_rr_output(leaves: str, schedule: str) -> None:
-    g = _graph(300, seed=1)
+    g = _graph(300 if schedule == "alternating" else 80, seed=1)  # the joint chain needs longer runs
     m = EdgeRR(epsilon=2.0, leaves=leaves, schedule=schedule, **FAST)
     out = m.privatize(g, np.random.default_rng(0))
     assert isinstance(out, GraphData) and out.num_nodes == g.num_nodes
@@ -176,19 +223,21 @@ def test_edge_rr_output(leaves: str, schedule: str) -> None:
     assert e.dtype == np.int64 and np.all(e[0] < e[1])
     v_pri = g.private_nodes()
     assert np.all(in_sorted(e.ravel(), v_pri))  # only pairs of V_pri are private candidates
-    assert not np.any(in_sorted(_keys(e, 300), _keys(g.edges_public, 300)))
+    assert not np.any(in_sorted(_keys(e, g.num_nodes), _keys(g.edges_public, g.num_nodes)))
     # the edge count is of the order of the private edge count
     assert 0.3 * g.edges_private.shape[1] < e.shape[1] < 3 * g.edges_private.shape[1]
 
 
 def test_fit_sample_split_diagnostics() -> None:
     g = _graph(400, seed=2)
-    m = EdgeRR(epsilon=1.0, trace_every=100, **FAST)
+    m = EdgeRR(epsilon=1.0, trace_every=100, rounds=2)
     fitted = m.fit(g, np.random.default_rng(3))
     assert isinstance(fitted, FittedHRG) and isinstance(fitted.release, NoisyDendrogram)
     n_pri = g.private_nodes().size
     assert fitted.release.private_order.size == n_pri
-    assert fitted.info["steps"] == {"public": 2 * round(5 * n_pri / 2), "private": 2 * round(5 * n_pri / 2)}
+    need = fitted.info["convergence_check"]["required_steps_per_leaf"]
+    assert fitted.info["certified_steps_per_leaf"] == need  # one private phase
+    assert fitted.info["steps"] == {"public": 2 * need * n_pri, "private": 2 * need * n_pri}
     assert fitted.info["sensitivity"] == private_sensitivity(n_pri)
     chunks = m.split(fitted, 3)
     assert np.array_equal(np.sort(np.concatenate(chunks)), np.arange(fitted.release.num_internal))
@@ -219,23 +268,24 @@ def test_release_holds_no_true_counts() -> None:
 
 
 def test_priv_hrg_output() -> None:
-    g = _graph(300, seed=5)
-    m = PrivHRG(epsilon=2.0, steps_per_leaf=10)
+    g = _graph(120, seed=5)
+    m = PrivHRG(epsilon=2.0)
     out = m.privatize(g, np.random.default_rng(0))
     assert out.edges_public.shape == (2, 0)
     e = out.edges_private
-    assert np.all(e[0] < e[1]) and np.unique(_keys(e, 300)).size == e.shape[1]
+    assert np.all(e[0] < e[1]) and np.unique(_keys(e, 120)).size == e.shape[1]
     touched = np.unique(g.edges("all").ravel())
     assert np.all(in_sorted(e.ravel(), touched))
     assert 0.3 * g.num_edges < e.shape[1] < 3 * g.num_edges
     fitted = m.fit(g, np.random.default_rng(1))
-    assert fitted.info["steps"] == {"private": 10 * touched.size}
+    need = fitted.info["convergence_check"]["required_steps_per_leaf"]
+    assert fitted.info["steps"] == {"private": need * touched.size}
     assert set(m.diagnostics(fitted)["mcmc"]["trace"]["phase"]) == {"private"}
 
 
-@pytest.mark.parametrize("cls, kw", [(EdgeRR, FAST), (PrivHRG, {"steps_per_leaf": 10.0})])
+@pytest.mark.parametrize("cls, kw", [(EdgeRR, FAST), (PrivHRG, {})])
 def test_reproducible(cls: type, kw: dict[str, Any]) -> None:
-    g = _graph(250, seed=6)
+    g = _graph(120, seed=6)
     m = cls(epsilon=1.0, **kw)
     a = m.privatize(g, np.random.default_rng(42))
     b = m.privatize(g, np.random.default_rng(42))
@@ -258,4 +308,5 @@ def test_degenerate_graphs() -> None:
     three = GraphData(num_nodes=5, edges_private=np.array([[0, 1], [1, 2]]))
     out = EdgeRR(epsilon=1.0, **FAST).privatize(three, np.random.default_rng(0))
     assert np.all(in_sorted(out.edges_private.ravel(), np.array([0, 1, 2])))
+    assert EdgeRR(epsilon=1.0, **FAST).fit(one, np.random.default_rng(0)).info["convergence_check"]["trivial"]
     assert PrivHRG(epsilon=1.0).privatize(empty, np.random.default_rng(0)).num_edges == 0

@@ -1,4 +1,10 @@
-"""EdgeRR: the PHRG mechanism of HeteroRR for private edges (paper 002, Sec. III-B, Alg. 2-3)."""
+"""EdgeRR: the PHRG mechanism of HeteroRR for private edges (paper 002, Sec. III-B, Alg. 2-3).
+
+The MCMC's length comes from the PUBLIC convergence check
+(:mod:`privgraph.mechanisms.hrg.convergence`). Measurements behind its defaults (this repository's
+``benchmarks/edge_mechanisms.py --convergence``; 2-core machine, 4 chains; R-hat: rank-normalized
+split, bar 1.05; figures in the module docs of :mod:`privgraph.mechanisms.hrg.convergence`).
+"""
 
 from __future__ import annotations
 
@@ -8,26 +14,64 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privgraph.errors import ValidationFailedError
 from privgraph.graph import GraphData, in_sorted, sorted_unique
 from privgraph.mechanisms.base import (
+    MIN_EXACT_EPSILON,
     EpsilonRange,
     Guarantee,
     GuaranteeKind,
     Scope,
+    check_epsilon,
     check_generator,
     check_int,
     check_probability,
 )
 from privgraph.mechanisms.edges.dprr import merge_with_public
+from privgraph.mechanisms.hrg.convergence import (
+    CHECK_CHAINS,
+    MAX_STEPS_PER_LEAF,
+    MIN_STEPS_PER_LEAF,
+    RHAT_THRESHOLD,
+    SAFETY_FACTOR,
+    check_seed,
+    check_steps_setting,
+    convergence_check,
+    edge_rr_proxy,
+)
 from privgraph.mechanisms.hrg.fit import FittedHRG, fit_hrg
-from privgraph.mechanisms.hrg.mcmc import Phase, exponent, private_sensitivity
+from privgraph.mechanisms.hrg.mcmc import (
+    EXPONENT_RANGE,
+    MAX_EXPONENT_EPSILON,
+    Phase,
+    exponent,
+    private_sensitivity,
+)
 from privgraph.mechanisms.hrg.noisy_prob import TAU_B, TAU_C, NoisyDendrogram
 from privgraph.mechanisms.hrg.sample import sample_all, sample_internal_nodes, split_internal_nodes
+from privgraph.mechanisms.sampling import DISCRETE_LAPLACE_RANGE
 
-__all__ = ["EdgeRR", "split_budget", "check_steps"]
+__all__ = ["EdgeRR", "HRG_EPSILON_RANGE", "split_budget", "check_steps", "chosen_steps"]
 
 _LEAVES = ("private", "all")
 _SCHEDULES = ("alternating", "joint")
+
+#: The configured budget of EdgeRR and privHRG: eps = eps_e1 + eps_e2, each part checked with the
+#: split (:func:`split_budget`): eps_e1 against the MCMC's range
+#: (:data:`~privgraph.mechanisms.hrg.mcmc.EXPONENT_RANGE`, ``[2^-20, 13]``), eps_e2 against the
+#: discrete Laplace noise's (:data:`~privgraph.mechanisms.sampling.DISCRETE_LAPLACE_RANGE`). The
+#: bounds are those of the default split (``eps1_share = 0.5``): ``[2^-19, 26]``.
+HRG_EPSILON_RANGE = EpsilonRange(
+    low=2.0 * MIN_EXACT_EPSILON,
+    high=2.0 * MAX_EXPONENT_EPSILON,
+    note=(
+        "epsilon = eps_e1 + eps_e2; eps_e1 = eps1_share * epsilon is the MCMC's exponent (one "
+        "53-bit uniform per accept test: the neighbouring ratio e^eps_e1 is realised to a relative "
+        "2^-53 e^eps_e1, so eps_e1 <= 13) and eps_e2 the discrete Laplace noise of the edge counts "
+        "(in the range of sampling.DISCRETE_LAPLACE_RANGE); each part must be >= 2^-20 (both parts "
+        "are checked with the split); [2^-19, 26] are the bounds at the default eps1_share 0.5"
+    ),
+)
 
 
 def check_steps(value: Any, name: str) -> float:
@@ -40,14 +84,25 @@ def check_steps(value: Any, name: str) -> float:
     return v
 
 
-def split_budget(epsilon: float, share: float) -> tuple[float, float]:
-    """``(eps1, eps2) = (share * epsilon, epsilon - eps1)`` with ``eps1 + eps2 <= epsilon`` in floats."""
+def split_budget(epsilon: float, share: float, *, owner: str = "") -> tuple[float, float]:
+    """``(eps1, eps2) = (share * epsilon, epsilon - eps1)`` with ``eps1 + eps2 <= epsilon`` in floats.
+
+    ``eps1`` (the MCMC's exponent) is checked against
+    :data:`~privgraph.mechanisms.hrg.mcmc.EXPONENT_RANGE`, ``eps2`` (the discrete Laplace noise of
+    CalculateNoisyProb) against :data:`~privgraph.mechanisms.sampling.DISCRETE_LAPLACE_RANGE`; a
+    ``ValueError`` names the part, prefixed by ``owner``.
+    """
+    epsilon = check_epsilon(epsilon, "epsilon")
     eps1 = epsilon * share
     eps2 = epsilon - eps1
     while eps2 > 0 and eps1 + eps2 > epsilon:  # never let float rounding overspend
         eps2 = math.nextafter(eps2, 0.0)
     if not (eps1 > 0 and eps2 > 0):
         raise ValueError(f"epsilon={epsilon} with eps1_share={share} leaves a budget of 0 for one part")
+    EXPONENT_RANGE.check(eps1, "eps_e1 (eps1_share * epsilon: the MCMC's exponential-mechanism budget)", owner)
+    DISCRETE_LAPLACE_RANGE.check(
+        eps2, "eps_e2 (epsilon - eps_e1: the discrete Laplace noise of CalculateNoisyProb)", owner
+    )
     return eps1, eps2
 
 
@@ -58,6 +113,36 @@ def _threshold(value: Any, name: str) -> float:
     if not math.isfinite(v) or v < 0:
         raise ValueError(f"{name} must be finite and >= 0, got {v}")
     return v
+
+
+def chosen_steps(configured: float | str, record: dict[str, Any], owner: str, what: str) -> float:
+    """The chain's steps per leaf: the check's ``required_steps_per_leaf`` for ``"auto"``, else
+    ``configured`` once it reaches it.
+
+    Raises:
+        ValidationFailedError: the public check did not pass within its cap, or ``configured`` is
+            below what it requires (exit code 3; raised before the private chain runs).
+    """
+    if not record.get("passed"):
+        raise ValidationFailedError(
+            f"{owner}: the public convergence check did not pass within its cap of "
+            f"{record.get('max_steps_per_leaf')} MCMC steps per leaf (R-hat < "
+            f"{record.get('rhat_threshold')} on a public proxy of {record['proxy'].get('leaves')} "
+            f"leaves): the chain cannot be charged as an exponential mechanism, refusing to release; "
+            f"raise convergence_max_steps_per_leaf or use another edge mechanism"
+        )
+    required = float(record["required_steps_per_leaf"])
+    if configured == "auto":
+        return required
+    if float(configured) < required:
+        raise ValidationFailedError(
+            f"{owner}: the configured {what} = {float(configured):g} MCMC steps per leaf are below "
+            f"what the public convergence check needs: {required:g} (= {record.get('safety_factor')} "
+            f"x {record.get('passed_steps_per_leaf')}, the first budget whose {record.get('chains')} "
+            f"chains on the public proxy reached R-hat < {record.get('rhat_threshold')}); set them to "
+            f"'auto' or to at least {required:g}"
+        )
+    return float(configured)
 
 
 class EdgeRR:
@@ -84,13 +169,34 @@ class EdgeRR:
     its stationary law is exactly an exponential mechanism (with a public-data base measure),
     which the alternating chain's stationary law is not in general (see Notes).
 
+    The chain's length (Alg. 2's "if converged") is set BEFORE the private chain runs by the
+    public convergence check (:mod:`privgraph.mechanisms.hrg.convergence`): 4 chains with the same
+    acceptance rule on a public proxy (the public edges among the leaves in both roles), doubling
+    from :data:`~privgraph.mechanisms.hrg.convergence.MIN_STEPS_PER_LEAF` steps per leaf until the
+    rank-normalized split R-hat of every log-likelihood trace is below 1.05. What it certifies:
+    with ``joint``, the joint chain's length (public + private steps per leaf); with
+    ``alternating``, the length of EACH private phase (``private_steps_per_leaf / rounds``), since
+    the output is the exponential mechanism only if the last private phase mixes from any start.
+    ``"auto"`` runs :data:`~privgraph.mechanisms.hrg.convergence.SAFETY_FACTOR` (2) times the first
+    passing budget (``alternating``: every phase that long, public phases as long as private ones).
+    The check's record is ``FittedHRG.info["convergence_check"]`` (public).
+
     Args:
-        epsilon (float): :math:`\varepsilon_e = \varepsilon_{e1} + \varepsilon_{e2}` (> 0).
+        epsilon (float): :math:`\varepsilon_e = \varepsilon_{e1} + \varepsilon_{e2}`, in
+            ``[2^-19, 26]``; :math:`\varepsilon_{e1}` in ``[2^-20, 13]`` and
+            :math:`\varepsilon_{e2}` in the discrete Laplace range (:data:`HRG_EPSILON_RANGE`).
         eps1_share (float, optional): :math:`\varepsilon_{e1} / \varepsilon_e`, in (0, 1)
             (default: ``0.5``; the paper gives no split).
-        rounds (int, optional): iterations of Alg. 2's outer loop (default: ``10``).
-        public_steps_per_leaf (float, optional): public steps in all, per leaf (default: ``50``).
-        private_steps_per_leaf (float, optional): private steps in all, per leaf (default: ``50``).
+        rounds (int, optional): iterations of Alg. 2's outer loop; they split the steps
+            (default: ``10``).
+        public_steps_per_leaf, private_steps_per_leaf (float or ``"auto"``, optional): the steps
+            per leaf of all public and all private phases (``joint``: their sum is the joint
+            chain's length); both ``"auto"`` (from the check's ``required_steps_per_leaf``) or both
+            numbers whose certified quantity (``joint``: the sum; ``alternating``:
+            ``private_steps_per_leaf / rounds``) is at least
+            :data:`~privgraph.mechanisms.hrg.convergence.MIN_STEPS_PER_LEAF` (1000; refused here)
+            and at least what the check requires (refused by :meth:`fit`, before the private chain
+            runs) (default: ``"auto"``).
         trace_every (int, optional): log-likelihood trace interval in steps; ``0`` gives about
             1000 points (default: ``0``).
         leaves (str, optional): ``"private"``: the dendrogram's leaves are :math:`V_{pri}` and the
@@ -101,6 +207,14 @@ class EdgeRR:
             ``"alternating"``).
         tau_b, tau_c (float, optional): CalculateNoisyProb's thresholds (default: privHRG's
             ``0.05`` and ``0.01``).
+        convergence_chains (int, optional): chains of the public check, ``>= 2`` (default: ``4``).
+        convergence_max_steps_per_leaf (int, optional): the check's cap; a check that has not
+            passed by then refuses the release (default:
+            :data:`~privgraph.mechanisms.hrg.convergence.MAX_STEPS_PER_LEAF`).
+        convergence_seed (int, optional): the check's PUBLIC seed (never the run's noise seed:
+            the check's record is published). Not in :meth:`params` (manifests and ledgers refuse
+            any key naming a seed); the default ``0`` makes the record reproducible by anyone
+            (default: ``0``).
 
     Shapes:
         - input: ``edges_public`` :math:`[2, |E_{pub}|]`, ``edges_private`` :math:`[2, |E_{pri}|]`
@@ -109,21 +223,28 @@ class EdgeRR:
 
     Runtime:
         Fit: :math:`O(n + m \cdot depth)` to build, then :math:`O(1 + \bar d)`-ish per MCMC step
-        (incremental counts, see :mod:`privgraph.mechanisms.hrg.dendrogram`), :math:`O(n)` for the
-        noisy probabilities. Sampling: :math:`O(n + \text{output})`, parallel per chunk of
-        internal nodes (:meth:`split`, :meth:`sample`). Never :math:`O(n^2)`.
+        (incremental counts, see :mod:`privgraph.mechanisms.hrg.dendrogram`): the check runs
+        ``4 s^*`` steps per leaf (its 4 chains in parallel threads), the private chain ``2 s^*``
+        (``joint``) or ``rounds * 4 s^*`` (``alternating``: public and private phases of
+        ``2 s^*`` each); :math:`O(n)` for the noisy probabilities. Measured (Cora, ``rho = 0.2``,
+        2 cores): ``alternating`` with ``rounds = 1``: check 14 s (s* = 8000), whole fit 24 s;
+        ``joint``: the check does not pass within the default cap (about 5 min), so it refuses. Sampling:
+        :math:`O(n + \text{output})`, parallel per chunk of internal nodes (:meth:`split`,
+        :meth:`sample`). Never :math:`O(n^2)`.
 
     Notes:
-        The guarantee is :math:`\varepsilon_{e1} + \varepsilon_{e2}` edge DP for the private edges
-        provided the MCMC has reached its stationary law (like privHRG; the step counts are fixed
-        in advance and recorded). With ``schedule="alternating"`` the chain alternates kernels
-        with different targets; its output law is the exponential mechanism only when the last
-        private phase has mixed from any start. The trace of :meth:`diagnostics` is computed
-        from private edges and is not covered by the guarantee.
+        What holds at finite steps: the released dendrogram's law is the chain's law after the
+        recorded number of steps; :math:`\varepsilon_{e1}` is the exponential mechanism's only to
+        the extent that law is at its stationary law. The public check supports convergence on a
+        public proxy of the same leaves and rule; it does not prove it on the private target.
+        With ``schedule="alternating"`` the chain alternates kernels with different targets; its
+        output law is the exponential mechanism only when the last private phase has mixed from
+        any start (what the check certifies, on the proxy). The trace of :meth:`diagnostics` is
+        computed from private edges and is not covered by the guarantee.
     """
 
     name: ClassVar[str] = "edge_rr"
-    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange()
+    epsilon_range: ClassVar[EpsilonRange] = HRG_EPSILON_RANGE
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(
@@ -132,19 +253,42 @@ class EdgeRR:
         epsilon: float,
         eps1_share: float = 0.5,
         rounds: int = 10,
-        public_steps_per_leaf: float = 50.0,
-        private_steps_per_leaf: float = 50.0,
+        public_steps_per_leaf: float | str = "auto",
+        private_steps_per_leaf: float | str = "auto",
         trace_every: int = 0,
         leaves: str = "private",
         schedule: str = "alternating",
         tau_b: float = TAU_B,
         tau_c: float = TAU_C,
+        convergence_chains: int = CHECK_CHAINS,
+        convergence_max_steps_per_leaf: int = MAX_STEPS_PER_LEAF,
+        convergence_seed: int = 0,
     ) -> None:
         self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         self.eps1_share = check_probability(eps1_share, "eps1_share", open_low=True, open_high=True)
         self.rounds = check_int(rounds, "rounds", minimum=1)
-        self.public_steps_per_leaf = check_steps(public_steps_per_leaf, "public_steps_per_leaf")
-        self.private_steps_per_leaf = check_steps(private_steps_per_leaf, "private_steps_per_leaf")
+        pub = check_steps_setting(public_steps_per_leaf, "public_steps_per_leaf", minimum=0.0)
+        pri = check_steps_setting(private_steps_per_leaf, "private_steps_per_leaf", minimum=0.0)
+        if (pub == "auto") != (pri == "auto"):
+            raise ValueError(
+                f"public_steps_per_leaf and private_steps_per_leaf must both be 'auto' or both numbers, "
+                f"got {public_steps_per_leaf!r} and {private_steps_per_leaf!r}"
+            )
+        if pub != "auto":
+            if schedule == "joint":
+                certified, what = float(pub) + float(pri), "public_steps_per_leaf + private_steps_per_leaf"
+            else:
+                certified = float(pri) / self.rounds
+                what = "private_steps_per_leaf / rounds (one private phase)"
+            if certified < MIN_STEPS_PER_LEAF:
+                raise ValueError(
+                    f"{what} = {certified:g} is below the documented minimum of {MIN_STEPS_PER_LEAF} MCMC "
+                    f"steps per leaf (MIN_STEPS_PER_LEAF in privgraph.mechanisms.hrg.convergence: no chain "
+                    f"measured on a graph of Cora's size passed the convergence check with fewer); use "
+                    f"'auto' for both (the public convergence check chooses) or more"
+                )
+        self.public_steps_per_leaf: float | str = pub
+        self.private_steps_per_leaf: float | str = pri
         self.trace_every = check_int(trace_every, "trace_every", minimum=0)
         if leaves not in _LEAVES:
             raise ValueError(f"leaves must be one of {_LEAVES}, got {leaves!r}")
@@ -154,32 +298,74 @@ class EdgeRR:
         self.schedule = schedule
         self.tau_b = _threshold(tau_b, "tau_b")
         self.tau_c = _threshold(tau_c, "tau_c")
-        self.eps1, self.eps2 = split_budget(self.epsilon, self.eps1_share)
+        self.convergence_chains = check_int(convergence_chains, "convergence_chains", minimum=2)
+        self.convergence_max_steps_per_leaf = check_int(
+            convergence_max_steps_per_leaf, "convergence_max_steps_per_leaf", minimum=MIN_STEPS_PER_LEAF
+        )
+        self.convergence_seed = check_seed(convergence_seed, "convergence_seed")
+        self.eps1, self.eps2 = split_budget(self.epsilon, self.eps1_share, owner=type(self).name)
 
     # -- public parameters --------------------------------------------------------------------
     @property
+    def auto(self) -> bool:
+        """Whether the step counts are chosen by the public convergence check."""
+        return self.public_steps_per_leaf == "auto"
+
+    def _certified_text(self) -> str:
+        if self.schedule == "joint":
+            return "the joint chain's length (public + private steps per leaf)"
+        return "the length of each private phase (private_steps_per_leaf / rounds), whose kernel must mix from any start"
+
+    def _steps_text(self) -> str:
+        if self.auto:
+            return (
+                f"steps per leaf chosen by the public convergence check (SAFETY_FACTOR {SAFETY_FACTOR:g} x "
+                f"its first passing budget), recorded with the release; {self.rounds} rounds, schedule "
+                f"{self.schedule!r}"
+            )
+        return (
+            f"{self.rounds} rounds of {self.public_steps_per_leaf!r} public and "
+            f"{self.private_steps_per_leaf!r} private steps per leaf in all (schedule {self.schedule!r}), "
+            f"fixed in advance and at least what the public convergence check requires"
+        )
+
+    @property
     def guarantee(self) -> Guarantee:
+        assumptions = [
+            "V_pri (nodes with private edges) is public",
+            "public edges are released as they are",
+            f"finite-step MCMC: the released dendrogram's law is the chain's law after the recorded "
+            f"number of steps ({self._steps_text()}); eps_e1 = {self.eps1!r} is the exponential "
+            f"mechanism's only to the extent that law is at the chain's stationary law",
+            f"{self._certified_text()} comes from a PUBLIC convergence check ({self.convergence_chains} chains "
+            f"from random dendrograms on a proxy target: the public edges among the leaves in the public "
+            f"and private roles, same acceptance rule and coefficients; rank-normalized split R-hat < "
+            f"{RHAT_THRESHOLD:g} on the log-likelihood traces; at least {MIN_STEPS_PER_LEAF} steps per "
+            f"leaf); it supports convergence on the public proxy, it does not prove it on the private "
+            f"target",
+            "private steps accept with exp(eps_e1 / (2 Delta_e) * dL_pri), Delta_e = ln N + "
+            "(N - 1) ln(N / (N - 1)), N = floor(|V_pri|^2 / 4) (Lemma 4, Appendix B)",
+            f"CalculateNoisyProb: discrete Laplace noise (eps_e2 = {self.eps2!r}) on private edge "
+            "counts, each edge counted once (parallel composition)",
+            "the MCMC trace (diagnostics) is not covered and is never published",
+        ]
+        if self.schedule == "alternating":
+            assumptions.append(
+                "schedule 'alternating' (Alg. 2): public and private phases have different targets; "
+                "the output law is the exponential mechanism only when the last private phase has "
+                "mixed from any start ('joint' has the exponential mechanism as its stationary law)"
+            )
         return Guarantee(
             kind=GuaranteeKind.EDGE_DP,
             epsilon=self.epsilon,  # split_budget keeps eps1 + eps2 <= epsilon in floats
             scope=Scope.EDGES,
-            assumptions=(
-                "V_pri (nodes with private edges) is public",
-                "public edges are released as they are",
-                f"the MCMC approximates the exponential mechanism (eps_e1 = {self.eps1!r}) only at "
-                f"convergence; steps = {self.rounds} rounds of {self.public_steps_per_leaf!r} public "
-                f"and {self.private_steps_per_leaf!r} private steps per leaf in all "
-                f"(schedule {self.schedule!r}), fixed in advance",
-                "private steps accept with exp(eps_e1 / (2 Delta_e) * dL_pri), Delta_e = ln N + "
-                "(N - 1) ln(N / (N - 1)), N = floor(|V_pri|^2 / 4) (Lemma 4, Appendix B)",
-                f"CalculateNoisyProb: discrete Laplace noise (eps_e2 = {self.eps2!r}) on private edge "
-                "counts, each edge counted once (parallel composition)",
-                "the MCMC trace (diagnostics) is not covered and is never published",
-            ),
+            assumptions=tuple(assumptions),
         )
 
     def params(self) -> dict[str, Any]:
-        """Public parameters for the manifest (the split and steps per graph: :meth:`params_for`)."""
+        """Public parameters for the manifest (the split and steps per graph: :meth:`params_for`).
+
+        ``convergence_seed`` is left out: manifests and ledgers refuse any key naming a seed."""
         return {
             "epsilon": self.epsilon,
             "eps1_share": self.eps1_share,
@@ -191,16 +377,20 @@ class EdgeRR:
             "schedule": self.schedule,
             "tau_b": self.tau_b,
             "tau_c": self.tau_c,
+            "convergence_chains": self.convergence_chains,
+            "convergence_max_steps_per_leaf": self.convergence_max_steps_per_leaf,
         }
 
     def params_for(self, n_private: int, n_leaves: int | None = None) -> dict[str, Any]:
-        """:meth:`params` plus ``eps1``, ``eps2``, the sensitivity, the exponent and the step counts."""
+        """:meth:`params` plus ``eps1``, ``eps2``, the sensitivity, the exponent and the step counts
+        (``"auto"`` when the public convergence check sets them: they are in the fit's ``info``)."""
         n_private = check_int(n_private, "n_private", minimum=0)
         n_leaves = n_private if n_leaves is None else check_int(n_leaves, "n_leaves", minimum=n_private)
-        phases = self._phases(n_leaves, exponent(self.eps1, n_private))
-        steps: dict[str, int] = {}
-        for ph in phases:
-            steps[ph.kind] = steps.get(ph.kind, 0) + ph.steps
+        steps: dict[str, int] | str = "auto"
+        if not self.auto:
+            steps = {}
+            for ph in self._phases(n_leaves, exponent(self.eps1, n_private)):
+                steps[ph.kind] = steps.get(ph.kind, 0) + ph.steps
         return {
             **self.params(),
             "eps1": self.eps1,
@@ -221,9 +411,31 @@ class EdgeRR:
         )
 
     # -- the schedule -------------------------------------------------------------------------
-    def _phases(self, n_leaves: int, a_pri: float) -> list[Phase]:
-        pub = int(round(self.public_steps_per_leaf * n_leaves / self.rounds))
-        pri = int(round(self.private_steps_per_leaf * n_leaves / self.rounds))
+    def _public_fraction(self) -> float:
+        if self.auto:
+            return 0.5
+        total = float(self.public_steps_per_leaf) + float(self.private_steps_per_leaf)
+        return float(self.public_steps_per_leaf) / total if total > 0 else 0.5
+
+    def _per_leaf(self, certified: float | None) -> tuple[float, float]:
+        """``(public, private)`` steps per leaf in all; ``certified`` is the check's quantity (the
+        joint chain's length, or one private phase's), ``None`` for the configured numbers."""
+        if certified is None:
+            if self.auto:
+                raise ValueError("the step counts are 'auto': pass the check's steps per leaf")
+            return float(self.public_steps_per_leaf), float(self.private_steps_per_leaf)
+        if self.schedule == "joint":
+            f = self._public_fraction()
+            return f * certified, (1.0 - f) * certified
+        pri = certified * self.rounds
+        f = self._public_fraction()
+        return (pri * f / (1.0 - f) if f < 1.0 else 0.0), pri
+
+    def _phases(self, n_leaves: int, a_pri: float, certified: float | None = None) -> list[Phase]:
+        """The schedule (``rounds`` rounds); ``certified``: see :meth:`_per_leaf`."""
+        pub_pl, pri_pl = self._per_leaf(certified)
+        pub = int(round(pub_pl * n_leaves / self.rounds))
+        pri = int(round(pri_pl * n_leaves / self.rounds))
         if self.schedule == "joint":
             return [Phase("joint", pub + pri, 1.0, a_pri) for _ in range(self.rounds)]
         out: list[Phase] = []
@@ -232,31 +444,86 @@ class EdgeRR:
             out.append(Phase("private", pri, 0.0, a_pri))
         return out
 
+    def _kernel(self, a_pri: float) -> Phase:
+        """The acceptance rule the check certifies: the joint chain's, or the private phase's."""
+        if self.schedule == "joint":
+            return Phase("joint", 0, 1.0, a_pri)
+        return Phase("private", 0, 0.0, a_pri)
+
+    def _configured_certified(self) -> float | str:
+        if self.auto:
+            return "auto"
+        if self.schedule == "joint":
+            return float(self.public_steps_per_leaf) + float(self.private_steps_per_leaf)
+        return float(self.private_steps_per_leaf) / self.rounds
+
+    def _inputs(self, graph: GraphData) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+        """Leaves, public edges among them, private-leaf mask (``None``: all) and V_pri."""
+        v_pri = graph.private_nodes()
+        pub = graph.edges_public
+        if self.leaves == "private":
+            keep = in_sorted(pub[0], v_pri) & in_sorted(pub[1], v_pri) if pub.size else np.zeros(0, bool)
+            return v_pri, pub[:, keep], None, v_pri
+        leaf_nodes = sorted_unique(np.concatenate([pub.ravel(), graph.edges_private.ravel()]))
+        return leaf_nodes, pub, in_sorted(leaf_nodes, v_pri), v_pri
+
+    def convergence_check(self, graph: GraphData) -> dict[str, Any]:
+        """The PUBLIC convergence check for ``graph`` (:mod:`privgraph.mechanisms.hrg.convergence`).
+
+        Reads the leaves (:math:`V_{pri}`, public), the public edges and the public parameters,
+        never a private edge; deterministic given ``convergence_seed``. Returns the JSON-able record
+        (``required_steps_per_leaf``: what ``"auto"`` runs and a configured sum must reach).
+        """
+        if not isinstance(graph, GraphData):
+            raise TypeError(f"graph must be a GraphData, got {type(graph).__name__}")
+        leaf_nodes, pub, private_leaf, v_pri = self._inputs(graph)
+        a_pri = exponent(self.eps1, int(v_pri.size))
+        proxy = edge_rr_proxy(graph.num_nodes, leaf_nodes, pub, private_leaf, self.convergence_seed)
+        return convergence_check(
+            proxy, self._kernel(a_pri), seed=self.convergence_seed,
+            chains=self.convergence_chains, max_steps_per_leaf=self.convergence_max_steps_per_leaf,
+            schedule_info={
+                "schedule": self.schedule, "rounds": self.rounds,
+                "public_fraction": self._public_fraction(),
+                "certifies": "joint chain length" if self.schedule == "joint" else "one private phase",
+            },
+        )
+
     # -- privatization ------------------------------------------------------------------------
     def fit(self, graph: GraphData, rng: np.random.Generator) -> FittedHRG:
-        """The global part: random :math:`D_0`, MCMC, CalculateNoisyProb (Alg. 2 lines 1-20).
+        """The global part: the public convergence check, random :math:`D_0`, MCMC,
+        CalculateNoisyProb (Alg. 2 lines 1-20).
 
         Returns:
             FittedHRG: ``.release`` (the noisy dendrogram over the chosen leaves) for
-            :meth:`sample`; ``.mcmc`` for :meth:`diagnostics`.
+            :meth:`sample`; ``.mcmc`` for :meth:`diagnostics`; ``.info["convergence_check"]``, the
+            check's public record.
+
+        Raises:
+            ValidationFailedError: the check did not pass within its cap, or the configured steps
+                are below what it requires; raised before the private chain runs.
         """
         if not isinstance(graph, GraphData):
             raise TypeError(f"graph must be a GraphData, got {type(graph).__name__}")
         rng = check_generator(rng)
-        v_pri = graph.private_nodes()
-        pub = graph.edges_public
-        if self.leaves == "private":
-            leaf_nodes = v_pri
-            keep = in_sorted(pub[0], v_pri) & in_sorted(pub[1], v_pri) if pub.size else np.zeros(0, bool)
-            pub = pub[:, keep]
-            private_leaf = None
-        else:
-            leaf_nodes = sorted_unique(np.concatenate([pub.ravel(), graph.edges_private.ravel()]))
-            private_leaf = in_sorted(leaf_nodes, v_pri)
+        record = self.convergence_check(graph)
+        what = (
+            "public_steps_per_leaf + private_steps_per_leaf" if self.schedule == "joint"
+            else "private_steps_per_leaf / rounds (one private phase)"
+        )
+        certified = chosen_steps(self._configured_certified(), record, self.name, what)
+        per_leaf = certified if self.auto else None
+        pub_pl, pri_pl = self._per_leaf(per_leaf)
+        leaf_nodes, pub, private_leaf, _ = self._inputs(graph)
         return fit_hrg(
             graph.num_nodes, leaf_nodes, pub, graph.edges_private, private_leaf,
-            eps1=self.eps1, eps2=self.eps2, schedule=self._phases, rng=rng,
+            eps1=self.eps1, eps2=self.eps2, schedule=lambda n, a: self._phases(n, a, per_leaf), rng=rng,
             trace_every=self.trace_every, tau_b=self.tau_b, tau_c=self.tau_c,
+            extra_info={
+                "steps_per_leaf": {"public": pub_pl, "private": pri_pl},
+                "certified_steps_per_leaf": float(certified),
+                "convergence_check": record,
+            },
         )
 
     @staticmethod

@@ -6,7 +6,9 @@
 - :mod:`~privgraph.mechanisms.hrg.noisy_prob`: CalculateNoisyProb (Alg. 3) and the release;
 - :mod:`~privgraph.mechanisms.hrg.sample`: sampling private edges in ``O(output)``, per chunk;
 - :mod:`~privgraph.mechanisms.hrg.fit`: the global fit (MCMC + noisy probabilities) shared by
-  EdgeRR and privHRG.
+  EdgeRR and privHRG;
+- :mod:`~privgraph.mechanisms.hrg.convergence`: the PUBLIC convergence check that chooses (or
+  checks) the MCMC's length from a public proxy target, before the private chain runs.
 """
 
 from privgraph.mechanisms.hrg.dendrogram import Dendrogram, binary_log_likelihood, log_likelihood_terms
@@ -19,10 +21,24 @@ from privgraph.mechanisms.hrg.mcmc import (
     run_mcmc,
 )
 from privgraph.mechanisms.hrg.fit import FittedHRG, fit_hrg
+from privgraph.mechanisms.hrg.convergence import (
+    MIN_STEPS_PER_LEAF,
+    Proxy,
+    convergence_check,
+    edge_rr_proxy,
+    priv_hrg_proxy,
+    split_rhat,
+)
 from privgraph.mechanisms.hrg.noisy_prob import NoisyDendrogram, calculate_noisy_prob, noisy_dendrogram
 from privgraph.mechanisms.hrg.sample import sample_all, sample_internal_nodes, split_internal_nodes
 
 __all__ = [
+    "MIN_STEPS_PER_LEAF",
+    "Proxy",
+    "convergence_check",
+    "edge_rr_proxy",
+    "priv_hrg_proxy",
+    "split_rhat",
     "Dendrogram",
     "FittedHRG",
     "MCMCResult",

@@ -319,7 +319,7 @@ def _step(n, c, move, a_pub, a_pri, logu, state, left, right, parent, cnt_pub, c
     return 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _run_chunk(n, picks, moves, logu, a_pub, a_pri, state, left, right, parent, cnt_pub, cnt_pri,
                work, e_pub, e_pri, lca, indptr, adj, m_pub, stack, buf, ll,
                step0, trace_every, trace_pub, trace_pri, trace_step, trace_pos):  # pragma: no cover
@@ -438,9 +438,13 @@ class Dendrogram:
         num_nodes (int): node count of the graph the leaves come from.
         leaf_nodes (np.ndarray): sorted distinct graph node ids, one per leaf.
         edges_public, edges_private (np.ndarray): int64 ``[2, m]`` edges in graph node ids,
-            every endpoint a leaf, no duplicates (across both sets).
+            every endpoint a leaf, no duplicates (across both sets, unless ``allow_shared``).
         private_leaf (np.ndarray, optional): boolean ``[n]``, the leaves in :math:`V_{pri}`
             (default: all leaves).
+        allow_shared (bool, optional): let one pair be both a public and a private edge (two edge
+            records with their own LCA; every count stays exact). Only the PUBLIC convergence
+            proxy (:mod:`~privgraph.mechanisms.hrg.convergence`) uses it, where the public edges
+            play both roles; a real input never has such a pair (default: ``False``).
 
     Public leaves are the leaves incident to a public edge. No array is ever ``O(n^2)``.
     """
@@ -455,6 +459,7 @@ class Dendrogram:
         right: np.ndarray,
         root: int,
         private_leaf: np.ndarray | None = None,
+        allow_shared: bool = False,
     ) -> None:
         leaf_nodes = np.asarray(leaf_nodes, dtype=np.int64)
         if leaf_nodes.ndim != 1 or (leaf_nodes.size > 1 and np.any(np.diff(leaf_nodes) <= 0)):
@@ -469,7 +474,7 @@ class Dendrogram:
         pri = _local_edges(edges_private, leaf_nodes, "edges_private")
         both = np.concatenate([pub, pri], axis=1)
         keys = both[0] * np.int64(max(n, 1)) + both[1]
-        if sorted_unique(keys).size != keys.size:
+        if not allow_shared and sorted_unique(keys).size != keys.size:
             raise ValueError("an edge is both public and private")
         self.m_pub = int(pub.shape[1])
         self.edges = np.ascontiguousarray(both)
@@ -525,6 +530,7 @@ class Dendrogram:
         rng: np.random.Generator,
         *,
         private_leaf: np.ndarray | None = None,
+        allow_shared: bool = False,
     ) -> Dendrogram:
         """A random dendrogram (a random coalescent: join two uniform clusters, ``n - 1`` times).
 
@@ -544,7 +550,7 @@ class Dendrogram:
             _build_random(np.int64(n), pick_a.astype(np.int64), pick_b.astype(np.int64), parent, left, right)
         root = 2 * n - 2 if n >= 1 else -1
         return cls(num_nodes, leaf_nodes, edges_public, edges_private, left, right, root,
-                   private_leaf=private_leaf)
+                   private_leaf=private_leaf, allow_shared=allow_shared)
 
     @classmethod
     def from_structure(

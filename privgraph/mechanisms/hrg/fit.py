@@ -32,7 +32,9 @@ class FittedHRG:
             post-processing).
         mcmc: the chain's record (steps, acceptance, log-likelihood trace). Derived from private
             edges and NOT covered by the guarantee: never publish it.
-        info: public numbers of the run (budget split, sensitivity, exponent, leaf counts).
+        info: public numbers of the run (budget split, sensitivity, exponent, leaf counts, step
+            counts, and ``"convergence_check"``: the record of the PUBLIC check that chose or
+            checked the step counts; computed without reading a private edge, for the manifest).
     """
 
     release: NoisyDendrogram
@@ -68,6 +70,7 @@ def fit_hrg(
     trace_every: int = 0,
     tau_b: float,
     tau_c: float,
+    extra_info: dict[str, Any] | None = None,
 ) -> FittedHRG:
     r"""Alg. 2 up to line 20: random :math:`D_0`, MCMC, CalculateNoisyProb.
 
@@ -82,6 +85,8 @@ def fit_hrg(
         rng (np.random.Generator): the only source of randomness.
         trace_every (int, optional): trace interval (``0``: about 1000 points).
         tau_b, tau_c (float): CalculateNoisyProb's thresholds.
+        extra_info (dict, optional): PUBLIC entries added to ``info`` (the chosen steps per leaf
+            and the public convergence check's record, ``"convergence_check"``).
     """
     rng = check_generator(rng)
     d = Dendrogram.random(num_nodes, leaf_nodes, edges_public, edges_private, rng, private_leaf=private_leaf)
@@ -99,5 +104,6 @@ def fit_hrg(
         "exponent": float(a_pri),
         "steps": {k: int(v) for k, v in result.steps.items()},
         "phases": len(phases),
+        **(extra_info or {}),
     }
     return FittedHRG(release=release, mcmc=result, info=info)

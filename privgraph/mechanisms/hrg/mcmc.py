@@ -30,10 +30,18 @@ from typing import Any
 
 import numpy as np
 
-from privgraph.mechanisms.base import check_generator, check_int, epsilon_upper
+from privgraph.mechanisms.base import (
+    MIN_EXACT_EPSILON,
+    EpsilonRange,
+    check_generator,
+    check_int,
+    epsilon_upper,
+)
 from privgraph.mechanisms.hrg.dendrogram import Dendrogram
 
 __all__ = [
+    "EXPONENT_RANGE",
+    "MAX_EXPONENT_EPSILON",
     "private_sensitivity",
     "exponent",
     "Phase",
@@ -48,6 +56,29 @@ CHUNK = 1 << 16
 _MARGIN = 1e-12
 # Default number of trace points when the trace interval is automatic.
 TRACE_POINTS = 1000
+
+#: The largest MCMC budget eps_e1 privgraph accepts. A step accepts when ``log(u) < x`` with ``u``
+#: one numpy 53-bit uniform, so an acceptance probability ``e^x`` is realised to an absolute
+#: 2^-53; one private edge moves the exponent ``x = a_pri dL_pri`` of any move by at most eps_e1
+#: (``|d dL_pri| <= 2 Delta_e``, ``a_pri = eps_e1 / (2 Delta_e)``), so the ratio of two neighbouring
+#: inputs' acceptance probabilities of one move, at most ``e^eps_e1``, is realised to a relative
+#: ``2^-53 e^eps_e1`` for every move accepted with probability >= ``e^-eps_e1``: <= 4.9e-11 up to
+#: 13, below the 6.4e-11 (2^-106 e^50) that the exact Bernoulli sampler meets at its cap of 50.
+#: (This bounds the float error of a step, not the distance of the chain's
+#: finite-step law from its stationary law: that is :mod:`~privgraph.mechanisms.hrg.convergence`'s.)
+MAX_EXPONENT_EPSILON = 13.0
+
+#: The range of eps_e1, the MCMC's exponential-mechanism budget.
+EXPONENT_RANGE = EpsilonRange(
+    low=MIN_EXACT_EPSILON,
+    high=MAX_EXPONENT_EPSILON,
+    note=(
+        "the MCMC accepts by comparing the log of one 53-bit uniform with a_pri dL_pri, realising "
+        "the ratio e^eps_e1 of neighbouring inputs' acceptance probabilities to a relative "
+        "2^-53 e^eps_e1 (<= 4.9e-11 up to 13); below 2^-20 float64 rounding is no longer "
+        "negligible against eps_e1"
+    ),
+)
 
 
 def private_sensitivity(n_private: int) -> float:
