@@ -32,7 +32,7 @@ from privgraph.mechanisms.hrg.convergence import (
     MIN_STEPS_PER_LEAF,
     RHAT_THRESHOLD,
     SAFETY_FACTOR,
-    check_seed,
+    check_convergence_settings,
     check_steps_setting,
     convergence_check,
     priv_hrg_proxy,
@@ -130,11 +130,9 @@ class PrivHRG:
         self.tau_b = _threshold(tau_b, "tau_b")
         self.tau_c = _threshold(tau_c, "tau_c")
         self.proxy_mean_degree = _mean_degree(proxy_mean_degree)
-        self.convergence_chains = check_int(convergence_chains, "convergence_chains", minimum=2)
-        self.convergence_max_steps_per_leaf = check_int(
-            convergence_max_steps_per_leaf, "convergence_max_steps_per_leaf", minimum=MIN_STEPS_PER_LEAF
+        self.convergence_chains, self.convergence_max_steps_per_leaf, self.convergence_seed = (
+            check_convergence_settings(convergence_chains, convergence_max_steps_per_leaf, convergence_seed)
         )
-        self.convergence_seed = check_seed(convergence_seed, "convergence_seed")
         self.eps1, self.eps2 = split_budget(self.epsilon, self.eps1_share, owner=type(self).name)
 
     @property

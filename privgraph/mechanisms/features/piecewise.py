@@ -28,6 +28,7 @@ from privgraph.mechanisms.base import (
 from privgraph.mechanisms.features.duchi import as_epsilon_array, as_unit_input
 from privgraph.mechanisms.features.piecewise_grid import (
     GRID_CELLS,
+    GRID_EPSILON_RANGE,
     UNIFORMS_PER_ENTRY,
     PiecewiseGrid,
     piecewise_grid,
@@ -212,15 +213,7 @@ class _KSampledMechanism(KSampledMixin, ScaledFeatureMechanism):
 
     domain: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     _draws: ClassVar[int] = UNIFORMS_PER_ENTRY
-    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
-        per_coordinate=True,
-        note=(
-            "each of the k reported coordinates is drawn on the public 2^20-cell grid: the piece "
-            "with bernoulli_exact (its outer probability q >= 2^-54 up to eps / k = 50, so realised "
-            "exactly) and the cell with an exact integer sampler; p_hi / p_lo <= e^(eps/k) is "
-            "certified in rational arithmetic"
-        ),
-    )
+    epsilon_range: ClassVar[EpsilonRange] = GRID_EPSILON_RANGE
 
     def sampled_dimensions(self, d: int) -> int:
         """``k`` for ``d`` features (Wang et al., Algorithm 4)."""

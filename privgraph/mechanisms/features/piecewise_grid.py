@@ -43,11 +43,17 @@ from typing import Any, Literal
 
 import numpy as np
 
-from privgraph.mechanisms.base import check_epsilon, check_generator, check_int
+from privgraph.mechanisms.base import (
+    EpsilonRange,
+    check_epsilon,
+    check_generator,
+    check_int,
+)
 from privgraph.mechanisms.sampling import bernoulli_exact
 
 __all__ = [
     "GRID_CELLS",
+    "GRID_EPSILON_RANGE",
     "PiecewiseGrid",
     "piecewise_grid",
     "exp_lower_bound",
@@ -56,6 +62,16 @@ __all__ = [
 
 #: Cells of the public output grid (a power of two; the released values are its cell centres).
 GRID_CELLS = 1 << 20
+#: The budgets of the grid mechanisms (PM, PM-SUB): per reported coordinate, [2^-20, 50].
+GRID_EPSILON_RANGE = EpsilonRange(
+    per_coordinate=True,
+    note=(
+        "each of the k reported coordinates is drawn on the public 2^20-cell grid: the piece "
+        "with bernoulli_exact (its outer probability q >= 2^-54 up to eps / k = 50, so realised "
+        "exactly) and the cell with an exact integer sampler; p_hi / p_lo <= e^(eps/k) is "
+        "certified in rational arithmetic"
+    ),
+)
 #: Uniforms one grid draw takes: rounding of the position, the piece (two: 106 bits), the cell (two).
 UNIFORMS_PER_ENTRY = 5
 _TWO53 = 1 << 53

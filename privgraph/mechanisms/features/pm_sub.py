@@ -15,6 +15,7 @@ import numpy as np
 from privgraph.mechanisms.base import EpsilonRange, check_epsilon
 from privgraph.mechanisms.features.piecewise_grid import (
     GRID_CELLS,
+    GRID_EPSILON_RANGE,
     PiecewiseGrid,
     piecewise_grid,
 )
@@ -227,15 +228,7 @@ class PMSubMechanism(SampledFeatureMechanism):
     _divisor: ClassVar[float] = 2.5
     _uniforms: ClassVar[int] = 5
 
-    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
-        per_coordinate=True,
-        note=(
-            "each of the k reported coordinates is drawn on the public 2^20-cell grid: the piece "
-            "with bernoulli_exact (its outer probability q >= 2^-54 up to eps / k = 50, so realised "
-            "exactly) and the cell with an exact integer sampler; p_hi / p_lo <= e^(eps/k) is "
-            "certified in rational arithmetic"
-        ),
-    )
+    epsilon_range: ClassVar[EpsilonRange] = GRID_EPSILON_RANGE
     _assumptions: ClassVar[tuple[str, ...]] = (
         "the sampled coordinates are drawn independently of the data",
         (

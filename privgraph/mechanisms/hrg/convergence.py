@@ -157,6 +157,16 @@ def check_seed(value: Any, name: str = "convergence_seed") -> int:
     return check_int(value, name, minimum=0)
 
 
+def check_convergence_settings(chains: Any, max_steps_per_leaf: Any, seed: Any) -> tuple[int, int, int]:
+    """``(chains, max_steps_per_leaf, seed)`` of the check, validated: at least 2 chains, a cap of at
+    least :data:`MIN_STEPS_PER_LEAF`, a public seed ``>= 0`` (EdgeRR's and privHRG's parameters)."""
+    return (
+        check_int(chains, "convergence_chains", minimum=2),
+        check_int(max_steps_per_leaf, "convergence_max_steps_per_leaf", minimum=MIN_STEPS_PER_LEAF),
+        check_seed(seed, "convergence_seed"),
+    )
+
+
 def check_steps_setting(value: Any, name: str, *, minimum: float = MIN_STEPS_PER_LEAF) -> float | str:
     """A steps-per-leaf setting: ``"auto"``, or a real number (not bool), finite and ``>= minimum``.
 
