@@ -10,6 +10,7 @@ import inspect
 import math
 import re
 from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml

@@ -15,7 +15,7 @@ from privgraph.accounting import (
     PrivacyLedger,
     UnsupportedCompositionError,
 )
-from privgraph.errors import BudgetExceededError, PrivgraphError
+from privgraph.errors import BudgetExceededError
 from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Scope
 
 F, E, L = Scope.FEATURES, Scope.EDGES, Scope.LABELS

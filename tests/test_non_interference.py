@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 from pathlib import Path
 from typing import Any
 

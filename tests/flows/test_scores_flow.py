@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import yaml
 
-from privgraph.errors import PrivgraphError
 
 pytestmark = pytest.mark.flow
 
