@@ -9,12 +9,19 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from privgraph.errors import ConfigError
 from privgraph.scoring.theta import ScoresConfig
