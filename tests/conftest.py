@@ -46,7 +46,7 @@ def data_root() -> Path:
     env = os.environ.get("PRIVGRAPH_DATA_ROOT")
     if not env:
         pytest.skip("PRIVGRAPH_DATA_ROOT is not set (e.g. PRIVGRAPH_DATA_ROOT=../shared/datasets)")
-    root = Path(env).expanduser()
+    root = Path(env).expanduser().resolve()  # absolute: CLI tests run in other directories
     if not root.is_dir():
         pytest.skip(f"PRIVGRAPH_DATA_ROOT={env} is not a directory")
     return root
