@@ -94,6 +94,30 @@ def dyadic_parameter(a: float) -> tuple[int, int]:
 
 
 # -- the compiled kernel ---------------------------------------------------------------------------
+@numba.njit(cache=True, inline="always")
+def _one_in_k(k, words, wi, sb, ns):  # pragma: no cover - compiled
+    """Bernoulli(1/k), exactly: a uniform in [0, k) on ceil(log2 k) bits of the small-bit
+    reservoir ``sb`` (``ns`` bits left; refilled from ``words[wi]``), by rejection; true when 0.
+
+    Returns ``(hit, wi, sb, ns, ok)``; ``ok`` is false when the words ran out.
+    """
+    bb = 1
+    while (np.int64(1) << bb) < k:
+        bb += 1
+    while True:
+        if ns < bb:
+            if wi >= words.size:
+                return False, wi, sb, ns, False
+            sb = words[wi]
+            wi += 1
+            ns = 64
+        z = np.int64(sb & np.uint64((np.int64(1) << bb) - 1))
+        sb >>= np.uint64(bb)
+        ns -= bb
+        if z < k:
+            return z == 0, wi, sb, ns, True
+
+
 @numba.njit(cache=True)
 def _dlap_kernel(words, wi, s, T, v_max, out, i0):  # pragma: no cover - compiled
     """Draws ``out[i0:]`` from ``words[wi:]`` (CKS 2020, Alg. 2 with t = 2^T).
@@ -126,24 +150,10 @@ def _dlap_kernel(words, wi, s, T, v_max, out, i0):  # pragma: no cover - compile
             k = 1
             while True:
                 if k > 1:
-                    bb = 1
-                    while (np.int64(1) << bb) < k:
-                        bb += 1
-                    z = np.int64(0)
-                    while True:  # uniform in [0, k) on bb bits, by rejection
-                        if ns < bb:
-                            if wi >= nw:
-                                fail = True
-                                break
-                            sb = words[wi]
-                            wi += 1
-                            ns = 64
-                        z = np.int64(sb & np.uint64((np.int64(1) << bb) - 1))
-                        sb >>= np.uint64(bb)
-                        ns -= bb
-                        if z < k:
-                            break
-                    if fail or z != 0:
+                    hit, wi, sb, ns, ok = _one_in_k(k, words, wi, sb, ns)
+                    if not ok:
+                        fail = True
+                    if fail or not hit:
                         break
                 if wi >= nw:
                     fail = True
@@ -162,24 +172,10 @@ def _dlap_kernel(words, wi, s, T, v_max, out, i0):  # pragma: no cover - compile
             while True:
                 k = 2
                 while True:
-                    bb = 1
-                    while (np.int64(1) << bb) < k:
-                        bb += 1
-                    z = np.int64(0)
-                    while True:
-                        if ns < bb:
-                            if wi >= nw:
-                                fail = True
-                                break
-                            sb = words[wi]
-                            wi += 1
-                            ns = 64
-                        z = np.int64(sb & np.uint64((np.int64(1) << bb) - 1))
-                        sb >>= np.uint64(bb)
-                        ns -= bb
-                        if z < k:
-                            break
-                    if fail or z != 0:
+                    hit, wi, sb, ns, ok = _one_in_k(k, words, wi, sb, ns)
+                    if not ok:
+                        fail = True
+                    if fail or not hit:
                         break
                     k += 1
                 if fail or (k & 1) == 0:
