@@ -1,13 +1,26 @@
-"""The exceptions privgraph raises for user-facing problems.
+"""The exceptions privgraph raises for user-facing problems, and the exit codes they map to.
 
-Every error a user can cause (bad input data, bad configuration, an exceeded budget, a broken
-artifact) is a subclass of :class:`PrivgraphError`, so that the CLI can turn it into a one-line
-message and an exit code instead of a traceback.
+The exit codes are defined here, once; every command maps an exception to one of them:
+
+====  ===================================================================================
+0     success
+2     bad input or configuration (a one-line message naming the problem and where it is)
+3     a failed validation checkpoint (budget cap exceeded, invalid output): nothing published
+4     the infrastructure failed after retries (artifact store, Prefect API, Dask cluster)
+====  ===================================================================================
+
+Every error a user can cause is a subclass of :class:`PrivgraphError`, so that the CLI turns it
+into one line and its exit code instead of a traceback.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "EXIT_OK",
+    "EXIT_BAD_INPUT",
+    "EXIT_CHECKPOINT",
+    "EXIT_INFRASTRUCTURE",
+    "EXIT_CODES",
     "PrivgraphError",
     "GraphValidationError",
     "DatasetNotFoundError",
@@ -16,14 +29,31 @@ __all__ = [
     "ArtifactError",
     "ArtifactExistsError",
     "ArtifactIntegrityError",
+    "ArtifactTamperedError",
     "ValidationFailedError",
+    "InfrastructureError",
+    "StoreUnavailableError",
+    "OrchestrationError",
+    "ClusterError",
 ]
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_CHECKPOINT = 3
+EXIT_INFRASTRUCTURE = 4
+
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "success",
+    EXIT_BAD_INPUT: "bad input or configuration",
+    EXIT_CHECKPOINT: "a validation checkpoint failed; nothing was published",
+    EXIT_INFRASTRUCTURE: "the infrastructure (artifact store, Prefect, Dask) failed after retries",
+}
 
 
 class PrivgraphError(Exception):
     """Base class of every error privgraph raises for a user-caused problem."""
 
-    exit_code: int = 2
+    exit_code: int = EXIT_BAD_INPUT
 
 
 class GraphValidationError(PrivgraphError, ValueError):
@@ -41,7 +71,7 @@ class ConfigError(PrivgraphError, ValueError):
 class BudgetExceededError(PrivgraphError):
     """A privacy-budget cap of the :class:`~privgraph.accounting.BudgetPolicy` is exceeded."""
 
-    exit_code = 3
+    exit_code = EXIT_CHECKPOINT
 
 
 class ArtifactError(PrivgraphError):
@@ -56,7 +86,29 @@ class ArtifactIntegrityError(ArtifactError):
     """An artifact object's checksum does not match its manifest."""
 
 
+class ArtifactTamperedError(ArtifactIntegrityError):
+    """A stored manifest does not match its seal: it was edited after publishing."""
+
+
 class ValidationFailedError(PrivgraphError):
     """A validation checkpoint failed; the artifact was not published."""
 
-    exit_code = 3
+    exit_code = EXIT_CHECKPOINT
+
+
+class InfrastructureError(PrivgraphError):
+    """A service privgraph depends on failed after its retries; nothing half-done is visible."""
+
+    exit_code = EXIT_INFRASTRUCTURE
+
+
+class StoreUnavailableError(InfrastructureError):
+    """The artifact store (a directory, S3/MinIO) could not be reached or written after retries."""
+
+
+class OrchestrationError(InfrastructureError):
+    """The Prefect API could not be reached or failed after retries."""
+
+
+class ClusterError(InfrastructureError):
+    """The Dask cluster could not be reached or lost the work after retries."""
