@@ -1,28 +1,33 @@
 """The ``privgraph`` command.
 
-Exit codes: 0 success; 2 bad input or configuration; 3 a failed validation checkpoint (budget cap
-exceeded, invalid output). A user error prints one line, never a traceback.
+Exit codes (defined once, in :mod:`privgraph.errors`): 0 success; 2 bad input or configuration;
+3 a failed validation checkpoint (budget cap exceeded, invalid output); 4 the infrastructure
+(artifact store, Prefect API, Dask cluster) failed after retries; 1 only for an unexpected error,
+a bug. Every failure prints one line, never a traceback (``PRIVGRAPH_DEBUG=1`` shows it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from privgraph.errors import PrivgraphError
+from privgraph.errors import EXIT_CODES, exit_code_for, one_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Differentially private graphs, end to end.")
-artifacts_app = typer.Typer(no_args_is_help=True, help="List and show stored private graph versions.")
+artifacts_app = typer.Typer(no_args_is_help=True, help="List, show, verify and clean stored private graph versions.")
 app.add_typer(artifacts_app, name="artifacts")
 
 # the temporary Prefect server's telemetry heartbeat only adds noise (and sqlite lock errors)
@@ -35,35 +40,57 @@ err = Console(stderr=True)
 out = Console()
 
 DEFAULT_STORE = "./artifacts"
+EXIT_INTERNAL = 1  # an unexpected exception: a bug in privgraph
+_LAST_ERROR: dict[str, str] = {}  # the last failure's one line, for `run --ci`
 
 
 def _default_store() -> str:
     return os.environ.get("PRIVGRAPH_STORE", DEFAULT_STORE)
 
 
-def _fail(exc: BaseException) -> None:
-    code = exc.exit_code if isinstance(exc, PrivgraphError) else 2
-    err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
+def _failure(exc: BaseException) -> tuple[int, str]:
+    """The exit code and the one-line message of a failed command."""
+    code = exit_code_for(exc)
+    if code is None:
+        return EXIT_INTERNAL, (
+            f"internal error: {type(exc).__name__}: {one_line(exc)} "
+            "(a bug in privgraph; PRIVGRAPH_DEBUG=1 shows the traceback)"
+        )
+    return code, one_line(exc)
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    return (PrivgraphError, FileNotFoundError, PermissionError)
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    """Turn any failure into one line on stderr and its documented exit code."""
+    try:
+        yield
+    except (typer.Exit, typer.Abort):
+        raise
+    except KeyboardInterrupt:
+        err.print("interrupted", highlight=False)
+        raise typer.Exit(130) from None
+    except Exception as exc:
+        if os.environ.get("PRIVGRAPH_DEBUG"):
+            raise
+        code, msg = _failure(exc)
+        _LAST_ERROR["message"] = msg
+        err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code) from None
 
 
-class _NoTracebackForUserErrors(logging.Filter):
-    """Prefect logs a failed run's exception with its traceback; a user error gets one line."""
+class _NoTracebackForKnownErrors(logging.Filter):
+    """Prefect logs a failed run's exception with its traceback; a known failure gets one line."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], PrivgraphError):
+        if record.exc_info and record.exc_info[1] is not None and exit_code_for(record.exc_info[1]) is not None:
             record.exc_info = None
             record.exc_text = None
         return True
 
 
 def _quiet_prefect() -> None:
-    """Call after importing Prefect: strip user-error tracebacks from every Prefect log handler."""
-    flt = _NoTracebackForUserErrors()
+    """Call after importing Prefect: strip known-failure tracebacks from every Prefect log handler."""
+    flt = _NoTracebackForKnownErrors()
     for name in ("", "prefect", "prefect.flow_runs", "prefect.task_runs"):
         for h in logging.getLogger(name).handlers:
             h.addFilter(flt)
@@ -76,27 +103,37 @@ def run(
     store: str | None = typer.Option(None, "--store", help="artifact store URI (default: the pipeline's storage)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (version, ledger, metrics)"),
     evaluate: bool = typer.Option(True, "--evaluate/--no-evaluate", help="train and report utility before publishing"),
+    ci: bool = typer.Option(
+        False, "--ci",
+        help="machine-readable summary for CI: JSON on stdout (also on failure), markdown to $GITHUB_STEP_SUMMARY",
+    ),
 ) -> None:
     """Run the privatize flow (and evaluate) for PIPELINE and publish a private version."""
+    t0 = time.perf_counter()
+    res: dict[str, Any] | None = None
     try:
-        from privgraph.config import load_config
+        with _errors():
+            from privgraph.config import load_config
 
-        load_config(config).get(pipeline)  # fail fast on config errors, before Prefect starts
-        from flows.privatize import privatize_flow
+            load_config(config).get(pipeline)  # fail fast on config errors, before Prefect starts
+            from flows.privatize import privatize_flow
 
-        _quiet_prefect()
-
-        t0 = time.perf_counter()
-        with err.status(f"running pipeline [bold]{pipeline}[/] (privatize -> validate -> evaluate -> store)"):
-            res = privatize_flow(pipeline=pipeline, config_path=str(config), store=store, evaluate=evaluate)
-        res["seconds"] = round(time.perf_counter() - t0, 2)
-    except _user_errors() as exc:
-        _fail(exc)
+            _quiet_prefect()
+            with err.status(f"running pipeline [bold]{escape(pipeline)}[/] (privatize -> validate -> evaluate -> store)"):
+                res = privatize_flow(pipeline=pipeline, config_path=str(config), store=store, evaluate=evaluate)
+            res["seconds"] = round(time.perf_counter() - t0, 2)
+    except typer.Exit as exc:
+        if ci:
+            _ci_summary(pipeline, None, exc.exit_code, round(time.perf_counter() - t0, 2))
+        raise
+    assert res is not None
+    if ci:
+        _ci_summary(pipeline, res, 0, res["seconds"])
         return
     if as_json:
         print(json.dumps(res, sort_keys=True))
         return
-    out.print(f"[bold green]published[/] {res['pipeline']}/{res['version']} in {res['store']} ({res['seconds']} s)")
+    out.print(f"[bold green]published[/] {escape(res['pipeline'])}/{res['version']} in {escape(str(res['store']))} ({res['seconds']} s)")
     _print_ledger(res["ledger"])
     if res.get("metrics"):
         owner_only = None
@@ -104,7 +141,55 @@ def run(
             owner_only = json.loads(Path(res["private_record"]).read_text()).get("private_evaluation")
         _print_metrics(res["metrics"], owner_only)
     if res.get("private_record"):
-        out.print(f"private record (owner only, not published): {res['private_record']}")
+        out.print(f"private record (owner only, not published): {escape(res['private_record'])}")
+
+
+
+def _ci_summary(pipeline: str, res: dict[str, Any] | None, code: int, seconds: float) -> None:
+    """``run --ci``: one JSON object on stdout and a markdown summary in $GITHUB_STEP_SUMMARY.
+
+    Holds only what the manifest holds (version, ledger, validation, shareable metrics) and the
+    outcome; never the owner's private record or its path.
+    """
+    summary: dict[str, Any] = {
+        "pipeline": pipeline,
+        "status": "published" if code == 0 else "failed",
+        "exit_code": code,
+        "meaning": EXIT_CODES.get(code, "internal error (a bug)"),
+        "seconds": seconds,
+    }
+    if res is not None:
+        from privgraph.accounting import PrivacyLedger
+
+        summary.update(
+            version=res["version"], store=str(res["store"]),
+            ledger=PrivacyLedger.from_dict(res["ledger"]).summary(),
+            validation=res.get("validation"), metrics=res.get("metrics"),
+        )
+    elif _LAST_ERROR:
+        summary["error"] = _LAST_ERROR.get("message")
+    print(json.dumps(summary, sort_keys=True, default=str))
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(_ci_markdown(summary))
+
+
+def _ci_markdown(summary: dict[str, Any]) -> str:
+    lines = [f"## privgraph run `{summary['pipeline']}`: {summary['status']} (exit {summary['exit_code']})", ""]
+    if summary["status"] == "published":
+        lines += [f"version `{summary['version']}` in `{summary['store']}` ({summary['seconds']} s)", "",
+                  "| scope | kind | epsilon |", "|---|---|---|"]
+        for row in summary["ledger"]:
+            eps = "n/a" if row.get("epsilon") is None else f"{row['epsilon']:g}"
+            lines.append(f"| {row.get('scope')} | {row.get('kind')} | {eps} |")
+        m = (summary.get("metrics") or {}).get("private")
+        if m:
+            lines += ["", f"test accuracy of a GNN trained on the version (its own labels): "
+                      f"{m['test_acc_mean']:.4f} +- {m['test_acc_std']:.4f}"]
+    else:
+        lines.append(f"{summary['meaning']}: {summary.get('error', '')}")
+    return "\n".join(lines) + "\n\n"
 
 
 @app.command()
@@ -116,7 +201,7 @@ def evaluate(
 ) -> None:
     """Train the GNN on a published version (shareable accuracy) and on the clean graph (the
     owner's private evaluation); print both."""
-    try:
+    with _errors():
         from privgraph.storage import open_store
 
         store_uri = store or _default_store()
@@ -124,11 +209,8 @@ def evaluate(
         from flows.evaluate import evaluate_flow
 
         _quiet_prefect()
-        with err.status(f"evaluating {pipeline}/{version}"):
+        with err.status(f"evaluating {escape(pipeline)}/{escape(version)}"):
             res = evaluate_flow(pipeline=pipeline, version=version, config_path=str(config), store=store_uri)
-    except _user_errors() as exc:
-        _fail(exc)
-        return
     if as_json:
         print(json.dumps({k: v for k, v in res.items() if k != "private_evaluation"}, sort_keys=True))
         return
@@ -146,7 +228,7 @@ def compare(
     """Compare mechanisms: privatize one scope with each at each epsilon, train on each, and store
     the table (mean +- std, t-test of the target against the best other) and the plots as a
     PRIVATE report (scored on raw data) under the pipeline's private_records directory."""
-    try:
+    with _errors():
         from privgraph.config import load_config
 
         load_config(config).comparison(name)  # fail fast on config errors
@@ -154,16 +236,13 @@ def compare(
 
         _quiet_prefect()
         t0 = time.perf_counter()
-        with err.status(f"running comparison [bold]{name}[/]"):
+        with err.status(f"running comparison [bold]{escape(name)}[/]"):
             res = compare_flow(name=name, config_path=str(config), store=store)
         res["seconds"] = round(time.perf_counter() - t0, 2)
-    except _user_errors() as exc:
-        _fail(exc)
-        return
     if as_json:
         print(json.dumps(res, sort_keys=True))
         return
-    out.print(f"[bold green]stored private report[/] {res['report']} ({res['seconds']} s; owner only, scored on raw data)")
+    out.print(f"[bold green]stored private report[/] {escape(str(res['report']))} ({res['seconds']} s; owner only, scored on raw data)")
     s = res["summary"]
     eps_keys = list(next(iter(s["cells"].values())))
     t = Table("mechanism", *[f"eps {k}" for k in eps_keys], title="test accuracy, mean +- std")
@@ -181,7 +260,7 @@ def serve(
     cron: str | None = typer.Option(None, "--cron", help="override the schedule, e.g. '0 3 * * *'"),
 ) -> None:
     """Serve scheduled production runs of the privatize flow (needs a running Prefect server)."""
-    try:
+    with _errors():
         from privgraph.config import load_config
 
         cfg = load_config(config)
@@ -193,12 +272,47 @@ def serve(
         from flows.schedule import pipeline_deployments
         from flows.schedule import serve as serve_deployments
 
+        if cron is not None:
+            _check_cron(cron)
+        for n in names:
+            cfg.get(n)
+        _require_prefect_api()
         deployments = pipeline_deployments(cfg, names, str(config.resolve()), cron=cron)
-    except _user_errors() as exc:
-        _fail(exc)
-        return
-    err.print(f"serving {', '.join(d.name for d in deployments)}; Ctrl-C to stop")
-    serve_deployments(deployments)
+        err.print(f"serving {escape(', '.join(d.name for d in deployments))}; Ctrl-C to stop", highlight=False)
+        serve_deployments(deployments)
+
+
+def _check_cron(expr: str) -> None:
+    """``--cron`` is validated like ``schedule.cron`` in pipelines.yaml, before anything runs."""
+    from pydantic import ValidationError
+
+    from privgraph.config import ScheduleConfig
+    from privgraph.errors import ConfigError
+
+    try:
+        ScheduleConfig(cron=expr)
+    except ValidationError as exc:
+        raise ConfigError(f"--cron: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+
+
+def _require_prefect_api() -> None:
+    """``serve`` needs a Prefect server that outlives it: PREFECT_API_URL set and answering."""
+    from prefect.settings import PREFECT_API_URL
+
+    from privgraph.errors import ConfigError, OrchestrationError
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        raise ConfigError(
+            "PREFECT_API_URL: not set; `privgraph serve` needs a running Prefect server "
+            "(start one with `prefect server start` and export PREFECT_API_URL=http://127.0.0.1:4200/api)"
+        )
+    import httpx
+
+    try:
+        httpx.get(url.rstrip("/") + "/health", timeout=10.0).raise_for_status()
+    except httpx.HTTPError as exc:
+        raise OrchestrationError(f"PREFECT_API_URL {url}: the Prefect server does not answer ({type(exc).__name__})") from None
 
 
 @artifacts_app.command("list")
@@ -208,13 +322,10 @@ def artifacts_list(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """List the published versions (a version without a manifest does not exist)."""
-    try:
+    with _errors():
         from privgraph.storage import open_store
 
         infos = open_store(store or _default_store()).list_versions(pipeline)
-    except _user_errors() as exc:
-        _fail(exc)
-        return
     rows = [i.to_dict() for i in infos]
     if as_json:
         print(json.dumps(rows, sort_keys=True))
@@ -238,19 +349,16 @@ def artifacts_show(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Show a version's manifest: ledger, parameters, validation, metrics."""
-    try:
+    with _errors():
         from privgraph.storage import open_store
 
         st = open_store(store or _default_store())
         pipeline, version = st.find_version(version)
         manifest = st.read_manifest(pipeline, version)
-    except _user_errors() as exc:
-        _fail(exc)
-        return
     if as_json:
         print(json.dumps(manifest, sort_keys=True))
         return
-    out.print(f"[bold]{pipeline}/{version}[/]  created {manifest.get('created', '?')}  code {manifest.get('code_version', '?')}")
+    out.print(f"[bold]{escape(pipeline)}/{escape(version)}[/]  created {manifest.get('created', '?')}  code {manifest.get('code_version', '?')}")
     out.print(f"public input fingerprint {str(manifest.get('public_input_fingerprint', '?'))[:16]}...")
     _print_ledger(manifest["ledger"])
     val = manifest.get("validation") or {}

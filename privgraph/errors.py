@@ -35,6 +35,8 @@ __all__ = [
     "StoreUnavailableError",
     "OrchestrationError",
     "ClusterError",
+    "exit_code_for",
+    "one_line",
 ]
 
 EXIT_OK = 0
@@ -112,3 +114,75 @@ class OrchestrationError(InfrastructureError):
 
 class ClusterError(InfrastructureError):
     """The Dask cluster could not be reached or lost the work after retries."""
+
+
+# -- mapping any exception to an exit code ------------------------------------------------------
+# Third-party exceptions are recognised by module and class name so that this module imports
+# neither boto3, httpx (Prefect's client) nor distributed.
+_INFRA_NAMES = {
+    ("botocore.exceptions", "EndpointConnectionError"),
+    ("botocore.exceptions", "ConnectTimeoutError"),
+    ("botocore.exceptions", "ReadTimeoutError"),
+    ("botocore.exceptions", "ConnectionClosedError"),
+    ("urllib3.exceptions", "ProtocolError"),
+    ("httpx", "TransportError"),  # Prefect's API client: ConnectError, ReadTimeout, ...
+    ("prefect.exceptions", "PrefectHTTPStatusError"),
+    ("distributed.comm.core", "CommClosedError"),
+    ("distributed.client", "FutureCancelledError"),
+    ("distributed.scheduler", "KilledWorker"),
+}
+_BAD_INPUT_NAMES = {
+    ("botocore.exceptions", "NoCredentialsError"),
+    ("botocore.exceptions", "PartialCredentialsError"),
+    ("botocore.exceptions", "ParamValidationError"),
+}
+_INFRA_ERRNOS = {28, 122, 5}  # ENOSPC, EDQUOT, EIO: the store's disk failed under the write
+
+
+def exit_code_for(exc: BaseException) -> int | None:
+    """The documented exit code of ``exc`` (2, 3 or 4), or None for an unexpected error (a bug).
+
+    PrivgraphError subclasses carry theirs; a missing or unreadable input file is bad input (2);
+    a full disk, a refused connection or a timeout of the store, the Prefect API or the Dask
+    cluster is the infrastructure (4). The exception's cause chain is followed.
+    """
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        code = _own_exit_code(cur)
+        if code is not None:
+            return code
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def _own_exit_code(exc: BaseException) -> int | None:
+    if isinstance(exc, PrivgraphError):
+        return exc.exit_code
+    names = {(c.__module__, c.__name__) for c in type(exc).__mro__}
+    if names & _BAD_INPUT_NAMES:
+        return EXIT_BAD_INPUT
+    if names & _INFRA_NAMES or any(m.startswith("httpx") and n == "TransportError" for m, n in names):
+        return EXIT_INFRASTRUCTURE
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return EXIT_INFRASTRUCTURE
+    if isinstance(exc, OSError) and exc.errno in _INFRA_ERRNOS:
+        return EXIT_INFRASTRUCTURE
+    if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)):
+        return EXIT_BAD_INPUT
+    if isinstance(exc, OSError) and exc.errno == 30:  # EROFS: a read-only store or records directory
+        return EXIT_BAD_INPUT
+    return None
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc`` as one line of plain text (an OSError names its file)."""
+    if isinstance(exc, OSError) and not isinstance(exc, PrivgraphError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        text = f"{exc.strerror}{where}"
+    else:
+        text = str(exc) or type(exc).__name__
+    if exit_code_for(exc) == EXIT_INFRASTRUCTURE and not isinstance(exc, PrivgraphError):
+        text = f"{type(exc).__name__}: {text}"
+    return " ".join(text.split())

@@ -1,0 +1,213 @@
+"""Every failure of the ``privgraph`` command: one line, the documented exit code, nothing half done.
+
+Table-driven: each case writes a small generic graph and a pipeline into tmp_path, breaks one
+thing, runs the real CLI in a subprocess and checks the exit code (2 bad input or configuration,
+3 failed checkpoint, 4 infrastructure), that stderr is ONE line naming the problem (no
+traceback), and that the store holds no version (not even staged objects) and the private
+records no record. Cases whose message must name the store also carry a broken dataset root: the
+store is checked before any data is read, so its error must come first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _graph(root: Path, *, n: int = 30, d: int = 4, edges: list[tuple[int, int]] | None = None,
+           private: bool = True) -> None:
+    """A small generic graph: a ring plus chords, features in [0, 1], 3 labels."""
+    root.mkdir(parents=True, exist_ok=True)
+    if edges is None:
+        edges = [(i, (i + 1) % n) for i in range(n)] + [(i, (i + 7) % n) for i in range(0, n, 3)]
+    rows = ["src,dst" + (",private" if private else "")]
+    for k, (u, v) in enumerate(edges):
+        rows.append(f"{u},{v}" + ((",true" if k % 3 == 0 else ",false") if private else ""))
+    (root / "edges.csv").write_text("\n".join(rows) + "\n")
+    rng = np.random.default_rng(0)
+    np.save(root / "x.npy", rng.random((n, d)))
+    np.save(root / "y.npy", np.arange(n) % 3)
+
+
+def _pipeline(tmp: Path, **over: Any) -> dict[str, Any]:
+    p: dict[str, Any] = {
+        "dataset": {"name": "generic", "root": str(tmp / "data"),
+                    "options": {"edges": "edges.csv", "features": "x.npy", "labels": "y.npy"}},
+        "features": {"mechanism": "feature_rr", "epsilon": 1.0, "bins": 2, "lower": 0.0, "upper": 1.0},
+        "edges": {"mechanism": "dprr", "epsilon": 1.0},
+        "budget": {"features": 1.0, "edges": 2.0},
+        "partitions": {"num_parts": 2, "method": "hash"},
+        "executor": "serial",
+        "storage": str(tmp / "store"),
+        "private_records": str(tmp / "private"),
+    }
+    for key, value in over.items():  # "a.b": value sets a nested key; value None deletes it
+        node = p
+        *path, last = key.split(".")
+        for k in path:
+            node = node.setdefault(k, {})
+        if value is None:
+            node.pop(last, None)
+        else:
+            node[last] = value
+    return p
+
+
+def _write_config(tmp: Path, pipeline: dict[str, Any]) -> Path:
+    cfg = tmp / "pipelines.yaml"
+    cfg.write_text(yaml.safe_dump({"pipelines": {"p": pipeline}}))
+    return cfg
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    e = dict(os.environ)
+    e.pop("PRIVGRAPH_DEBUG", None)
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "privgraph.cli", *args], cwd=cwd, env=e,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _stored_files(store: Path) -> list[str]:
+    if not store.exists():
+        return []
+    return sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file() and "keys" not in p.parts)
+
+
+@dataclass
+class Case:
+    name: str
+    code: int
+    says: str  # a substring of the one-line message
+    over: dict[str, Any] = field(default_factory=dict)  # pipeline overrides
+    setup: Callable[[Path], dict[str, str] | None] | None = None  # may return extra env
+    args: list[str] | None = None  # CLI args (default: run p --config CFG --no-evaluate)
+    graph: dict[str, Any] = field(default_factory=dict)
+
+
+def _readonly(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o555)
+
+
+def _dead_endpoint(_: Path) -> dict[str, str]:
+    return {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{_free_port()}", "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_MAX_ATTEMPTS": "2", "AWS_RETRY_MODE": "standard"}
+
+
+RUN_CASES = [
+    # configuration, refused at load (exit 2)
+    Case("epsilon above the sampler's range", 2, "features.epsilon",
+         over={"features": {"mechanism": "laplace", "epsilon": 60.0, "lower": 0.0, "upper": 1.0}}),
+    Case("unknown dataset option", 2, "dataset.options.split", over={"dataset.options.split": "split.json"}),
+    Case("missing dataset option", 2, "dataset.options.edges", over={"dataset.options.edges": None}),
+    Case("boolean rho", 2, "dataset.rho", over={"dataset.rho": True}),
+    Case("boolean budget", 2, "budget.features", over={"budget.features": True}),
+    Case("boolean seed", 2, "seed", over={"seed": True}),
+    Case("boolean num_parts", 2, "partitions.num_parts", over={"partitions.num_parts": True}),
+    Case("boolean evaluate.runs", 2, "evaluate.runs", over={"evaluate.runs": True}),
+    Case("bad cron", 2, "cron", over={"schedule": {"cron": "61 * * * *"}}),
+    Case("config path with markup", 2, "[/x].yaml", args=["run", "p", "--config", "[/x].yaml"]),
+    # the store, checked before any data is read (the dataset root is broken too)
+    Case("ftp store", 2, "ftp://", over={"storage": "ftp://host/x", "dataset.root": "/nonexistent"}),
+    Case("s3 store without bucket", 2, "s3://", over={"storage": "s3://", "dataset.root": "/nonexistent"}),
+    Case("file URI naming a host", 2, "remotehost", over={"storage": "file://remotehost/x", "dataset.root": "/nonexistent"}),
+    Case("read-only store", 2, "store", over={"dataset.root": "/nonexistent"},
+         setup=lambda t: _readonly(t / "store")),
+    Case("read-only private records", 2, "private", over={"dataset.root": "/nonexistent"},
+         setup=lambda t: _readonly(t / "private")),
+    Case("S3 endpoint unreachable", 4, "", over={"storage": "s3://bucket/x", "dataset.root": "/nonexistent"},
+         setup=_dead_endpoint),
+    # the input data (exit 2)
+    Case("empty graph", 2, "edges.csv", graph={"n": 0, "edges": []}),
+    Case("features with no columns", 2, "x.npy", graph={"d": 0}),
+    Case("node id 2**40", 2, "edges.csv", graph={"edges": [(0, 1), (1, 2**40)]}),
+    Case("private column missing", 2, "secret", over={"dataset.options.private_column": "secret"}),
+    # a failed checkpoint (exit 3)
+    Case("budget cap exceeded", 3, "features", over={"budget.features": 0.5}),
+]
+
+
+@pytest.mark.parametrize("case", RUN_CASES, ids=[c.name for c in RUN_CASES])
+def test_run_failure_is_one_line_with_its_exit_code(case: Case, tmp_path: Path) -> None:
+    g = dict(case.graph)
+    if g.get("n") == 0:
+        (tmp_path / "data").mkdir()
+        (tmp_path / "data" / "edges.csv").write_text("src,dst,private\n")
+        np.save(tmp_path / "data" / "x.npy", np.zeros((0, 4)))
+        np.save(tmp_path / "data" / "y.npy", np.zeros(0, dtype=np.int64))
+    else:
+        _graph(tmp_path / "data", **g)
+    cfg = _write_config(tmp_path, _pipeline(tmp_path, **case.over))
+    env = case.setup(tmp_path) if case.setup else None
+    args = case.args or ["run", "p", "--config", str(cfg), "--no-evaluate"]
+    try:
+        r = _cli(args, tmp_path, env)
+    finally:
+        for d in ("store", "private"):
+            if (tmp_path / d).exists():
+                (tmp_path / d).chmod(0o755)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == case.code, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    error_lines = [ln for ln in lines if ln.startswith("error:")]
+    assert len(error_lines) == 1, r.stderr[-3000:]
+    assert case.says in error_lines[0], error_lines[0]
+    assert _stored_files(tmp_path / "store") == []  # nothing published, nothing staged left behind
+    records = tmp_path / "private"
+    assert not records.exists() or not [p for p in records.rglob("*.json")]
+
+
+def test_message_with_brackets_survives_rich(tmp_path: Path) -> None:
+    """A message holding ``[n, d]`` reaches the user intact (Rich markup is escaped)."""
+    _graph(tmp_path / "data")
+    np.save(tmp_path / "data" / "x.npy", np.zeros((30,)))  # 1-D: the message names [n, d]
+    cfg = _write_config(tmp_path, _pipeline(tmp_path))
+    r = _cli(["run", "p", "--config", str(cfg), "--no-evaluate"], tmp_path)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "[n, d]" in r.stderr, r.stderr
+
+
+def test_ci_summary_on_failure_and_success(tmp_path: Path) -> None:
+    """``run --ci``: one JSON object on stdout with the exit code, markdown in $GITHUB_STEP_SUMMARY."""
+    _graph(tmp_path / "data")
+    summary = tmp_path / "summary.md"
+    cfg = _write_config(tmp_path, _pipeline(tmp_path, **{"budget.features": 0.5}))
+    r = _cli(["run", "p", "--config", str(cfg), "--no-evaluate", "--ci"], tmp_path,
+             {"GITHUB_STEP_SUMMARY": str(summary)})
+    assert r.returncode == 3, r.stderr[-2000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["status"] == "failed" and res["exit_code"] == 3 and "features" in res["error"]
+    assert "exit 3" in summary.read_text()
+
+    cfg = _write_config(tmp_path, _pipeline(tmp_path, seed=3))
+    r = _cli(["run", "p", "--config", str(cfg), "--no-evaluate", "--ci"], tmp_path,
+             {"GITHUB_STEP_SUMMARY": str(summary)})
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["status"] == "published" and res["exit_code"] == 0
+    assert {row["scope"] for row in res["ledger"]} == {"features", "edges"}
+    assert "private_record" not in res and str(tmp_path / "private") not in r.stdout
+    text = summary.read_text()
+    assert res["version"] in text and "| edges | edge_dp | 2 |" in text
+    assert not (stat.S_IMODE(summary.stat().st_mode) & 0o002)
