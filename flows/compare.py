@@ -15,7 +15,7 @@ from typing import Any
 
 from prefect import flow
 
-from flows.reporting import publish_comparison
+from flows.reporting import comparison_tags, label_flow_run, publish_comparison
 from privgraph.comparison import comparison_info, comparison_objects, summarize
 from privgraph.config import load_config
 from privgraph.errors import ConfigError
@@ -27,13 +27,15 @@ from tasks.partition import partition
 from tasks.scores import score
 
 
-@flow(name="compare")
+@flow(name="compare", flow_run_name="compare/{name}")
 def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | None = None) -> dict[str, Any]:
     """Run the comparison ``name`` of ``pipelines.yaml``; returns the private report's folder and the
     summary. ``store`` is accepted for symmetry with the other flows and not used: a comparison
-    is never stored with the shareable versions."""
+    is never stored with the shareable versions. The run is named ``compare/<name>`` and tagged
+    (``privgraph``, ``comparison:<name>``, ``pipeline:``, ``mechanism:``, ``scope:``)."""
     cfg = load_config(config_path)
     ccfg = cfg.comparison(name)
+    label_flow_run(tags=comparison_tags(name, ccfg))
     pcfg = cfg.get(ccfg.pipeline)
     disclosure = cfg.disclosure(ccfg.pipeline)
     root = as_seed_sequence(ccfg.seed)  # None: fresh OS entropy; never written anywhere
@@ -49,7 +51,8 @@ def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | No
             f"comparisons.{name}.scores: the scores charge private labels (charge_epsilon); a comparison "
             "keeps no ledger: use public labels (rule train_mask or random)"
         )
-    result = compare(graph, parts, ccfg, pcfg, stage_seed(root, "compare"), None if scores is None else scores.theta)
+    result = compare(graph, parts, ccfg, pcfg, stage_seed(root, "compare"), None if scores is None else scores.theta,
+                     name=name)
     title = ccfg.description or f"{name}: {ccfg.scope} mechanisms on {pcfg.dataset.name}"
     objects = comparison_objects(title, result)
     info = comparison_info(name, config=ccfg, pipeline_config=pcfg, result=result,

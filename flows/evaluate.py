@@ -6,7 +6,7 @@ from typing import Any
 
 from prefect import flow
 
-from flows.reporting import publish_metrics, publish_private_evaluation
+from flows.reporting import label_flow_run, pipeline_tags, publish_metrics, publish_private_evaluation
 from privgraph.accounting import PrivacyLedger
 from privgraph.config import PipelineConfig, load_config
 from privgraph.disclosure import Disclosure
@@ -48,7 +48,7 @@ def label_noise(cfg: PipelineConfig, manifest: dict[str, Any] | None) -> dict[st
     return {}
 
 
-@flow(name="evaluate")
+@flow(name="evaluate", flow_run_name="{pipeline}/{version}/evaluate")
 def evaluate_flow(
     pipeline: str,
     version: str,
@@ -67,11 +67,14 @@ def evaluate_flow(
     (see :func:`privgraph.training.evaluate_utility`).
 
     Returns ``metrics`` (shareable: computed from the stored version only, published as
-    ``<pipeline>-metrics``) and ``private_evaluation`` (computed from the raw graph, published as
+    ``<pipeline>-metrics``: by this run for a published version, by the privatize run once it has
+    published a staged one) and ``private_evaluation`` (computed from the raw graph, published as
     the artifact ``<pipeline>-private-evaluation`` titled as private, never in a manifest).
+    The run is named ``<pipeline>/<version>/evaluate`` and tagged as the pipeline's runs.
     """
     cfgs = load_config(config_path)
     cfg = cfgs.get(pipeline)
+    label_flow_run(tags=[*pipeline_tags(pipeline, cfg), "evaluate"])
     disclosure = cfgs.disclosure(pipeline)
     st = open_store(store or cfg.storage)
     private, fingerprint = st.load_graph(pipeline, version, staged=staged)
@@ -91,7 +94,8 @@ def evaluate_flow(
     seed = stage_seed(as_seed_sequence(seed_entropy), "evaluate")
     metrics = dict(evaluate(private, clean, cfg.evaluate, seed, **noise))
     owner_only = metrics.pop(OWNER_ONLY)
-    publish_metrics(pipeline, version, metrics)
+    if not staged:  # a staged version's metrics are published with it, on the privatize run
+        publish_metrics(pipeline, version, metrics)
     publish_private_evaluation(pipeline, version, owner_only)
     return {"pipeline": pipeline, "version": version, "metrics": metrics,
             "private_evaluation": owner_only, "input_check": identity}

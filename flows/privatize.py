@@ -6,6 +6,11 @@ metrics of the ``evaluate`` flow run on the staged objects) is written last. Wha
 from raw data and covered by no guarantee (the clean graph's accuracy, the MCMC trace, the keyed
 identity of the input) goes to the owner's private record, written before the manifest. A failed
 checkpoint stages nothing; a failure after staging leaves no visible version and no record.
+
+In the Prefect UI the run is ``<pipeline>/staging``, renamed ``<pipeline>/<version>`` once the
+version is staged, tagged ``privgraph``, ``pipeline:<name>``, ``mechanism:<name>``,
+``scope:<scope>``; it carries the ledger (``<pipeline>-ledger``) and, once the version is
+published, its metrics (``<pipeline>-metrics``), exactly as the manifest holds them.
 """
 
 from __future__ import annotations
@@ -14,15 +19,16 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
+from prefect import flow, get_run_logger
 
 from flows.evaluate import evaluate_flow
-from flows.reporting import publish_ledger
+from flows.reporting import label_flow_run, pipeline_tags, publish_ledger, publish_metrics
 from privgraph.accounting import BudgetPolicy, LedgerEntry
 from privgraph.config import load_config
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage.manifest import build_manifest
-from privgraph.storage.private_record import input_identity, owner_key, write_private_record
+from privgraph.preflight import check_before_reading, resolve_store
+from privgraph.storage.private_record import input_identity, write_private_record
 from privgraph.validation import enforce
 from tasks.ingest import ingest
 from tasks.partition import partition
@@ -32,7 +38,7 @@ from tasks.store import publish, stage
 from tasks.validate import validate
 
 
-@flow(name="privatize")
+@flow(name="privatize", flow_run_name="{pipeline}/staging")
 def privatize_flow(
     pipeline: str = "cora",
     config_path: str = "pipelines.yaml",
@@ -43,16 +49,18 @@ def privatize_flow(
     cfgs = load_config(config_path)
     cfg = cfgs.get(pipeline)
     disclosure = cfgs.disclosure(pipeline)  # the one declaration of what is public
-    store_uri = store or cfg.storage
+    store_uri = resolve_store(cfg, store)
+    check_before_reading(cfg, store_uri)  # store, private records, input files: before any data is read
     root = as_seed_sequence(cfg.seed)  # None: fresh OS entropy; never written anywhere
-    owner_key(cfg.private_records)  # the private records are writable: checked before any data is read
+    label_flow_run(tags=pipeline_tags(pipeline, cfg))
 
     graph = ingest(cfg.dataset)
     parts = partition(graph, cfg.partitions)
     scores = None
     if cfg.scores is not None:
         scores = score(graph, cfg.scores, stage_seed(root, "scores"), disclosure.private_label_rows(graph))
-    result = privatize(graph, parts, cfg, stage_seed(root, "privatize"), None if scores is None else scores.theta)
+    result = privatize(graph, parts, cfg, stage_seed(root, "privatize"), None if scores is None else scores.theta,
+                       name=pipeline)
     if scores is not None and scores.guarantee is not None:
         # private labels randomized to train the SHAP surrogate: charged to the labels scope
         result.ledger.record(LedgerEntry(
@@ -65,6 +73,8 @@ def privatize_flow(
     enforce(report)  # exit code 3, nothing written
 
     pending = stage(store_uri, pipeline, result.graph)
+    label_flow_run(name=f"{pipeline}/{pending.version}")
+    get_run_logger().info("staged %s/%s in %s (invisible until its manifest is written)", pipeline, pending.version, store_uri)
     record_path: Path | None = None
     try:
         metrics = private_evaluation = None
@@ -91,7 +101,10 @@ def privatize_flow(
             with contextlib.suppress(OSError):
                 record_path.unlink()
         raise
+    get_run_logger().info("published %s/%s", pipeline, version)
     publish_ledger(pipeline, version, result.ledger.to_dict(), report.to_dict())
+    if metrics is not None:
+        publish_metrics(pipeline, version, metrics)  # the manifest's metrics, on this (parent) run
     return {
         "pipeline": pipeline,
         "version": version,

@@ -4,22 +4,34 @@
 ledger's mechanisms (the ledger and validation; the metrics of the stored version). Every other
 artifact is titled and described as PRIVATE EVALUATION (computed from raw data, covered by no
 guarantee) and keyed ``<name>-private-...``; the non-interference test compares every shareable
-artifact byte for byte on neighbouring inputs.
+artifact byte for byte on neighbouring inputs. ``OPERATIONAL`` artifacts hold nothing of the data at
+all (the link to a Dask dashboard).
+
+The flow runs tell the story in the UI: named ``<pipeline>/<version>`` (``<pipeline>/staging``
+until the version is staged), ``<pipeline>/<version>/evaluate``, ``compare/<name>``, and tagged
+``privgraph``, ``pipeline:<name>``, ``mechanism:<registry name>``, ``scope:<scope>``
+(:func:`label_flow_run`).
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable
 from typing import Any
 
-from prefect.artifacts import create_markdown_artifact
+from prefect import get_run_logger
+from prefect.artifacts import create_link_artifact, create_markdown_artifact
+from prefect.context import FlowRunContext
 
+from privgraph.config import ComparisonConfig, PipelineConfig, mechanism_entry
 from privgraph.report import ledger_markdown, metrics_markdown, private_evaluation_markdown
 
 #: the artifact kinds that may be shared (keys ``<pipeline>-<kind>``)
 SHAREABLE = ("ledger", "metrics")
 #: the prefix of every private artifact's kind (keys ``<name>-private-<what>``)
 PRIVATE_PREFIX = "private-"
+#: the artifact kinds that hold nothing computed from data (a link to the Dask dashboard)
+OPERATIONAL = ("dask-dashboard",)
 _PRIVATE_TITLE = "PRIVATE EVALUATION (raw data, covered by no guarantee; do not share)"
 
 
@@ -33,7 +45,57 @@ def is_shareable(key: str, name: str) -> bool:
     return any(key == artifact_key(name, k) for k in SHAREABLE)
 
 
+def is_operational(key: str, name: str) -> bool:
+    """Whether ``key`` is an artifact of ``name`` that holds nothing of the data (a dashboard link)."""
+    return any(key == artifact_key(name, k) for k in OPERATIONAL)
+
+
+# -- what the UI shows of a run: names and tags -------------------------------------------------------
+def pipeline_tags(pipeline: str, config: PipelineConfig) -> list[str]:
+    """``privgraph``, ``pipeline:<name>``, ``mechanism:<registry name>`` and ``scope:<scope>`` for
+    each configured mechanism (configuration only)."""
+    scopes = [s for s in ("features", "edges", "labels") if getattr(config, s) is not None]
+    mechanisms = [getattr(config, s).mechanism for s in scopes]
+    return _unique(["privgraph", f"pipeline:{pipeline}", *(f"mechanism:{m}" for m in mechanisms),
+                    *(f"scope:{s}" for s in scopes)])
+
+
+def comparison_tags(name: str, config: ComparisonConfig) -> list[str]:
+    """``privgraph``, ``comparison:<name>``, ``pipeline:<its pipeline>``, ``mechanism:<registry
+    name>`` per compared mechanism and ``scope:<scope>``."""
+    mechanisms = [mechanism_entry(label, params)[0] for label, params in config.mechanisms.items()]
+    return _unique(["privgraph", f"comparison:{name}", f"pipeline:{config.pipeline}",
+                    *(f"mechanism:{m}" for m in mechanisms), f"scope:{config.scope}"])
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def label_flow_run(name: str | None = None, tags: Iterable[str] = ()) -> None:
+    """Rename the current flow run and add ``tags`` to it (kept with the tags it has, e.g. a
+    deployment's). Cosmetic: a failed update is logged as a warning and the run goes on."""
+    ctx = FlowRunContext.get()
+    run = None if ctx is None else ctx.flow_run
+    if run is None:
+        return
+    merged = _unique([*(run.tags or []), *tags])
+    try:
+        from prefect.client.orchestration import get_client
+
+        with get_client(sync_client=True) as client:
+            client.update_flow_run(run.id, name=name, tags=merged if tags else None)
+    except Exception as exc:  # noqa: BLE001 - the API's error types vary; a label never fails a run
+        get_run_logger().warning("could not %s the flow run: %s: %s", "rename" if name else "tag",
+                                 type(exc).__name__, exc)
+        return
+    if name is not None:
+        run.name = name
+    run.tags = merged
+
+
 def publish_ledger(pipeline: str, version: str | None, ledger: dict[str, Any], validation: dict[str, Any]) -> None:
+    """The privacy ledger and the validation (as in the manifest): shareable."""
     create_markdown_artifact(
         key=artifact_key(pipeline, "ledger"),
         markdown=ledger_markdown(pipeline, version, ledger, validation),
@@ -47,6 +109,17 @@ def publish_metrics(pipeline: str, version: str, metrics: dict[str, Any]) -> Non
         key=artifact_key(pipeline, "metrics"),
         markdown=metrics_markdown(pipeline, version, metrics),
         description=f"utility of {pipeline} {version} (from the stored version only)",
+    )
+
+
+def publish_dask_dashboard(name: str, link: str, ready: bool = True) -> None:
+    """The Dask dashboard of the run's cluster as a link artifact (``<name>-dask-dashboard``)."""
+    create_link_artifact(
+        key=artifact_key(name, "dask-dashboard"),
+        link=link,
+        link_text="Dask dashboard",
+        description=f"Dask dashboard of the cluster running {name}"
+                    + ("" if ready else " (its pages need bokeh installed where the scheduler runs)"),
     )
 
 

@@ -114,12 +114,18 @@ def run(
     try:
         with _errors():
             from privgraph.config import load_config
+            from privgraph.preflight import check_before_reading, resolve_store
+            from privgraph.progress import rich_progress
 
-            load_config(config).get(pipeline)  # fail fast on config errors, before Prefect starts
+            cfg = load_config(config).get(pipeline)  # fail fast on config errors, before Prefect starts
+            store = resolve_store(cfg, store)
+            check_before_reading(cfg, store)  # store, private records, input files: before any data is read
             from flows.privatize import privatize_flow
+            from flows.server import prefect_api
 
             _quiet_prefect()
-            with err.status(f"running pipeline [bold]{escape(pipeline)}[/] (privatize -> validate -> evaluate -> store)"):
+            status = f"running pipeline [bold]{escape(pipeline)}[/] (privatize -> validate -> evaluate -> store)"
+            with prefect_api(), rich_progress(err, status=status, transient=True):
                 res = privatize_flow(pipeline=pipeline, config_path=str(config), store=store, evaluate=evaluate)
             res["seconds"] = round(time.perf_counter() - t0, 2)
     except typer.Exit as exc:
@@ -207,9 +213,11 @@ def evaluate(
         store_uri = store or _default_store()
         pipeline, version = open_store(store_uri).find_version(version)
         from flows.evaluate import evaluate_flow
+        from flows.server import prefect_api
+        from privgraph.progress import rich_progress
 
         _quiet_prefect()
-        with err.status(f"evaluating {escape(pipeline)}/{escape(version)}"):
+        with prefect_api(), rich_progress(err, status=f"evaluating {escape(pipeline)}/{escape(version)}", transient=True):
             res = evaluate_flow(pipeline=pipeline, version=version, config_path=str(config), store=store_uri)
     if as_json:
         print(json.dumps({k: v for k, v in res.items() if k != "private_evaluation"}, sort_keys=True))
@@ -233,10 +241,12 @@ def compare(
 
         load_config(config).comparison(name)  # fail fast on config errors
         from flows.compare import compare_flow
+        from flows.server import prefect_api
+        from privgraph.progress import rich_progress
 
         _quiet_prefect()
         t0 = time.perf_counter()
-        with err.status(f"running comparison [bold]{escape(name)}[/]"):
+        with prefect_api(), rich_progress(err, status=f"running comparison [bold]{escape(name)}[/]", transient=True):
             res = compare_flow(name=name, config_path=str(config), store=store)
         res["seconds"] = round(time.perf_counter() - t0, 2)
     if as_json:

@@ -22,7 +22,7 @@ import dataclasses
 import io
 import math
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from privgraph.mechanisms.base import Scope
 from privgraph.parallel import Executor
 from privgraph.partition import Partitioning
 from privgraph.privatize import privatize_graph
+from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import partition_seeds, stage_seed
 from privgraph.training import train_node_classifier
 
@@ -140,7 +141,7 @@ def run_comparison(
     root_seed: np.random.SeedSequence,
     executor: Executor | None = None,
     train_kwargs: Mapping[str, Any] | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
     theta: np.ndarray | None = None,
 ) -> ComparisonResult:
     """Privatize ``scope`` with each mechanism at each epsilon ``runs`` times and train on each.
@@ -160,22 +161,27 @@ def run_comparison(
             ``i`` of ``stage_seed(root, "train")``, shared by every mechanism (paired runs).
         executor (Executor, optional): where the per-partition work runs (default: serially).
         train_kwargs (Mapping, optional): passed to :func:`train_node_classifier`.
-        progress (Callable, optional): receives one line per finished training run.
+        progress (ProgressCallback, optional): receives the
+            :class:`~privgraph.progress.ProgressEvent` of two loops: ``clean baseline`` (the
+            ``runs`` trainings on the clean graph) and ``comparison cells`` (one per mechanism x
+            epsilon x run, each a privatization and a training), with k/N and an ETA. The events
+            carry no accuracy.
         theta (np.ndarray, optional): HeteroRR's feature scores, for entries with ``use_scores``.
     """
     sc = _check_inputs(scope, mechanisms, epsilons, runs, target, theta)
     kwargs = dict(train_kwargs or {})
     train_seeds = partition_seeds(stage_seed(root_seed, "train"), runs)
-    say = progress or (lambda _msg: None)
     records: list[dict[str, Any]] = []
     curves: dict[str, dict[str, list[float]]] = {}
     true_degree = _degrees(graph) if sc is Scope.EDGES else None
     # the denoising options (LPGNN's KProp, Drop) apply to private graphs only, as in evaluate_utility
     clean_kwargs = {k: v for k, v in kwargs.items() if k not in _DENOISING}
+    baseline = ProgressTracker("clean baseline", runs, progress)
     for i, ts in enumerate(train_seeds):
         acc = float(train_node_classifier(graph, seed=ts, **clean_kwargs)["test_acc"])
         records.append({"mechanism": CLEAN, "epsilon": None, "run": i, "test_acc": acc})
-        say(f"clean run {i}: test accuracy {acc:.4f}")
+        baseline.advance(detail=f"clean graph run {i}")
+    cells = ProgressTracker("comparison cells", len(mechanisms) * len(epsilons) * runs, progress)
     # a features comparison keeps the private edges as they are (only the compared scope is
     # privatized; the result is a private report, never stored as a version): hand them to
     # privatize_graph as public edges, which refuses private edges without an edge mechanism
@@ -194,6 +200,8 @@ def run_comparison(
                 records += [{**r, "epsilon": eps} for r in first]
                 if f"{name}/{float(epsilons[0]):g}" in curves:
                     curves[f"{name}/{eps:g}"] = curves[f"{name}/{float(epsilons[0]):g}"]
+                cells.advance(runs, detail=f"{name} eps={eps:g}: no budget, runs of eps={float(epsilons[0]):g} reused",
+                              timed=False)
                 continue
             mech = _build(registry, params, eps)
             priv_seeds = partition_seeds(stage_seed(root_seed, f"{name}/{eps!r}"), runs)
@@ -205,7 +213,7 @@ def run_comparison(
                     curves[f"{name}/{eps:g}"] = degree_curve(true_degree, _degrees(result.graph))
                 acc = float(train_node_classifier(result.graph, seed=ts, eval_y=graph.y, **kwargs)["test_acc"])
                 records.append({"mechanism": name, "epsilon": eps, "run": i, "test_acc": acc})
-                say(f"{name} eps={eps:g} run {i}: test accuracy {acc:.4f}")
+                cells.advance(detail=f"{name} eps={eps:g} run {i}")
     return ComparisonResult(
         scope=sc.value, target=target, epsilons=tuple(float(e) for e in epsilons),
         mechanisms=tuple(mechanisms), runs=runs, records=tuple(records), degree_curves=curves,

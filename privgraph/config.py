@@ -11,11 +11,12 @@ import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -48,6 +49,18 @@ KNOWN_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "generic", "sbm")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
+def _not_bool(v: Any) -> Any:
+    """YAML's ``true`` is not the number 1: a boolean where a number belongs is a mistake."""
+    if isinstance(v, bool):
+        raise ValueError(f"expected a number, got {str(v).lower()}")
+    return v
+
+
+#: numbers that refuse booleans (pydantic's lax mode would read ``true`` as 1)
+Int = Annotated[int, BeforeValidator(_not_bool)]
+Float = Annotated[float, BeforeValidator(_not_bool)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -67,10 +80,10 @@ class DatasetConfig(_Strict):
     """Which graph to ingest and how its edges are split into public and private."""
 
     name: str
-    rho: float | None = Field(
+    rho: Float | None = Field(
         default=None, description="fraction of edges made private (papers: 0.05, 0.1, 0.2)"
     )
-    split_seed: int = Field(default=0, ge=0, description="seed of the simulated public/private split")
+    split_seed: Int = Field(default=0, ge=0, description="seed of the simulated public/private split")
     root: str | None = Field(default=None, description="data root; default $PRIVGRAPH_DATA_ROOT")
     options: dict[str, Any] = Field(default_factory=dict, description="loader-specific options")
 
@@ -114,26 +127,26 @@ class MechanismConfig(BaseModel):
 
 
 class PartitionConfig(_Strict):
-    num_parts: int = Field(default=4, ge=1)
+    num_parts: Int = Field(default=4, ge=1)
     method: Literal["metis", "hash"] = "metis"
 
 
 class DaskConfig(_Strict):
     address: str | None = Field(default=None, description="an existing scheduler; else a LocalCluster")
-    n_workers: int = Field(default=2, ge=1)
-    threads_per_worker: int = Field(default=1, ge=1)
+    n_workers: Int = Field(default=2, ge=1)
+    threads_per_worker: Int = Field(default=1, ge=1)
 
 
 class EvaluateConfig(_Strict):
-    runs: int = Field(default=5, ge=1)
-    epochs: int = Field(default=200, ge=1)
-    hidden: int = Field(default=64, ge=1)
-    lr: float = Field(default=0.01, gt=0)
-    weight_decay: float = Field(default=5e-4, ge=0)
-    dropout: float = Field(default=0.5, ge=0, lt=1)
+    runs: Int = Field(default=5, ge=1)
+    epochs: Int = Field(default=200, ge=1)
+    hidden: Int = Field(default=64, ge=1)
+    lr: Float = Field(default=0.01, gt=0)
+    weight_decay: Float = Field(default=5e-4, ge=0)
+    dropout: Float = Field(default=0.5, ge=0, lt=1)
     aggr: Literal["mean", "gcn"] = "mean"
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    patience: int | None = Field(default=50, ge=1)
+    patience: Int | None = Field(default=50, ge=1)
     model: Literal["gcn", "sage"] = Field(default="gcn", description="GNN: GCN or GraphSAGE (mean)")
     kprop_features: int = Field(
         default=0, ge=0, strict=True,
@@ -157,9 +170,6 @@ class EvaluateConfig(_Strict):
         return self
 
 
-_CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,\-?LW#]+$")
-
-
 class ScheduleConfig(_Strict):
     """When to run the pipeline as a scheduled production run (``privgraph serve``)."""
 
@@ -169,9 +179,16 @@ class ScheduleConfig(_Strict):
     @field_validator("cron")
     @classmethod
     def _cron(cls, v: str) -> str:
-        fields = v.split()
-        if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+        from datetime import datetime, timezone
+
+        from cronsim import CronSim, CronSimError  # strict five-field cron parser (pinned in the lock)
+
+        if len(v.split()) != 5:
             raise ValueError(f"cron must have five fields (minute hour day month weekday), got {v!r}")
+        try:
+            CronSim(v, datetime.now(timezone.utc))
+        except CronSimError as exc:
+            raise ValueError(f"cron {v!r} is not valid: {exc}") from None
         return v
 
 
@@ -183,11 +200,11 @@ class PipelineConfig(_Strict):
     features: MechanismConfig | None = None
     edges: MechanismConfig | None = None
     labels: MechanismConfig | None = None
-    budget: dict[Literal["features", "edges", "labels"], float] = Field(default_factory=dict)
+    budget: dict[Literal["features", "edges", "labels"], Float] = Field(default_factory=dict)
     partitions: PartitionConfig = PartitionConfig()
     executor: Literal["serial", "dask"] = "dask"
     dask: DaskConfig = DaskConfig()
-    seed: int | None = Field(
+    seed: Int | None = Field(
         default=None, ge=0, description="noise seed; stays private, never written to an artifact"
     )
     storage: str = "./artifacts"
@@ -236,10 +253,10 @@ class ComparisonConfig(_Strict):
     mechanisms: dict[str, dict[str, Any]] = Field(
         description="label -> parameters other than epsilon; 'mechanism' names the registered one when the label differs; 'use_scores: true' gives feature_rr the scores' theta"
     )
-    epsilons: list[float] = Field(min_length=1)
-    runs: int = Field(default=3, ge=2)
+    epsilons: list[Float] = Field(min_length=1)
+    runs: Int = Field(default=3, ge=2)
     scores: ScoresConfig | None = Field(default=None, description="theta for entries with use_scores (default: the pipeline's scores)")
-    seed: int | None = Field(default=None, ge=0)
+    seed: Int | None = Field(default=None, ge=0)
     evaluate: EvaluateConfig | None = None
 
     @field_validator("epsilons")
@@ -378,6 +395,17 @@ def _check_mechanisms(cfg: PipelinesConfig) -> None:
                 raise ConfigError(f"{where}: {exc}") from None
 
 
+def _check_datasets(cfg: PipelinesConfig) -> None:
+    """Each dataset's options against its loader's keywords: nothing is read yet."""
+    from privgraph.datasets import check_dataset_options
+
+    for pname, p in cfg.pipelines.items():
+        try:
+            check_dataset_options(p.dataset.name, p.dataset.options)
+        except ValueError as exc:
+            raise ConfigError(f"pipelines.{pname}.dataset.{exc}") from None
+
+
 def parse_config(data: Any, *, source: str = "pipelines.yaml") -> PipelinesConfig:
     """Validate an already-parsed YAML document."""
     if not isinstance(data, dict):
@@ -394,6 +422,7 @@ def parse_config(data: Any, *, source: str = "pipelines.yaml") -> PipelinesConfi
         more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
         raise ConfigError(f"{_path(err['loc']) or source}: {msg}{more}") from None
     _check_mechanisms(cfg)
+    _check_datasets(cfg)
     from privgraph.disclosure import declare_public
 
     for name, p in cfg.pipelines.items():

@@ -13,6 +13,7 @@ This module is one of the library's two doors to Dask (the other is the CLI thro
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -36,6 +37,10 @@ class Executor(Protocol):
         shared: dict[str, Any],
     ) -> list[T]: ...
 
+    def describe(self) -> dict[str, Any]:
+        """``executor`` (its name), ``workers``, ``threads`` and ``dashboard`` (a URL or None)."""
+        ...
+
 
 class SerialExecutor:
     """Runs partitions one after another in this process (small graphs, tests)."""
@@ -46,14 +51,16 @@ class SerialExecutor:
         return [fn(p, s, **shared) for p, s in zip(payloads, seeds, strict=True)]
 
     def describe(self) -> dict[str, Any]:
-        return {"executor": "serial", "workers": 1}
+        """What runs the partitions: ``executor``, ``workers``, ``dashboard`` (None: none here)."""
+        return {"executor": "serial", "workers": 1, "threads": 1, "dashboard": None}
 
 
 class DaskExecutor:
     """Runs partitions on a ``dask.distributed.Client``.
 
     Args:
-        address: an existing scheduler (``tcp://host:8786``); ``None`` starts a ``LocalCluster``.
+        address: an existing scheduler (``tcp://host:8786``); ``None`` starts a ``LocalCluster``
+            (its dashboard on 127.0.0.1, a free port: :attr:`dashboard_link`).
         n_workers: workers of the LocalCluster (default: 2).
         threads_per_worker: threads per LocalCluster worker (default: 1).
         client: an already-open Client to use as is (its lifetime stays with the caller).
@@ -86,7 +93,7 @@ class DaskExecutor:
                     n_workers=self.n_workers,
                     threads_per_worker=self.threads_per_worker,
                     processes=True,
-                    dashboard_address=None,
+                    dashboard_address="127.0.0.1:0",  # this machine only, a free port
                 )
                 self._owned.append(cluster)
                 self._client = Client(cluster)
@@ -116,12 +123,32 @@ class DaskExecutor:
         ]
         return client.gather(futures)
 
+    @property
+    def dashboard_link(self) -> str | None:
+        """The scheduler's dashboard URL (None when it serves none). Without bokeh installed the
+        page only says that the dashboard needs bokeh (see :attr:`dashboard_ready`)."""
+        try:
+            link = self.client.dashboard_link
+        except (KeyError, AttributeError):  # a scheduler without an HTTP service
+            return None
+        return link or None
+
+    @property
+    def dashboard_ready(self) -> bool:
+        """Whether this process has bokeh, which the dashboard's pages need (a LocalCluster's
+        scheduler runs here; a remote scheduler has its own and this is a guess)."""
+        return importlib.util.find_spec("bokeh") is not None
+
     def describe(self) -> dict[str, Any]:
+        """``executor``, ``address``, ``workers``, ``threads`` (over all workers), ``dashboard``."""
         info = self.client.scheduler_info()
+        workers = info.get("workers", {})
         return {
             "executor": "dask",
             "address": self.address or "LocalCluster",
-            "workers": len(info.get("workers", {})),
+            "workers": len(workers),
+            "threads": sum(int(w.get("nthreads", 0)) for w in workers.values()),
+            "dashboard": self.dashboard_link,
         }
 
 

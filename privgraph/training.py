@@ -17,7 +17,6 @@ additions, so results can differ in the last bits between runs with the same see
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,6 +27,7 @@ from privgraph.graph import GraphData
 from privgraph.mechanisms.features.label_rr import label_rr_keep_probability
 from privgraph.models import GCN, GraphSAGE, KProp
 from privgraph.models.gcn import quiet_sparse_beta
+from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import as_seed_sequence, partition_seeds
 
 __all__ = [
@@ -441,12 +441,13 @@ def evaluate_utility(
     *,
     runs: int = 5,
     seed_sequence: np.random.SeedSequence | int,
-    progress: Callable[[str], None] | None = None,
+    progress: ProgressCallback | None = None,
     **train_kwargs: Any,
 ) -> dict[str, Any]:
     """Train on a private graph and on its clean original, ``runs`` times each, and compare.
 
-    ``progress`` (optional) receives one line per finished training run (e.g. a logger's info).
+    ``progress`` (optional) receives a :class:`~privgraph.progress.ProgressEvent` of the task
+    ``training`` when the loop starts and after each of the ``2 * runs`` trainings (k/N, ETA).
 
     Both graphs must carry the same split (equal ``train_mask``, ``val_mask`` and ``test_mask``).
     Run ``i`` uses child ``i`` of ``seed_sequence`` (spawn key ``(..., i)``) for BOTH graphs, so
@@ -513,11 +514,12 @@ def evaluate_utility(
     seeds = partition_seeds(as_seed_sequence(seed_sequence), int(runs))
     clean_kwargs = {k: v for k, v in train_kwargs.items() if k not in DENOISING_OPTIONS}
     clean_res, private_res = [], []
+    tracker = ProgressTracker("training", 2 * int(runs), progress)
     for i, s in enumerate(seeds):
         clean_res.append(train_node_classifier(clean, seed=s, **clean_kwargs))
+        tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
         private_res.append(train_node_classifier(private, seed=s, eval_y=clean.y, **train_kwargs))
-        if progress is not None:
-            progress(f"run {i + 1}/{runs}: test accuracy on the private graph {private_res[-1]['test_acc_own_labels']:.4f}")
+        tracker.advance(detail=f"private graph, run {i + 1}/{runs}")
     return {
         "runs": int(runs),
         "private": _summary([r["test_acc_own_labels"] for r in private_res]),

@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from privgraph.config import PartitionConfig
 from privgraph.graph import GraphData
 from privgraph.partition import Partitioning, partition_graph
 
+_LIST_UP_TO = 16  # partition sizes listed one by one up to this many parts, summarized beyond
+
+
+def describe_sizes(sizes: list[int]) -> str:
+    """``677, 677, 676`` or, for many parts, ``min 10, median 12, max 15``."""
+    if len(sizes) <= _LIST_UP_TO:
+        return ", ".join(str(s) for s in sizes)
+    ordered = sorted(sizes)
+    return f"min {ordered[0]}, median {ordered[len(ordered) // 2]}, max {ordered[-1]}"
+
 
 @task(name="partition", cache_policy=NO_CACHE, persist_result=False)
 def partition(graph: GraphData, config: PartitionConfig) -> Partitioning:
-    return partition_graph(graph, config.num_parts, config.method)
+    """Partitions from the public edges; their number and sizes (public: in the manifest's stats)
+    are logged."""
+    parts = partition_graph(graph, config.num_parts, config.method)
+    sizes = parts.sizes()
+    get_run_logger().info(
+        "%d partitions (%s, from public edges only), nodes per partition: %s",
+        len(sizes), parts.method, describe_sizes(sizes),
+    )
+    return parts

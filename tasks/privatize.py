@@ -9,9 +9,9 @@ from prefect.cache_policies import NO_CACHE
 from privgraph.config import PipelineConfig
 from privgraph.graph import GraphData
 from privgraph.mechanisms import build_mechanism
-from privgraph.parallel import open_executor
 from privgraph.partition import Partitioning
 from privgraph.privatize import PrivatizationResult, privatize_graph
+from tasks.observe import logged_executor
 
 
 @task(name="privatize", cache_policy=NO_CACHE, persist_result=False)
@@ -21,18 +21,18 @@ def privatize(
     config: PipelineConfig,
     root_seed: np.random.SeedSequence,
     theta: np.ndarray | None = None,
+    name: str | None = None,
 ) -> PrivatizationResult:
     """The seed sequence is an argument: a retried run of this task re-draws the same noise.
-    ``theta`` (from the scores stage) sets FeatureRR's per-feature budget shares."""
+    ``theta`` (from the scores stage) sets FeatureRR's per-feature budget shares. ``name``: the
+    pipeline's, for the Dask dashboard's link artifact."""
     fparams = None if config.features is None else config.features.params()
     if theta is not None and fparams is not None:
         fparams["theta"] = theta
     features = None if config.features is None else build_mechanism(config.features.mechanism, fparams)
     edges = None if config.edges is None else build_mechanism(config.edges.mechanism, config.edges.params())
     labels = None if config.labels is None else build_mechanism(config.labels.mechanism, config.labels.params())
-    d = config.dask
-    kind = config.executor
-    with open_executor(kind, address=d.address, n_workers=d.n_workers, threads_per_worker=d.threads_per_worker) as ex:
+    with logged_executor(config.executor, config.dask, name) as ex:
         return privatize_graph(
             graph, features=features, edges=edges, labels=labels, partitioning=partitioning,
             root_seed=root_seed, executor=ex,

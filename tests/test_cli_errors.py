@@ -104,9 +104,8 @@ class Case:
     graph: dict[str, Any] = field(default_factory=dict)
 
 
-def _readonly(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    path.chmod(0o555)
+def _a_file(path: Path) -> None:
+    path.write_text("not a directory\n")
 
 
 def _dead_endpoint(_: Path) -> dict[str, str]:
@@ -117,8 +116,8 @@ def _dead_endpoint(_: Path) -> dict[str, str]:
 
 RUN_CASES = [
     # configuration, refused at load (exit 2)
-    Case("epsilon above the sampler's range", 2, "features.epsilon",
-         over={"features": {"mechanism": "laplace", "epsilon": 60.0, "lower": 0.0, "upper": 1.0}}),
+    Case("epsilon above the sampler's range", 2, "features",  # d = 4 is public (per-feature bounds)
+         over={"features": {"mechanism": "laplace", "epsilon": 300.0, "lower": [0.0] * 4, "upper": [1.0] * 4}}),
     Case("unknown dataset option", 2, "dataset.options.split", over={"dataset.options.split": "split.json"}),
     Case("missing dataset option", 2, "dataset.options.edges", over={"dataset.options.edges": None}),
     Case("boolean rho", 2, "dataset.rho", over={"dataset.rho": True}),
@@ -132,10 +131,11 @@ RUN_CASES = [
     Case("ftp store", 2, "ftp://", over={"storage": "ftp://host/x", "dataset.root": "/nonexistent"}),
     Case("s3 store without bucket", 2, "s3://", over={"storage": "s3://", "dataset.root": "/nonexistent"}),
     Case("file URI naming a host", 2, "remotehost", over={"storage": "file://remotehost/x", "dataset.root": "/nonexistent"}),
-    Case("read-only store", 2, "store", over={"dataset.root": "/nonexistent"},
-         setup=lambda t: _readonly(t / "store")),
-    Case("read-only private records", 2, "private", over={"dataset.root": "/nonexistent"},
-         setup=lambda t: _readonly(t / "private")),
+    # (a file where the directory belongs: a read-only directory would not stop root, as in CI)
+    Case("store path is a file", 2, "store", over={"dataset.root": "/nonexistent"},
+         setup=lambda t: _a_file(t / "store")),
+    Case("private records path is a file", 2, "private_records", over={"dataset.root": "/nonexistent"},
+         setup=lambda t: _a_file(t / "private")),
     Case("S3 endpoint unreachable", 4, "", over={"storage": "s3://bucket/x", "dataset.root": "/nonexistent"},
          setup=_dead_endpoint),
     # the input data (exit 2)
@@ -161,21 +161,17 @@ def test_run_failure_is_one_line_with_its_exit_code(case: Case, tmp_path: Path) 
     cfg = _write_config(tmp_path, _pipeline(tmp_path, **case.over))
     env = case.setup(tmp_path) if case.setup else None
     args = case.args or ["run", "p", "--config", str(cfg), "--no-evaluate"]
-    try:
-        r = _cli(args, tmp_path, env)
-    finally:
-        for d in ("store", "private"):
-            if (tmp_path / d).exists():
-                (tmp_path / d).chmod(0o755)
+    r = _cli(args, tmp_path, env)
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == case.code, r.stderr[-3000:]
     assert "Traceback" not in r.stderr, r.stderr[-3000:]
     error_lines = [ln for ln in lines if ln.startswith("error:")]
     assert len(error_lines) == 1, r.stderr[-3000:]
     assert case.says in error_lines[0], error_lines[0]
-    assert _stored_files(tmp_path / "store") == []  # nothing published, nothing staged left behind
+    store = tmp_path / "store"
+    assert store.is_file() or _stored_files(store) == []  # nothing published, nothing staged left behind
     records = tmp_path / "private"
-    assert not records.exists() or not [p for p in records.rglob("*.json")]
+    assert not records.is_dir() or not [p for p in records.rglob("*.json")]
 
 
 def test_message_with_brackets_survives_rich(tmp_path: Path) -> None:

@@ -107,3 +107,21 @@ def test_edge_comparison_records_degree_curves_and_budgetless_baseline(small):
     assert all(m == 0.0 for m in c["noisy_mean"])  # no private edge released
     objs = comparison_objects("edges", r)
     assert objs["degrees.png"][:4] == b"\x89PNG"
+
+
+def test_progress_counts_the_clean_baseline_and_every_cell(small):
+    """``clean baseline`` k/runs, then ``comparison cells`` k/(mechanisms x epsilons x runs); a
+    budgetless mechanism's reused runs count as done without work; no accuracy in an event."""
+    from privgraph.progress import ProgressEvent
+
+    events: list[ProgressEvent] = []
+    r = _run(small, scope="edges", mechanisms={"dprr": {}, "nonpriv_part": {}}, target="dprr",
+             epsilons=[1.0, 2.0], progress=events.append)
+    baseline = [(e.done, e.total) for e in events if e.task == "clean baseline"]
+    cells = [e for e in events if e.task == "comparison cells"]
+    assert baseline == [(0, 2), (1, 2), (2, 2)]
+    assert [e.done for e in cells] == [0, 1, 2, 3, 4, 5, 6, 8]  # nonpriv_part at eps 2: 2 runs reused
+    assert {e.total for e in cells} == {8} and cells[-1].finished and cells[-1].eta == 0.0
+    assert cells[1].detail == "dprr eps=1 run 0" and "reused" in cells[-1].detail
+    accs = {f"{rec['test_acc']:.4f}" for rec in r.records}
+    assert not any(a in e.line() for e in events for a in accs)

@@ -241,3 +241,23 @@ def test_dense_offset_features_still_train(cora):
     shifted = cora.replace(x=(0.5 + 0.5 * cora.x).astype(np.float32))
     r = train_node_classifier(shifted, seed=1, epochs=80, patience=None)
     assert r["train_acc"] > 0.95 and r["test_acc"] > 0.7
+
+
+# -- progress ----------------------------------------------------------------------------------
+def test_evaluate_utility_reports_each_training_with_k_of_n(noisy_graph):
+    """Both models of every run count: a start event, then 1..2 runs, each with an ETA (the last
+    one 0) and a label; the results are those of a run without a callback."""
+    from privgraph.progress import ProgressEvent
+
+    events: list[ProgressEvent] = []
+    res = evaluate_utility(noisy_graph, noisy_graph, runs=2, seed_sequence=4, device="cpu",
+                           progress=events.append, **FAST)
+    assert [(e.task, e.done, e.total) for e in events] == [("training", k, 4) for k in range(5)]
+    assert events[0].eta is None and events[-1].eta == 0.0
+    assert all(e.eta is not None and e.eta >= 0 for e in events[1:])
+    assert [e.detail for e in events[1:]] == [
+        "clean graph, run 1/2", "private graph, run 1/2", "clean graph, run 2/2", "private graph, run 2/2",
+    ]
+    assert len({e.key for e in events}) == 1
+    assert events[-1].line().startswith("training 4/4, done in ")
+    assert res == evaluate_utility(noisy_graph, noisy_graph, runs=2, seed_sequence=4, device="cpu", **FAST)

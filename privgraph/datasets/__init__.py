@@ -7,8 +7,9 @@ fraction ``rho`` of the edges private. Real data is read from :func:`data_root`
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from privgraph.graph import GraphData
 
 __all__ = [
     "DATASETS",
+    "PATH_OPTIONS",
+    "check_dataset_options",
     "data_root",
     "load_dataset",
     "load_generic",
@@ -47,10 +50,19 @@ def _planetoid(name: str) -> Callable[..., GraphData]:
     return load
 
 
+#: options that name files: relative paths are read under the dataset root
+PATH_OPTIONS = ("edges", "features", "labels", "cache_dir")
+
+
+def _under(root: Path, value: Any) -> Any:
+    return value if value is None else Path(root) / Path(value).expanduser()
+
+
 def _generic(root: Path, **options: Any) -> GraphData:
     if "edges" not in options:
         raise ValueError("dataset 'generic' needs the option edges=<path to a .csv or .parquet file>")
-    return load_generic(**options)
+    files = {k: _under(root, options.pop(k, None)) for k in ("edges", "features", "labels")}
+    return load_generic(files.pop("edges"), **files, **options)
 
 
 def _sbm(root: Path, **options: Any) -> GraphData:
@@ -72,6 +84,49 @@ DATASETS: dict[str, Callable[..., GraphData]] = {
 }
 
 
+#: name -> the loader function whose keyword arguments are that dataset's options
+_OPTION_SOURCES: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
+    "cora": (load_planetoid, ("name", "root")),
+    "citeseer": (load_planetoid, ("name", "root")),
+    "pubmed": (load_planetoid, ("name", "root")),
+    "facebook": (load_musae_facebook, ("root",)),
+    "generic": (load_generic, ()),
+    "sbm": (sbm_graph, ()),
+}
+
+
+def check_dataset_options(name: str, options: Mapping[str, Any]) -> None:
+    """Refuse unknown and missing options of dataset ``name`` before anything is read.
+
+    The options of a dataset are its loader's keyword arguments (``generic``: ``edges`` required,
+    ``features``, ``labels``, ``num_nodes``, ``private_column``; ``sbm``: ``num_nodes`` required
+    and :func:`sbm_graph`'s others; Planetoid: ``cache_dir``, ``download``; ``facebook``:
+    ``train``, ``val``, ``node_split_seed``).
+
+    Raises:
+        ValueError: ``"options.<key>: ..."`` for the first unknown or missing option.
+    """
+    key = name.lower()
+    if key not in _OPTION_SOURCES:
+        raise ValueError(f"unknown dataset {name!r}; known datasets: {sorted(DATASETS)}")
+    fn, positional = _OPTION_SOURCES[key]
+    params = {k: p for k, p in inspect.signature(fn).parameters.items() if k not in positional}
+    for opt in options:
+        if opt not in params:
+            raise ValueError(
+                f"options.{opt}: unknown option of dataset {name!r}; its options: {', '.join(params) or 'none'}"
+            )
+    for opt, p in params.items():
+        if p.default is inspect.Parameter.empty and opt not in options:
+            raise ValueError(f"options.{opt}: required by dataset {name!r} and not set")
+    for opt in PATH_OPTIONS:
+        v = options.get(opt)
+        if opt in params and v is not None and not isinstance(v, (str, os.PathLike)):
+            raise ValueError(f"options.{opt}: expected a file path, got {v!r}")
+    if "num_nodes" in options and isinstance(options["num_nodes"], bool):
+        raise ValueError(f"options.num_nodes: expected a number, got {str(options['num_nodes']).lower()}")
+
+
 def load_dataset(
     name: str,
     *,
@@ -84,7 +139,8 @@ def load_dataset(
 
     Names: ``cora``, ``citeseer``, ``pubmed`` (Planetoid), ``facebook`` (MUSAE), ``generic``
     (options ``edges``, ``features``, ``labels``, ``num_nodes``, ``private_column``: see
-    :func:`load_generic`), ``sbm`` (options of :func:`sbm_graph`).
+    :func:`load_generic`; relative file paths are read under the data root), ``sbm`` (options of
+    :func:`sbm_graph`).
 
     With ``rho`` set, :func:`split_public_private` marks exactly ``round(rho * m)`` edges private
     (seeded by ``split_seed``). With ``rho=None`` the loader's marking stands: all edges public,

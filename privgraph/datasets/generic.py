@@ -245,6 +245,8 @@ def _read_features(path: Path) -> np.ndarray:
         raise GraphValidationError(
             f"{path}: unsupported features file type {suffix or '(none)'!r}; expected .npy or .parquet"
         )
+    if x.shape[1] == 0:
+        raise GraphValidationError(f"{path}: the features have no columns (shape {list(x.shape)}); expected [n, d] with d >= 1")
     x = np.ascontiguousarray(x, dtype=np.float32)
     finite = np.isfinite(x)
     if not finite.all():
@@ -299,15 +301,16 @@ def load_generic(
     features: Path | str | None = None,
     labels: Path | str | None = None,
     num_nodes: int | None = None,
-    private_column: str = "private",
+    private_column: str | None = None,
 ) -> GraphData:
     """Load a graph from an edge list and optional feature and label files.
 
     Files:
         - ``edges``: ``.csv`` (header row) or ``.parquet`` with integer columns ``src``, ``dst``
           (one undirected edge per row, in either direction, node ids ``0 .. n-1``) and an optional
-          boolean column ``private_column`` (``true``/``false`` or ``1``/``0``). Without that column,
-          every edge is public.
+          boolean column marking private edges (``true``/``false`` or ``1``/``0``): ``private``,
+          or the column named by ``private_column``, which must then exist. Without such a
+          column every edge is public.
         - ``features``: ``.npy`` ``[n, d]`` or ``.parquet`` whose columns are all numeric; row ``i``
           is node ``i``.
         - ``labels``: ``.npy`` ``[n]`` (or ``[n, C]``), or a one-column ``.csv`` / ``.parquet``.
@@ -329,7 +332,13 @@ def load_generic(
     ):
         raise GraphValidationError(f"num_nodes must be a non-negative int, got {num_nodes!r}")
 
-    tab, e, private = _read_edges(edges_path, private_column)
+    if private_column is not None and (not isinstance(private_column, str) or not private_column):
+        raise GraphValidationError(f"private_column must be a column name, got {private_column!r}")
+    tab, e, private = _read_edges(edges_path, private_column or "private")
+    if private_column is not None and private is None:
+        raise GraphValidationError(
+            f"{edges_path}: no column {private_column!r} (private_column); columns: {list(tab.df.columns)}"
+        )
     x = None if feat_path is None else _read_features(feat_path)
     y = None if label_path is None else _read_labels(label_path)
 
@@ -349,6 +358,11 @@ def load_generic(
     else:
         n = max(int(e.max()) + 1, 0) if e.size else 0
 
+    if n == 0:
+        raise GraphValidationError(
+            f"{edges_path}: empty graph: no nodes (no edge rows"
+            + (", and the features/labels have no rows)" if x is not None or y is not None else ")")
+        )
     _check_edges(tab, e, n)
     meta: dict[str, Any] = {
         "name": "generic",
@@ -358,7 +372,7 @@ def load_generic(
             "features": None if feat_path is None else str(feat_path),
             "labels": None if label_path is None else str(label_path),
         },
-        "private_column": private_column if private is not None else None,
+        "private_column": (private_column or "private") if private is not None else None,
         "feature_bounds": None,
         "feature_bounds_source": "none: the files define no bounds; configure public bounds",
     }

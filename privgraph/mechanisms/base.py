@@ -16,6 +16,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
+from privgraph.errors import ConfigError
+
 __all__ = [
     "GuaranteeKind",
     "Scope",
@@ -223,7 +225,7 @@ class EpsilonRange:
         """Refuse a per-coordinate budget above ``high`` (see :data:`MAX_EXACT_EPSILON`)."""
         if value > self.high:
             who = f"{owner}: " if owner else ""
-            raise ValueError(
+            raise ConfigError(  # a ValueError; exit code 2 from the CLI
                 f"{who}{what} = {value:g} per coordinate exceeds {self.high:g}: float64 sampling "
                 f"cannot realise output probabilities near e^-{value:g}, so the pure-DP guarantee "
                 f"would not hold; use a smaller epsilon (or spread it over more coordinates)"

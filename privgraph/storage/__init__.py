@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from privgraph.errors import ConfigError
 from privgraph.storage.base import (
     MANIFEST_NAME,
     ArtifactNameError,
@@ -58,7 +59,7 @@ def open_store(uri: str | os.PathLike[str], **options: Any) -> ArtifactStore:
             (MinIO) (default: none).
 
     Raises:
-        ValueError: an unsupported scheme or a malformed URI.
+        ConfigError: an unsupported scheme or a malformed URI (a ``ValueError``; exit code 2).
     """
     if isinstance(uri, os.PathLike):
         if options:
@@ -73,20 +74,20 @@ def open_store(uri: str | os.PathLike[str], **options: Any) -> ArtifactStore:
             raise TypeError(f"LocalStore takes no options, got {sorted(options)}")
         if scheme == "file":
             if parsed.netloc not in ("", "localhost"):
-                raise ValueError(
+                raise ConfigError(
                     f"file URI {uri!r} names host {parsed.netloc!r}; use file:///absolute/path"
                 )
             return LocalStore(Path(unquote(parsed.path)))
         return LocalStore(Path(uri))
     if scheme == "s3":
         if not parsed.netloc:
-            raise ValueError(f"S3 URI {uri!r} lacks a bucket; use s3://bucket/prefix")
+            raise ConfigError(f"S3 URI {uri!r} lacks a bucket; use s3://bucket/prefix")
         try:
             from privgraph.storage.s3 import S3Store
         except ImportError as err:
-            raise ValueError(f"{uri!r}: the S3 store needs boto3 ({err})") from None
+            raise ConfigError(f"{uri!r}: the S3 store needs boto3 ({err})") from None
         return S3Store(parsed.netloc, parsed.path.strip("/"), **options)
-    raise ValueError(
+    raise ConfigError(
         f"unsupported artifact store URI {uri!r}: use a directory path, file:///path or "
         f"s3://bucket/prefix"
     )

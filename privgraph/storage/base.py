@@ -216,6 +216,16 @@ class ArtifactStore(abc.ABC):
     def _delete(self, key: str) -> None:
         """Delete ``key`` if present (cleanup of a failed write's data objects)."""
 
+    @abc.abstractmethod
+    def check_writable(self) -> None:
+        """Check, before any data is read, that a version could be written here; write nothing.
+
+        Raises:
+            ArtifactError: the store is misconfigured (not a directory, no write permission, no
+                such bucket, no credentials): exit code 2.
+            StoreUnavailableError: the store does not answer or its disk is full: exit code 4.
+        """
+
     # -- hooks (tests monkeypatch these) --------------------------------------------------------
     def _now(self) -> dt.datetime:
         return dt.datetime.now(dt.timezone.utc)

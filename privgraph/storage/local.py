@@ -10,11 +10,12 @@ most network file systems do).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from pathlib import Path
 
-from privgraph.errors import ArtifactExistsError
+from privgraph.errors import ArtifactError, ArtifactExistsError, StoreUnavailableError
 from privgraph.storage.base import ArtifactNameError, ArtifactStore
 
 __all__ = ["LocalStore"]
@@ -69,6 +70,19 @@ class LocalStore(ArtifactStore):
             if not part or part.startswith(".") or "\\" in part or os.sep in part:
                 raise ArtifactNameError(f"unsafe key {key!r} for {self!r}")
         return self.root.joinpath(*parts)
+
+    def check_writable(self) -> None:
+        """Create the directory if needed and create and remove one hidden temporary file in it."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=self.root)
+            os.close(fd)
+            os.unlink(tmp)
+        except OSError as exc:
+            why = exc.strerror or type(exc).__name__
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+                raise StoreUnavailableError(f"artifact store {self.root}: {why}") from exc
+            raise ArtifactError(f"artifact store {self.root}: cannot write a version here ({why})") from None
 
     # -- primitives -------------------------------------------------------------------------------
     def _put_new(self, key: str, data: bytes) -> None:

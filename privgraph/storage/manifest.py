@@ -199,6 +199,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _portable_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Dataset options with file paths reduced to their names: a local path is not published."""
+    from privgraph.datasets import PATH_OPTIONS
+
+    return {k: (Path(str(v)).name if k in PATH_OPTIONS and v is not None else v) for k, v in options.items()}
+
+
 def build_manifest(
     *,
     pipeline: str,
@@ -217,7 +224,8 @@ def build_manifest(
     caps, the validation results, the shareable metrics (computed from the stored version only),
     the public run facts (``stats``) and, per scope, summaries of the mechanism's output
     (``release``). Left out on purpose: the noise seed, the dataset's ``split_seed`` (with the
-    public dataset it tells exactly which edges are private) and data ``root`` (a local path),
+    public dataset it tells exactly which edges are private), the data ``root`` and the directories
+    of file options (local paths: only file names are kept),
     and everything computed from raw data (the clean graph's accuracy, the MCMC trace, the keyed
     identity of the input): those go to the owner's private record.
 
@@ -254,7 +262,7 @@ def build_manifest(
     manifest: dict[str, Any] = {
         "pipeline": pipeline,
         "description": config.description,
-        "dataset": _plain({"name": dataset.name, "rho": dataset.rho, "options": dataset.options}),
+        "dataset": _plain({"name": dataset.name, "rho": dataset.rho, "options": _portable_options(dataset.options)}),
         "public_input_fingerprint": disclosure.fingerprint(graph_in),
         "public": disclosure.manifest_section(),
         "num_nodes": released.num_nodes,

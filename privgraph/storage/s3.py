@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from privgraph.errors import ArtifactError, ArtifactExistsError
+from privgraph.errors import ArtifactError, ArtifactExistsError, StoreUnavailableError, exit_code_for
 from privgraph.storage.base import ArtifactStore
 
 __all__ = ["S3Store"]
@@ -84,6 +84,28 @@ class S3Store(ArtifactStore):
 
     def _s3_key(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
+
+    def check_writable(self) -> None:
+        """``HeadBucket``: the endpoint answers, the credentials are accepted, the bucket exists."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        where = f"s3://{self.bucket}/{self.prefix}".rstrip("/")
+        try:
+            self._client.head_bucket(Bucket=self.bucket)
+        except ClientError as err:
+            code = _error_code(err)
+            status = int(err.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+            if code in ("404", "NoSuchBucket", "NotFound"):
+                raise ArtifactError(f"artifact store {where}: bucket {self.bucket!r} does not exist") from None
+            if code in ("403", "AccessDenied", "Forbidden") or status == 403:
+                raise ArtifactError(f"artifact store {where}: access denied (check the credentials)") from None
+            if status >= 500:
+                raise StoreUnavailableError(f"artifact store {where}: the endpoint answered {status} {code}") from err
+            raise ArtifactError(f"artifact store {where}: {code or err}") from None
+        except BotoCoreError as err:
+            if exit_code_for(err) == 4:
+                raise StoreUnavailableError(f"artifact store {where}: {type(err).__name__}: {err}") from err
+            raise ArtifactError(f"artifact store {where}: {err}") from None
 
     # -- primitives -------------------------------------------------------------------------------
     def _put_new(self, key: str, data: bytes) -> None:

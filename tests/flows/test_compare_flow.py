@@ -88,6 +88,30 @@ def test_compare_flow_stores_a_private_report_and_private_artifacts(harness, tmp
     assert str(folder) in arts["sbm-cmp-private-table"]["data"]
     assert "data:image/png;base64," in arts["sbm-cmp-private-plot"]["data"]
 
+    # the run in the UI: compare/<name>, tagged; its progress (clean baseline, then the
+    # mechanism x epsilon x run cells) in the log, k/N with an ETA and no accuracy
+    from prefect.logging.handlers import APILogHandler
+
+    async def run_and_logs():
+        async with get_client() as client:
+            runs = (await client._client.post("/flow_runs/filter", json={
+                "flow_runs": {"name": {"any_": ["compare/sbm-cmp"]}}, "limit": 5})).json()
+            logs = (await client._client.post("/logs/filter", json={
+                "logs": {"flow_run_id": {"any_": [runs[0]["id"]]}}, "sort": "TIMESTAMP_ASC", "limit": 200})).json()
+            return runs, [m["message"] for m in logs]
+
+    APILogHandler().flush()
+    runs, messages = asyncio.run(run_and_logs())
+    assert len(runs) == 1
+    assert set(runs[0]["tags"]) == {"privgraph", "comparison:sbm-cmp", "pipeline:sbm-small", "mechanism:feature_rr",
+                                    "mechanism:duchi", "scope:features"}
+    cells = [m for m in messages if m.startswith("comparison cells ")]
+    assert cells[0] == "comparison cells 0/8: started" and len(cells) == 9
+    assert cells[1].startswith("comparison cells 1/8, ETA ") and cells[-1].startswith("comparison cells 8/8, done in ")
+    assert [m for m in messages if m.startswith("clean baseline ")][-1].startswith("clean baseline 2/2, done in ")
+    assert "executor: serial (this process, one partition after another)" in messages
+    assert not any("accuracy" in m for m in messages)
+
 
 def test_comparison_config_errors_name_their_path(tmp_path):
     from privgraph.config import load_config

@@ -39,6 +39,26 @@ def _config(tmp_path: Path, **overrides) -> Path:
     return path
 
 
+async def _post(path: str, body: dict) -> list[dict]:
+    """prefect 3.8.0's client sends explicit nulls its own server rejects: post the UI's filters."""
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        r = await client._client.post(path, json=body)
+        r.raise_for_status()
+        return r.json()
+
+
+def _runs_named(*names: str) -> list[dict]:
+    return asyncio.run(_post("/flow_runs/filter", {"flow_runs": {"name": {"any_": list(names)}}, "limit": 10}))
+
+
+def _artifacts_of(flow_run_id: str) -> list[dict]:
+    """The keyed artifacts of a flow run (its Artifacts tab); Prefect's own result records have no key."""
+    arts = asyncio.run(_post("/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [flow_run_id]}}, "limit": 50}))
+    return [a for a in arts if a["key"]]
+
+
 def test_ledger_and_metrics_are_prefect_artifacts(harness, tmp_path):
     from prefect.client.orchestration import get_client
 
@@ -74,6 +94,55 @@ def test_ledger_and_metrics_are_prefect_artifacts(harness, tmp_path):
     assert private_md.startswith("# PRIVATE EVALUATION") and "trained on the raw graph" in private_md
     assert "PRIVATE EVALUATION" in by_key["sbm-small-private-evaluation"][0]["description"]
     assert "seed" not in ledger_md.lower() + metrics_md.lower()
+
+    # the parent run, named <pipeline>/<version> and tagged, carries the ledger AND the metrics;
+    # the private evaluation stays on the evaluate subflow, named <pipeline>/<version>/evaluate
+    (parent,) = _runs_named(f"sbm-small/{res['version']}")
+    assert set(parent["tags"]) == {"privgraph", "pipeline:sbm-small", "mechanism:feature_rr", "mechanism:dprr",
+                                   "scope:features", "scope:edges"}
+    on_parent = {a["key"] for a in _artifacts_of(parent["id"])}
+    assert on_parent == {"sbm-small-ledger", "sbm-small-metrics"}
+    (sub,) = _runs_named(f"sbm-small/{res['version']}/evaluate")
+    assert sub["parent_task_run_id"] is not None and "evaluate" in sub["tags"]
+    assert {a["key"] for a in _artifacts_of(sub["id"])} == {"sbm-small-private-evaluation"}
+
+
+def test_a_refused_run_keeps_its_staging_name_and_its_tags(harness, tmp_path):
+    from flows.privatize import privatize_flow
+    from privgraph.errors import ValidationFailedError
+
+    cfg = _config(tmp_path, budget={"features": 1.0, "edges": 4.0})  # FeatureRR at 2 over a cap of 1
+    before = {r["id"] for r in _runs_named("sbm-small/staging")}
+    with pytest.raises(ValidationFailedError):
+        privatize_flow(pipeline="sbm-small", config_path=str(cfg))
+    (run,) = [r for r in _runs_named("sbm-small/staging") if r["id"] not in before]
+    assert run["state_type"] == "FAILED" and {"privgraph", "pipeline:sbm-small", "scope:edges"} <= set(run["tags"])
+    assert {a["key"] for a in _artifacts_of(run["id"])} == {"sbm-small-ledger"}  # the refused ledger, no metrics
+
+
+@pytest.mark.dask
+def test_a_dask_run_logs_its_workers_and_publishes_the_dashboard_link(harness, tmp_path):
+    """Partitions and workers in the logs; the Dask dashboard (on 127.0.0.1) as a link artifact on
+    the run, an operational artifact that holds nothing of the data."""
+    from prefect.logging.handlers import APILogHandler
+
+    from flows.privatize import privatize_flow
+    from flows.reporting import is_operational, is_shareable
+
+    cfg = _config(tmp_path, executor="dask", dask={"n_workers": 1}, evaluate={"runs": 1, "epochs": 5})
+    res = privatize_flow(pipeline="sbm-small", config_path=str(cfg))
+    (parent,) = _runs_named(f"sbm-small/{res['version']}")
+    arts = {a["key"]: a for a in _artifacts_of(parent["id"])}
+    assert set(arts) == {"sbm-small-ledger", "sbm-small-metrics", "sbm-small-dask-dashboard"}
+    link = arts["sbm-small-dask-dashboard"]
+    assert link["data"].startswith("[Dask dashboard](http://127.0.0.1:") and link["task_run_id"] is not None
+    assert is_operational(link["key"], "sbm-small") and not is_shareable(link["key"], "sbm-small")
+    APILogHandler().flush()
+    logs = asyncio.run(_post("/logs/filter", {"logs": {"flow_run_id": {"any_": [parent["id"]]}}, "limit": 200}))
+    messages = [m["message"] for m in logs]
+    assert any(m.startswith("3 partitions (metis, from public edges only), nodes per partition: ") for m in messages)
+    assert "executor: dask (LocalCluster), 1 workers, 1 threads" in messages
+    assert any(m.startswith("Dask dashboard: http://127.0.0.1:") for m in messages)
 
 
 def test_failure_between_data_and_manifest_leaves_no_version(harness, tmp_path, monkeypatch):

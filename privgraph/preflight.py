@@ -1,0 +1,87 @@
+"""What a run checks before it reads any data: the store, the private records, the input files.
+
+A run that would fail on its last step (the store refuses the version, the owner's private record
+cannot be written) must fail before it reads the graph, so that nothing is spent, staged or half
+written. :func:`check_before_reading` is called by the CLI before it starts Prefect and again by
+the privatize flow (a served deployment starts there), in this order: the artifact store (its URI,
+then that a version could be written: a probe file created and removed, or S3 ``HeadBucket``),
+the private records directory (created mode 0700, a probe file, the owner's key), then the files
+the dataset options name. Each failure is one error naming what is wrong and where, with the
+documented exit code (2 misconfiguration, 4 the store does not answer).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from privgraph.config import PipelineConfig
+from privgraph.errors import ConfigError, DatasetNotFoundError
+from privgraph.storage import ArtifactStore, open_store
+from privgraph.storage.private_record import owner_key
+
+__all__ = ["STORE_ENV", "check_before_reading", "check_private_records", "resolve_store"]
+
+#: the environment variable naming the artifact store of every run of this process
+STORE_ENV = "PRIVGRAPH_STORE"
+
+
+def resolve_store(cfg: PipelineConfig, store: str | None = None) -> str:
+    """The store URI of a run: ``store`` (``--store``), else ``$PRIVGRAPH_STORE``, else the
+    pipeline's ``storage``."""
+    return store or os.environ.get(STORE_ENV) or cfg.storage
+
+
+def check_private_records(directory: str | os.PathLike[str]) -> None:
+    """The owner's private records can be written in ``directory`` (created mode 0700), and the
+    owner's HMAC key exists (created if absent). Nothing else is left behind.
+
+    Raises:
+        ConfigError: naming ``private_records`` and the directory (exit code 2).
+    """
+    d = Path(directory).expanduser()
+    try:
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
+        os.close(fd)
+        os.unlink(tmp)
+        owner_key(d)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise ConfigError(f"private_records {d}: cannot write the owner's private records here ({why})") from None
+
+
+def _check_dataset_files(cfg: PipelineConfig) -> None:
+    """The files a ``generic`` dataset names exist (read nothing); other loaders check their own."""
+    from privgraph.datasets import data_root
+
+    ds = cfg.dataset
+    if ds.name != "generic":
+        return
+    root = Path(ds.root).expanduser() if ds.root else data_root()
+    for opt in ("edges", "features", "labels"):
+        value = ds.options.get(opt)
+        if value is None:
+            continue
+        path = root / Path(str(value)).expanduser()
+        if not path.is_file():
+            raise DatasetNotFoundError(f"dataset.options.{opt}: file not found: {path}")
+
+
+def check_before_reading(cfg: PipelineConfig, store: str | None = None) -> ArtifactStore:
+    """Check the store, the private records and the dataset's files; return the opened store.
+
+    Raises:
+        ConfigError, ArtifactError, DatasetNotFoundError: misconfiguration (exit code 2).
+        StoreUnavailableError: the store does not answer or its disk is full (exit code 4).
+    """
+    uri = resolve_store(cfg, store)
+    try:
+        opened = open_store(uri)
+    except TypeError as exc:
+        raise ConfigError(f"storage {uri!r}: {exc}") from None
+    opened.check_writable()
+    check_private_records(cfg.private_records)
+    _check_dataset_files(cfg)
+    return opened

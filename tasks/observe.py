@@ -1,0 +1,62 @@
+"""What a person watching a run sees: progress lines, the executor and its Dask dashboard.
+
+Helpers for the tasks (not tasks themselves): :func:`prefect_progress` turns the library's
+progress events into Prefect log lines and hands them to the process's listeners (the CLI's
+progress bar); :func:`logged_executor` opens the pipeline's executor, logs what it is (serial or
+Dask, how many workers and threads) and publishes the Dask dashboard as a link artifact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from prefect import get_run_logger
+
+from privgraph.config import DaskConfig
+from privgraph.parallel import Executor, open_executor
+from privgraph.progress import ProgressCallback, ProgressEvent, broadcast
+
+
+def prefect_progress() -> ProgressCallback:
+    """A progress callback for a task: one log line per event (``training 3/10, ETA 42 s``) on
+    the run's logger, then :func:`privgraph.progress.broadcast` to the process's listeners."""
+    logger = get_run_logger()
+
+    def on_event(event: ProgressEvent) -> None:
+        logger.info(event.line())
+        broadcast(event)
+
+    return on_event
+
+
+@contextlib.contextmanager
+def logged_executor(kind: str, dask: DaskConfig, name: str | None = None) -> Iterator[Executor]:
+    """:func:`privgraph.parallel.open_executor` for a pipeline, logged.
+
+    With a Dask client, the dashboard link is logged and, when ``name`` (the pipeline's or
+    comparison's) is given, published as the link artifact ``<name>-dask-dashboard`` (a link to
+    the cluster's dashboard on this machine: nothing of the data).
+    """
+    logger = get_run_logger()
+    with open_executor(kind, address=dask.address, n_workers=dask.n_workers,
+                       threads_per_worker=dask.threads_per_worker) as ex:
+        info = ex.describe()
+        if info["executor"] == "dask":
+            logger.info(
+                "executor: dask (%s), %d workers, %d threads", info["address"], info["workers"], info["threads"]
+            )
+            link = info.get("dashboard")
+            if link:
+                ready = bool(getattr(ex, "dashboard_ready", True))
+                logger.info("Dask dashboard: %s%s", link, "" if ready else " (its pages need bokeh installed)")
+                if name is not None:
+                    # imported here: flows import tasks
+                    from flows.reporting import publish_dask_dashboard
+
+                    publish_dask_dashboard(name, link, ready)
+            else:
+                logger.info("Dask dashboard: none (the scheduler serves no dashboard)")
+        else:
+            logger.info("executor: serial (this process, one partition after another)")
+        yield ex

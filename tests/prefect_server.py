@@ -1,0 +1,194 @@
+"""Real servers for tests: ``prefect server start`` on 127.0.0.1 at a free port, and a throwaway
+PostgreSQL cluster to use as its database.
+
+Used by the scheduled-run, UI and fault tests. The Prefect server gets its own PREFECT_HOME (its
+SQLite database lives there unless ``database_url`` is given), analytics off, and short service
+loops (scheduler every second, late runs and foreman every 5 s), so that a deployment on
+``* * * * *`` gets its runs within the minute.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import httpx
+
+BIN = Path(sys.executable).parent
+PG_BIN = Path(os.environ.get("PRIVGRAPH_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _tail_of(path: Path, n: int) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return f"(no log at {path})"
+
+
+@dataclass
+class PrefectServer:
+    """A ``prefect server start`` subprocess and how to reach it."""
+
+    url: str  # the API URL, http://127.0.0.1:PORT/api
+    home: Path
+    port: int
+    log: Path
+    env: dict[str, str]
+    proc: subprocess.Popen[bytes] | None = None
+    _log_file: IO[str] | None = field(default=None, repr=False)
+
+    @property
+    def ui(self) -> str:
+        """The UI's base URL."""
+        return self.url.removesuffix("/api")
+
+    def client_env(self) -> dict[str, str]:
+        """The environment of a process that talks to this server."""
+        return {**os.environ, "PREFECT_API_URL": self.url, "PREFECT_HOME": str(self.home),
+                "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+
+    def start(self, timeout: float = 180.0) -> None:
+        """Start the server and wait (at most ``timeout`` s) until /health answers 200."""
+        self._log_file = self.log.open("a")
+        self.proc = subprocess.Popen(
+            [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
+            env=self.env, stdout=self._log_file, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        try:
+            self._wait_healthy(timeout)
+        except BaseException:  # Ctrl-C included: never leave the server behind
+            self.stop()
+            raise
+
+    def _wait_healthy(self, timeout: float) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"prefect server exited {self.proc.returncode}:\n{self.tail()}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
+                    return
+            time.sleep(0.5)
+        raise RuntimeError(f"prefect server did not answer within {timeout} s:\n{self.tail()}")
+
+    def stop(self) -> None:
+        """SIGTERM the server's process group, SIGKILL after 30 s; idempotent."""
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=30)
+            self.proc = None
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+    def tail(self, n: int = 60) -> str:
+        """The last ``n`` lines of the server's log."""
+        return _tail_of(self.log, n)
+
+
+@contextlib.contextmanager
+def prefect_server(tmp: Path, database_url: str | None = None) -> Iterator[PrefectServer]:
+    """A running Prefect server (stopped on exit); ``database_url`` e.g. postgresql+asyncpg://..."""
+    home = tmp / "prefect-home"
+    home.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_UI_ENABLED": "true",
+        "PREFECT_UI_API_URL": f"http://127.0.0.1:{port}/api",  # the UI's own calls, same origin
+        "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "1",
+        "PREFECT_SERVER_SERVICES_LATE_RUNS_LOOP_SECONDS": "5",
+        "PREFECT_SERVER_SERVICES_FOREMAN_LOOP_SECONDS": "5",
+    }
+    env.pop("PREFECT_API_URL", None)
+    if database_url:
+        env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database_url
+    server = PrefectServer(f"http://127.0.0.1:{port}/api", home, port, tmp / "prefect-server.log", env)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def postgres_available() -> str | None:
+    """None when a throwaway PostgreSQL cluster can be started here, else why not."""
+    if not (PG_BIN / "initdb").exists() or not (PG_BIN / "pg_ctl").exists():
+        return f"PostgreSQL binaries absent ({PG_BIN}; set PRIVGRAPH_PG_BIN)"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "running as root (initdb refuses root) and there is no 'postgres' user to run it as"
+        if shutil.which("runuser") is None:
+            return "running as root (initdb refuses root) and runuser is absent"
+    return None
+
+
+@contextlib.contextmanager
+def postgres_database(timeout: float = 60.0) -> Iterator[str]:
+    """A throwaway PostgreSQL cluster on 127.0.0.1 at a free port; yields an asyncpg URL.
+
+    The cluster lives in a fresh directory under the system temp dir (as root it is owned by,
+    and the server runs as, the ``postgres`` user: initdb refuses root) with trust auth on
+    loopback only, no fsync; it is stopped and removed on exit. Check :func:`postgres_available`
+    first.
+    """
+    as_user: list[str] = []
+    owner: pwd.struct_passwd | None = None
+    if os.geteuid() == 0:
+        owner = pwd.getpwnam("postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    root = Path(tempfile.mkdtemp(prefix="privgraph-pg-"))
+    data, log = root / "data", root / "postgres.log"
+    if owner is not None:
+        os.chown(root, owner.pw_uid, owner.pw_gid)
+    port = free_port()
+
+    def run(*cmd: str) -> None:
+        r = subprocess.run([*as_user, *cmd], check=False, capture_output=True, text=True, timeout=timeout)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode}: {r.stderr[-2000:]}\n{_tail_of(log, 40)}")
+
+    started = False
+    try:
+        run(str(PG_BIN / "initdb"), "-D", str(data), "-U", "prefect", "--auth=trust", "-E", "UTF8",
+            "--no-sync")
+        run(str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", str(int(timeout)),
+            "-o", f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+        started = True
+        run(str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "prefect", "prefect")
+        yield f"postgresql+asyncpg://prefect@127.0.0.1:{port}/prefect"
+    finally:
+        if started:
+            with contextlib.suppress(Exception):
+                run(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
+        shutil.rmtree(root, ignore_errors=True)
