@@ -16,6 +16,7 @@ published, its metrics (``<pipeline>-metrics``), exactly as the manifest holds t
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,8 @@ def privatize_flow(
     publish_ledger(pipeline, None, result.ledger.to_dict(), report.to_dict())
     enforce(report)  # exit code 3, nothing written
 
-    pending = stage(store_uri, pipeline, result.graph)
+    # the staging time is fixed here, once: a retried stage resumes the same version id
+    pending = stage(store_uri, pipeline, result.graph, dt.datetime.now(dt.timezone.utc))
     label_flow_run(name=f"{pipeline}/{pending.version}")
     get_run_logger().info("staged %s/%s in %s (invisible until its manifest is written)", pipeline, pending.version, store_uri)
     record_path: Path | None = None

@@ -377,6 +377,41 @@ def artifacts_show(
         _print_metrics(manifest["metrics"])
 
 
+@artifacts_app.command("verify")
+def artifacts_verify(
+    version: str | None = typer.Argument(None, help="version id (see `privgraph artifacts list`)"),
+    all_versions: bool = typer.Option(False, "--all", help="verify every published version"),
+    store: str | None = typer.Option(None, "--store", help="artifact store URI"),
+) -> None:
+    """Check stored versions: manifest, content hash in the version id, every object's sha256."""
+    with _errors():
+        from privgraph.errors import ArtifactIntegrityError, ConfigError
+        from privgraph.storage import open_store
+
+        if (version is None) == (not all_versions):
+            raise ConfigError("artifacts verify: give a VERSION or --all (not both)")
+        st = open_store(store or _default_store())
+        if version is not None:
+            targets = [st.find_version(version)]
+        else:
+            targets = [(i.pipeline, i.version) for i in st.list_versions()]
+        failed: list[str] = []
+        for pipeline, v in targets:
+            try:
+                r = st.verify_version(pipeline, v)
+            except ArtifactIntegrityError as exc:
+                failed.append(f"{pipeline}/{v}")
+                err.print(f"[bold red]FAILED[/] {escape(one_line(exc))}", highlight=False, soft_wrap=True)
+                continue
+            out.print(f"ok {escape(pipeline)}/{escape(v)} ({r['objects']} objects, {r['bytes']} bytes)", highlight=False)
+        if failed:
+            raise ArtifactIntegrityError(
+                f"{len(failed)} of {len(targets)} versions failed verification: {', '.join(failed)}"
+            )
+        if not targets:
+            out.print("no versions")
+
+
 def _print_ledger(ledger: dict[str, Any]) -> None:
     t = Table("stage", "mechanism", "scope", "kind", "epsilon", "in scope unit", title="privacy ledger")
     for e in ledger.get("entries", []):

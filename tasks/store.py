@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from prefect import task
@@ -14,9 +15,13 @@ from privgraph.storage.graph_io import graph_to_objects
 
 
 @task(name="stage", cache_policy=NO_CACHE, persist_result=False, retries=3, retry_delay_seconds=[2, 5, 15])
-def stage(store_uri: str, pipeline: str, graph: GraphData) -> PendingVersion:
-    """Write the data objects (invisible to readers until the manifest is published)."""
-    return open_store(store_uri).stage_version(pipeline, graph_to_objects(graph))
+def stage(store_uri: str, pipeline: str, graph: GraphData, created: dt.datetime | None = None) -> PendingVersion:
+    """Write the data objects (invisible to readers until the manifest is published).
+
+    The staging time is fixed once, before the first attempt, so a retry after a store outage
+    resumes the same version id instead of leaving a half-staged one behind."""
+    created = created or dt.datetime.now(dt.timezone.utc)
+    return open_store(store_uri).stage_version(pipeline, graph_to_objects(graph), created=created)
 
 
 @task(name="publish", cache_policy=NO_CACHE, persist_result=False, retries=3, retry_delay_seconds=[2, 5, 15])

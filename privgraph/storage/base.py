@@ -266,17 +266,29 @@ class ArtifactStore(abc.ABC):
             pending.abort()
             raise
 
-    def stage_version(self, pipeline: str, objects: Mapping[str, bytes]) -> PendingVersion:
+    def stage_version(
+        self, pipeline: str, objects: Mapping[str, bytes], *, created: dt.datetime | None = None
+    ) -> PendingVersion:
         """Write the data objects of a new version; it exists once its manifest is published.
+
+        ``created`` (default: now) fixes the staging time and so the version id (time + content
+        hash): a retry of a failed staging passes the same time, gets the same id and resumes,
+        keeping each object already written with exactly these bytes, so an interrupted staging
+        never leaves a second, orphaned id behind.
 
         Raises:
             ArtifactNameError: a bad pipeline or object name; nothing is written.
-            ArtifactExistsError: the version (or one of its objects) exists already.
+            ArtifactExistsError: the version is published already, or one of its objects exists
+                with other bytes.
         """
         check_name(pipeline, "pipeline")
         data = self._check_objects(objects)
         checksums = {n: hashlib.sha256(b).hexdigest() for n, b in sorted(data.items())}
-        created = self._now().astimezone(dt.timezone.utc)
+        if created is None:
+            created = self._now()
+        elif not isinstance(created, dt.datetime) or created.tzinfo is None:
+            raise TypeError(f"created must be a timezone-aware datetime, got {created!r}")
+        created = created.astimezone(dt.timezone.utc)
         version = check_version_id(self._make_version_id(created, pipeline, checksums))
         if self._exists(self._key(pipeline, version, MANIFEST_NAME)):
             raise ArtifactExistsError(
@@ -286,7 +298,12 @@ class ArtifactStore(abc.ABC):
         try:
             for name in checksums:
                 key = self._key(pipeline, version, name)
-                self._put_new(key, data[name])
+                try:
+                    self._put_new(key, data[name])
+                except ArtifactExistsError:
+                    # an earlier attempt of this staging wrote it: keep it if it is these bytes
+                    if hashlib.sha256(self._get(key)).hexdigest() != checksums[name]:
+                        raise
                 written.append(key)
         except BaseException:
             for key in reversed(written):
@@ -423,6 +440,19 @@ class ArtifactStore(abc.ABC):
         """Every object of a version, each verified (see :meth:`read_object`)."""
         manifest = self.read_manifest(pipeline, version)
         return {n: self._read_verified(pipeline, version, n, manifest) for n in sorted(manifest["objects"])}
+
+    def verify_version(self, pipeline: str, version: str) -> dict[str, Any]:
+        """Check a published version end to end: its manifest parses, names this version, its
+        object checksums match the content hash in the version id, and every object is present
+        with that checksum and size. Returns ``{"pipeline", "version", "objects", "bytes"}``.
+
+        Raises:
+            ArtifactError: no such version.
+            ArtifactIntegrityError: anything above does not hold (names what and where).
+        """
+        blobs = self.read_objects(pipeline, version)
+        return {"pipeline": pipeline, "version": version, "objects": len(blobs),
+                "bytes": sum(len(b) for b in blobs.values())}
 
     def _read_verified(self, pipeline: str, version: str, name: str, manifest: Mapping[str, Any]) -> bytes:
         entry = manifest["objects"].get(name)

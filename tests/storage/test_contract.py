@@ -367,3 +367,41 @@ def test_pending_version_pickles(backend, manifest):
     assert copy.version == pending.version
     assert copy.publish(manifest) == pending.version
     assert pending.published
+
+
+def test_a_retried_staging_resumes_the_same_version_id(backend, graph, manifest):
+    """An interrupted staging, retried with the same time, completes under ONE id (no orphan)."""
+    objects = graph_to_objects(graph)
+    created = dt.datetime(2026, 11, 24, 3, 0, tzinfo=dt.timezone.utc)
+    # what a failed attempt leaves (its cleanup failed too): the first object only
+    full = backend.store.stage_version(PIPE, objects, created=created)
+    for name in sorted(objects)[1:]:
+        backend.store._delete(backend.store._key(PIPE, full.version, name))
+    retried = backend.store.stage_version(PIPE, objects, created=created)
+    assert retried.version == full.version
+    assert retried.publish(manifest) == full.version
+    assert {k.split("/")[-2] for k in backend.raw_keys()} == {full.version}
+    assert backend.store.verify_version(PIPE, full.version)["objects"] == len(objects)
+
+
+def test_resuming_refuses_other_bytes_under_the_same_name(backend):
+    created = dt.datetime(2026, 11, 24, 3, 0, tzinfo=dt.timezone.utc)
+    pending = backend.store.stage_version(PIPE, {"edges.parquet": b"e"}, created=created)
+    backend.store._delete(backend.store._key(PIPE, pending.version, "edges.parquet"))
+    backend.store._put_new(backend.store._key(PIPE, pending.version, "edges.parquet"), b"other")
+    with pytest.raises(ArtifactExistsError):
+        backend.store.stage_version(PIPE, {"edges.parquet": b"e"}, created=created)
+    with pytest.raises(TypeError, match="timezone-aware"):
+        backend.store.stage_version(PIPE, {"edges.parquet": b"e"}, created=dt.datetime(2026, 1, 1))
+
+
+def test_verify_version_finds_a_corrupt_object(backend, graph, manifest):
+    version = backend.store.put_version(PIPE, graph_to_objects(graph), manifest)
+    info = backend.store.verify_version(PIPE, version)
+    assert info["objects"] == len(graph_to_objects(graph)) and info["bytes"] > 0
+    name = sorted(graph_to_objects(graph))[0]
+    key = backend.store._key(PIPE, version, name)
+    backend.store._delete(key)
+    backend.store._put_new(key, b"tampered")
+    with pytest.raises(ArtifactIntegrityError, match="corrupt"):
+        backend.store.verify_version(PIPE, version)
