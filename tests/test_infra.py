@@ -520,10 +520,11 @@ def test_dockerfile_installs_the_torch_pair_first_then_the_lock_then_privgraph()
     ins = _instructions(DOCKERFILE)
     assert [r for w, r in ins if w == "FROM"] == ["python:3.11-slim"]
     setup = (ROOT / "scripts" / "setup.sh").read_text()
-    pins = re.search(r"pip install --quiet (torch==\S+ torchvision==\S+)", setup.replace("$PIP", "pip"))
+    pins = re.search(r"pip install --quiet (?:-c \S+ )?(torch==\S+ torchvision==\S+)", setup.replace("$PIP", "pip"))
     assert pins, "scripts/setup.sh no longer installs the torch pair the way this test reads it"
     assert pins.group(1) == "torch==2.14.1 torchvision==0.29.1"
-    assert _pip_installs(ins) == [pins.group(1), "-r requirements.txt", "--no-deps ."]
+    assert "--require-hashes -r requirements.txt" in setup
+    assert _pip_installs(ins) == [pins.group(1), "--require-hashes -r requirements.txt", "--no-deps ."]
     order = [(w, r) for w, r in ins if w in ("COPY", "RUN")]
     copy_lock = order.index(("COPY", "requirements.txt ./"))
     run_lock = next(i for i, (w, r) in enumerate(order) if w == "RUN" and "-r requirements.txt" in r)
