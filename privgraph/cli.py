@@ -335,21 +335,29 @@ def artifacts_list(
     with _errors():
         from privgraph.storage import open_store
 
-        infos = open_store(store or _default_store()).list_versions(pipeline)
-    rows = [i.to_dict() for i in infos]
-    if as_json:
-        print(json.dumps(rows, sort_keys=True))
-        return
-    if not rows:
-        out.print("no versions")
-        return
-    t = Table("pipeline")
-    t.add_column("version", no_wrap=True)
-    t.add_column("created (UTC)", no_wrap=True)
-    t.add_column("epsilon")
-    for r in rows:
-        t.add_row(r["pipeline"], r["version"], r["created"][:19], r.get("epsilon_summary", ""))
-    out.print(t)
+        broken: list[str] = []
+        infos = open_store(store or _default_store()).list_versions(pipeline, broken=broken)
+        rows = [i.to_dict() for i in infos]
+        if as_json:
+            print(json.dumps(rows, sort_keys=True))
+        elif not rows:
+            out.print("no versions")
+        else:
+            t = Table("pipeline")
+            t.add_column("version", no_wrap=True)
+            t.add_column("created (UTC)", no_wrap=True)
+            t.add_column("epsilon")
+            for r in rows:
+                t.add_row(escape(r["pipeline"]), r["version"], r["created"][:19], escape(r.get("epsilon_summary", "")))
+            out.print(t)
+        if broken:
+            from privgraph.errors import ArtifactIntegrityError
+
+            for line in broken[1:]:
+                err.print(f"broken: {escape(line)}", highlight=False, soft_wrap=True)
+            raise ArtifactIntegrityError(
+                f"{len(broken)} version(s) with an unreadable manifest left out of the listing: {broken[0]}"
+            )
 
 
 @artifacts_app.command("show")
@@ -364,6 +372,7 @@ def artifacts_show(
 
         st = open_store(store or _default_store())
         pipeline, version = st.find_version(version)
+        st.verify_version(pipeline, version)  # every object present, with the manifest's checksum
         manifest = st.read_manifest(pipeline, version)
     if as_json:
         print(json.dumps(manifest, sort_keys=True))
@@ -410,6 +419,29 @@ def artifacts_verify(
             )
         if not targets:
             out.print("no versions")
+
+
+@artifacts_app.command("gc")
+def artifacts_gc(
+    min_age_hours: float = typer.Option(24.0, "--min-age-hours", help="only staged versions older than this"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="list what would be removed, remove nothing"),
+    store: str | None = typer.Option(None, "--store", help="artifact store URI"),
+) -> None:
+    """Remove staged versions a killed run left behind (objects without a manifest); published
+    versions are never touched."""
+    with _errors():
+        import datetime as dt
+
+        from privgraph.errors import ConfigError
+        from privgraph.storage import open_store
+
+        if isinstance(min_age_hours, bool) or not min_age_hours >= 0:
+            raise ConfigError(f"--min-age-hours must be >= 0, got {min_age_hours}")
+        removed = open_store(store or _default_store()).gc(dt.timedelta(hours=min_age_hours), dry_run=dry_run)
+    verb = "would remove" if dry_run else "removed"
+    for p, v in removed:
+        out.print(f"{verb} staged {escape(p)}/{v}", highlight=False)
+    out.print(f"{len(removed)} staged version(s) {verb}", highlight=False)
 
 
 def _print_ledger(ledger: dict[str, Any]) -> None:

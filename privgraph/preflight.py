@@ -19,7 +19,7 @@ from pathlib import Path
 from privgraph.config import PipelineConfig
 from privgraph.errors import ConfigError, DatasetNotFoundError
 from privgraph.storage import ArtifactStore, open_store
-from privgraph.storage.private_record import owner_key
+from privgraph.storage.private_record import mkdir_private, owner_key
 
 __all__ = ["STORE_ENV", "check_before_reading", "check_private_records", "resolve_store"]
 
@@ -42,7 +42,7 @@ def check_private_records(directory: str | os.PathLike[str]) -> None:
     """
     d = Path(directory).expanduser()
     try:
-        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        mkdir_private(d)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
         os.close(fd)
         os.unlink(tmp)

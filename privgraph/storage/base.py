@@ -217,6 +217,10 @@ class ArtifactStore(abc.ABC):
         """Delete ``key`` if present (cleanup of a failed write's data objects)."""
 
     @abc.abstractmethod
+    def _list_names(self, prefix: str) -> list[str]:
+        """Names of the objects directly under ``prefix`` (``"pipeline/version/"``)."""
+
+    @abc.abstractmethod
     def check_writable(self) -> None:
         """Check, before any data is read, that a version could be written here; write nothing.
 
@@ -526,14 +530,47 @@ class ArtifactStore(abc.ABC):
             if _VERSION_RE.match(v) and self._exists(self._key(pipeline, v, MANIFEST_NAME))
         )
 
-    def list_versions(self, pipeline: str | None = None) -> list[VersionInfo]:
-        """Complete versions (those with a manifest), sorted by pipeline, then oldest first."""
+    def list_versions(self, pipeline: str | None = None, *, broken: list[str] | None = None) -> list[VersionInfo]:
+        """Complete versions (those with a manifest), sorted by pipeline, then oldest first.
+
+        A version whose manifest cannot be read (not JSON, another format, naming another
+        version) is left out, and described in ``broken`` when a list is passed: one bad manifest
+        does not hide the rest of the store.
+        """
         pipelines = self._pipelines() if pipeline is None else [check_name(pipeline, "pipeline")]
         out = []
         for p in pipelines:
             for v in self._versions(p):
-                out.append(VersionInfo.from_manifest(self._load_manifest(p, v)))
+                try:
+                    out.append(VersionInfo.from_manifest(self._load_manifest(p, v)))
+                except (ArtifactIntegrityError, KeyError, TypeError, ValueError) as exc:
+                    if broken is not None:
+                        broken.append(f"{p}/{v}: {exc}")
         return out
+
+    def gc(self, min_age: dt.timedelta, *, dry_run: bool = False) -> list[tuple[str, str]]:
+        """Delete staged versions (data objects without a manifest: a killed run's leftovers)
+        staged more than ``min_age`` ago, judged by the time in the version id. A run still
+        staging is younger than any sensible ``min_age`` (e.g. a day); published versions are
+        never touched. Returns the ``(pipeline, version)`` pairs removed (or, with ``dry_run``,
+        that would be)."""
+        if not isinstance(min_age, dt.timedelta) or min_age < dt.timedelta(0):
+            raise ValueError(f"min_age must be a non-negative timedelta, got {min_age!r}")
+        cutoff = self._now().astimezone(dt.timezone.utc) - min_age
+        removed = []
+        for p in self._pipelines():
+            for v in self._list_prefixes(f"{p}/"):
+                if not _VERSION_RE.match(v) or self._exists(self._key(p, v, MANIFEST_NAME)):
+                    continue
+                staged = dt.datetime.strptime(v.split("-", 1)[0], _TIME_FORMAT).replace(tzinfo=dt.timezone.utc)
+                if staged > cutoff:
+                    continue
+                if not dry_run:
+                    for name in self._list_names(f"{p}/{v}/"):
+                        if name != MANIFEST_NAME:
+                            self._delete(self._key(p, v, name))
+                removed.append((p, v))
+        return removed
 
     def latest_version(self, pipeline: str) -> VersionInfo:
         """The newest complete version of ``pipeline``."""

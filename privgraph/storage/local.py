@@ -15,7 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from privgraph.errors import ArtifactError, ArtifactExistsError, StoreUnavailableError
+from privgraph.errors import ArtifactError, ArtifactExistsError, ArtifactIntegrityError, StoreUnavailableError
 from privgraph.storage.base import ArtifactNameError, ArtifactStore
 
 __all__ = ["LocalStore"]
@@ -69,7 +69,12 @@ class LocalStore(ArtifactStore):
             # base class validates names before they reach a backend)
             if not part or part.startswith(".") or "\\" in part or os.sep in part:
                 raise ArtifactNameError(f"unsafe key {key!r} for {self!r}")
-        return self.root.joinpath(*parts)
+        path = self.root
+        for part in parts:  # a link planted inside the store is never followed (read or write)
+            path = path / part
+            if path.is_symlink():
+                raise ArtifactIntegrityError(f"{path} is a symbolic link; the store never follows links")
+        return path
 
     def check_writable(self) -> None:
         """Create the directory if needed and create and remove one hidden temporary file in it."""
@@ -121,7 +126,17 @@ class LocalStore(ArtifactStore):
             children = list(base.iterdir())
         except (FileNotFoundError, NotADirectoryError):
             return []
-        return sorted(c.name for c in children if c.is_dir() and not c.name.startswith("."))
+        return sorted(
+            c.name for c in children if c.is_dir() and not c.is_symlink() and not c.name.startswith(".")
+        )
+
+    def _list_names(self, prefix: str) -> list[str]:
+        base = self._path(prefix.rstrip("/"))
+        try:
+            children = list(base.iterdir())
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return sorted(c.name for c in children if c.is_file() and not c.is_symlink() and not c.name.startswith("."))
 
     def _delete(self, key: str) -> None:
         path = self._path(key)

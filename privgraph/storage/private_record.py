@@ -19,6 +19,7 @@ Directories are created mode 0700.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -49,13 +50,22 @@ PRIVATE_NOTE = (
 _KEY_BYTES = 32
 
 
-def _mkdir_private(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+def mkdir_private(path: Path) -> None:
+    """Create ``path`` and every missing parent with mode 0700 (owner only), whatever the umask."""
+    missing = []
+    p = Path(path)
+    while not p.exists() and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # a concurrent run created it
+            d.mkdir(mode=0o700)
+            d.chmod(0o700)
 
 
 def _write_private_file(path: Path, data: bytes) -> None:
     """Write ``data`` at ``path`` atomically, mode 0600 from creation on."""
-    _mkdir_private(path.parent)
+    mkdir_private(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         os.fchmod(fd, 0o600)
@@ -106,7 +116,7 @@ def write_private_report(
     folder = Path(directory) / "reports" / name / f"{stamp}-{digest.hexdigest()[:12]}"
     if folder.exists():
         raise FileExistsError(f"private report {folder} exists already")
-    _mkdir_private(folder)
+    mkdir_private(folder)
     for obj, blob in objects.items():
         _write_private_file(folder / obj, bytes(blob))
     meta = {
@@ -131,7 +141,7 @@ def owner_key(directory: str | os.PathLike[str]) -> bytes:
     try:
         key = path.read_bytes()
     except FileNotFoundError:
-        _mkdir_private(path.parent)
+        mkdir_private(path.parent)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:

@@ -160,5 +160,13 @@ class S3Store(ArtifactStore):
                 names.append(cp["Prefix"][len(full):].rstrip("/"))
         return sorted(n for n in names if n)
 
+    def _list_names(self, prefix: str) -> list[str]:
+        full = self._s3_key(prefix)
+        paginator = self._client.get_paginator("list_objects_v2")
+        names = []
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=full, Delimiter="/"):
+            names += [o["Key"][len(full):] for o in page.get("Contents", [])]
+        return sorted(n for n in names if n)
+
     def _delete(self, key: str) -> None:
         self._client.delete_object(Bucket=self.bucket, Key=self._s3_key(key))

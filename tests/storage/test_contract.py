@@ -405,3 +405,28 @@ def test_verify_version_finds_a_corrupt_object(backend, graph, manifest):
     backend.store._put_new(key, b"tampered")
     with pytest.raises(ArtifactIntegrityError, match="corrupt"):
         backend.store.verify_version(PIPE, version)
+
+
+def test_gc_removes_old_staged_versions_only(backend, graph, manifest, monkeypatch):
+    old = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    leftover = backend.store.stage_version(PIPE, {"edges.parquet": b"killed"}, created=old)
+    published = backend.store.put_version(PIPE, {"edges.parquet": b"kept"}, manifest)
+    fresh = backend.store.stage_version(PIPE, {"edges.parquet": b"in flight"})
+    assert backend.store.gc(dt.timedelta(hours=1), dry_run=True) == [(PIPE, leftover.version)]
+    assert len(backend.raw_keys()) == 4  # a dry run removes nothing
+    assert backend.store.gc(dt.timedelta(hours=1)) == [(PIPE, leftover.version)]
+    assert {k.split("/")[-2] for k in backend.raw_keys()} == {published, fresh.version}
+    assert backend.store.verify_version(PIPE, published)["objects"] == 1
+    with pytest.raises(ValueError, match="min_age"):
+        backend.store.gc(dt.timedelta(hours=-1))
+
+
+def test_one_broken_manifest_does_not_hide_the_others(backend, manifest, manifest_factory):
+    good = backend.store.put_version(PIPE, {"edges.parquet": b"a"}, manifest)
+    bad = backend.store.put_version(PIPE, {"edges.parquet": b"b"}, manifest_factory(PIPE, note="x"))
+    key = backend.store._key(PIPE, bad, "manifest.json")
+    backend.store._delete(key)
+    backend.store._put_new(key, b"{not json")
+    broken: list[str] = []
+    assert [i.version for i in backend.store.list_versions(broken=broken)] == [good]
+    assert len(broken) == 1 and bad in broken[0]

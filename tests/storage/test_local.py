@@ -138,3 +138,72 @@ def test_open_store_rejects(uri, match):
 def test_open_store_rejects_options_for_local(tmp_path):
     with pytest.raises(TypeError, match="options"):
         open_store(tmp_path, endpoint_url="http://x")
+
+
+# -- hardening: planted links, private directory modes, the artifacts commands -------------------
+def test_a_planted_symlink_is_never_followed(tmp_path, manifest):
+    from privgraph.errors import ArtifactIntegrityError
+
+    store = LocalStore(tmp_path / "store")
+    version = store.put_version("cora-feature-rr", {"edges.parquet": b"e"}, manifest)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "edges.parquet").write_bytes(b"foreign")
+    # a foreign directory linked in as a pipeline is not listed
+    (tmp_path / "store" / "foreign").symlink_to(outside, target_is_directory=True)
+    assert [(i.pipeline, i.version) for i in store.list_versions()] == [("cora-feature-rr", version)]
+    # an object replaced by a link is refused, not read through
+    obj = tmp_path / "store" / "cora-feature-rr" / version / "edges.parquet"
+    obj.unlink()
+    obj.symlink_to(outside / "edges.parquet")
+    with pytest.raises(ArtifactIntegrityError, match="symbolic link"):
+        store.read_object("cora-feature-rr", version, "edges.parquet")
+    # a write never goes through a linked directory into its target
+    (tmp_path / "store" / "linked").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ArtifactIntegrityError, match="symbolic link"):
+        store._put_new("linked/20260101T000000000000Z-000000000000/edges.parquet", b"x")
+    assert sorted(p.name for p in outside.iterdir()) == ["edges.parquet"]
+
+
+def test_private_record_directories_are_owner_only(tmp_path):
+    import stat
+
+    from privgraph.storage.private_record import write_private_record
+
+    old = os.umask(0o022)
+    try:
+        path = write_private_record(tmp_path / "a" / "records", "cora-feature-rr", "20260101T000000000000Z-000000000000", {"x": 1})
+    finally:
+        os.umask(old)
+    for d in (tmp_path / "a", tmp_path / "a" / "records", path.parent):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_artifacts_commands_verify_list_show_gc(tmp_path, manifest, manifest_factory):
+    import datetime as dt
+
+    from typer.testing import CliRunner
+
+    from privgraph.cli import app
+
+    store = LocalStore(tmp_path / "store")
+    good = store.put_version("cora-feature-rr", {"edges.parquet": b"good"}, manifest)
+    bad = store.put_version("cora-feature-rr", {"edges.parquet": b"bad"}, manifest_factory(note="b"))
+    staged = store.stage_version("cora-feature-rr", {"edges.parquet": b"left"}, created=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
+    run = CliRunner().invoke
+    s = ["--store", str(tmp_path / "store")]
+    r = run(app, ["artifacts", "verify", "--all", *s])
+    assert r.exit_code == 0 and r.stdout.count("ok cora-feature-rr/") == 2, r.output
+    (tmp_path / "store" / "cora-feature-rr" / bad / "edges.parquet").write_bytes(b"BAD")  # truncated/edited
+    r = run(app, ["artifacts", "verify", "--all", *s])
+    assert r.exit_code == 2 and f"ok cora-feature-rr/{good}" in r.stdout and f"cora-feature-rr/{bad}" in r.output, r.output
+    assert run(app, ["artifacts", "show", bad, *s]).exit_code == 2
+    assert run(app, ["artifacts", "show", good, *s]).exit_code == 0
+    assert run(app, ["artifacts", "verify", *s]).exit_code == 2  # neither VERSION nor --all
+    (tmp_path / "store" / "cora-feature-rr" / good / "manifest.json").write_text("{")
+    r = run(app, ["artifacts", "list", "--json", *s])
+    assert r.exit_code == 2 and bad in r.stdout and good not in r.stdout.split("\n")[0], r.output
+    r = run(app, ["artifacts", "gc", "--min-age-hours", "1", *s])
+    assert r.exit_code == 0 and f"removed staged cora-feature-rr/{staged.version}" in r.stdout, r.output
+    assert not (tmp_path / "store" / "cora-feature-rr" / staged.version).exists()
