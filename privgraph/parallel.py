@@ -115,11 +115,15 @@ class DaskExecutor:
     def map(self, fn, payloads, seeds, shared):  # type: ignore[no-untyped-def]
         client = self.client
         # large shared arrays travel to each worker once, not once per partition
+        # (replicated on every worker, so losing one worker loses no copy). Each partition's
+        # payload goes with its task, not scattered: a scattered object lives only on the worker
+        # that holds it, and a worker killed mid-run would take it along (the task is then
+        # cancelled as "already forgotten"); with the payload in the task the scheduler reruns
+        # the partition elsewhere, with the same seed, so the output is the same.
         shared_f = {k: client.scatter(v, broadcast=True) for k, v in shared.items()}
-        payload_f = client.scatter(list(payloads))
         futures = [
             client.submit(fn, p, s, **shared_f, pure=True)
-            for p, s in zip(payload_f, seeds, strict=True)
+            for p, s in zip(payloads, seeds, strict=True)
         ]
         return client.gather(futures)
 
