@@ -14,7 +14,8 @@ from privgraph.errors import ArtifactError, ArtifactIntegrityError
 from privgraph.graph import GraphData
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage import open_store
-from privgraph.storage.private_record import input_identity, read_private_record
+from privgraph.storage.private_record import input_identity, owner_signing_key, read_private_record
+from privgraph.storage.seal import public_key_hex
 from privgraph.training import OWNER_ONLY
 from tasks.evaluate import evaluate
 from tasks.ingest import ingest
@@ -77,6 +78,8 @@ def evaluate_flow(
     label_flow_run(tags=[*pipeline_tags(pipeline, cfg), "evaluate"])
     disclosure = cfgs.disclosure(pipeline)
     st = open_store(store or cfg.storage)
+    if not staged:  # a published version must carry the owner's seal: an edited ledger stops here
+        st.read_manifest(pipeline, version, trusted=[public_key_hex(owner_signing_key(cfg.private_records))], sealed=True)
     private, fingerprint = st.load_graph(pipeline, version, staged=staged)
     clean = ingest(cfg.dataset)
     identity = "staged by this run" if staged else _check_input(pipeline, version, cfg, disclosure, clean, fingerprint)

@@ -96,7 +96,7 @@ def privatize_flow(
             "private_evaluation": private_evaluation,
             **result.private_record,
         })
-        version = publish(pending, manifest)
+        version = publish(pending, manifest, str(cfg.private_records))
     except BaseException:
         pending.abort()
         if record_path is not None:

@@ -48,6 +48,29 @@ def _default_store() -> str:
     return os.environ.get("PRIVGRAPH_STORE", DEFAULT_STORE)
 
 
+_PUBLIC_KEY_HELP = (
+    "trust manifests sealed by this Ed25519 public key (64 hex; repeatable; see `privgraph artifacts "
+    "public-key`); default: the owner's own key, found via --private-records"
+)
+_PRIVATE_RECORDS_HELP = "the owner's private-records directory (its keys/; $PRIVGRAPH_HOME wins when set)"
+
+
+def _trusted_keys(public_keys: list[str] | None, private_records: str) -> list[str] | None:
+    """The public keys whose seals a reader trusts: the ones given, else the owner's own key when
+    this machine holds it, else ``None`` (a seal is checked only against the key it names)."""
+    from privgraph.errors import ConfigError
+    from privgraph.storage.private_record import owner_public_key
+
+    keys = [k.strip().lower() for k in public_keys or []]
+    for k in keys:
+        if len(k) != 64 or not set(k) <= set("0123456789abcdef"):
+            raise ConfigError(f"--public-key {k[:70]!r}: expected 64 hex digits (an Ed25519 public key)")
+    if keys:
+        return keys
+    own = owner_public_key(private_records)
+    return None if own is None else [own]
+
+
 def _failure(exc: BaseException) -> tuple[int, str]:
     """The exit code and the one-line message of a failed command."""
     code = exit_code_for(exc)
@@ -365,15 +388,20 @@ def artifacts_show(
     version: str = typer.Argument(..., help="version id (see `privgraph artifacts list`)"),
     store: str | None = typer.Option(None, "--store", help="artifact store URI"),
     as_json: bool = typer.Option(False, "--json"),
+    public_key: list[str] | None = typer.Option(None, "--public-key", help=_PUBLIC_KEY_HELP),
+    private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
 ) -> None:
-    """Show a version's manifest: ledger, parameters, validation, metrics."""
+    """Show a version's manifest: ledger, parameters, validation, metrics (after verifying its
+    seal and every object)."""
     with _errors():
         from privgraph.storage import open_store
 
+        trusted = _trusted_keys(public_key, private_records)
         st = open_store(store or _default_store())
         pipeline, version = st.find_version(version)
-        st.verify_version(pipeline, version)  # every object present, with the manifest's checksum
-        manifest = st.read_manifest(pipeline, version)
+        # the seal, every object present with the manifest's checksum
+        st.verify_version(pipeline, version, trusted=trusted, sealed=True)
+        manifest = st.read_manifest(pipeline, version, trusted=trusted, sealed=True)
     if as_json:
         print(json.dumps(manifest, sort_keys=True))
         return
@@ -391,14 +419,24 @@ def artifacts_verify(
     version: str | None = typer.Argument(None, help="version id (see `privgraph artifacts list`)"),
     all_versions: bool = typer.Option(False, "--all", help="verify every published version"),
     store: str | None = typer.Option(None, "--store", help="artifact store URI"),
+    public_key: list[str] | None = typer.Option(None, "--public-key", help=_PUBLIC_KEY_HELP),
+    private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
 ) -> None:
-    """Check stored versions: manifest, content hash in the version id, every object's sha256."""
+    """Check stored versions: the owner's seal over the manifest (an edited ledger fails), the
+    content hash in the version id, every object's sha256 and size."""
     with _errors():
         from privgraph.errors import ArtifactIntegrityError, ConfigError
         from privgraph.storage import open_store
 
         if (version is None) == (not all_versions):
             raise ConfigError("artifacts verify: give a VERSION or --all (not both)")
+        trusted = _trusted_keys(public_key, private_records)
+        if trusted is None:
+            err.print(
+                "note: no trusted public key (--public-key, or the owner's key under --private-records): "
+                "each seal is checked against the key it names, which shows no edit since signing, not who signed",
+                highlight=False, soft_wrap=True,
+            )
         st = open_store(store or _default_store())
         if version is not None:
             targets = [st.find_version(version)]
@@ -407,18 +445,39 @@ def artifacts_verify(
         failed: list[str] = []
         for pipeline, v in targets:
             try:
-                r = st.verify_version(pipeline, v)
+                r = st.verify_version(pipeline, v, trusted=trusted, sealed=True)
             except ArtifactIntegrityError as exc:
                 failed.append(f"{pipeline}/{v}")
                 err.print(f"[bold red]FAILED[/] {escape(one_line(exc))}", highlight=False, soft_wrap=True)
                 continue
-            out.print(f"ok {escape(pipeline)}/{escape(v)} ({r['objects']} objects, {r['bytes']} bytes)", highlight=False)
+            out.print(
+                f"ok {escape(pipeline)}/{escape(v)} ({r['objects']} objects, {r['bytes']} bytes, "
+                f"sealed by {r['signer'][:16]}...)", highlight=False,
+            )
         if failed:
             raise ArtifactIntegrityError(
                 f"{len(failed)} of {len(targets)} versions failed verification: {', '.join(failed)}"
             )
         if not targets:
             out.print("no versions")
+
+
+@artifacts_app.command("public-key")
+def artifacts_public_key(
+    private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
+) -> None:
+    """Print the owner's public signing key (64 hex), for consumers to pin with --public-key."""
+    with _errors():
+        from privgraph.errors import ConfigError
+        from privgraph.storage.private_record import owner_public_key, owner_signing_key_path
+
+        key = owner_public_key(private_records)
+        if key is None:
+            raise ConfigError(
+                f"no signing key at {owner_signing_key_path(private_records)}: it is created by the first "
+                "`privgraph run` with these private records"
+            )
+    print(key)
 
 
 @artifacts_app.command("gc")

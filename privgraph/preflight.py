@@ -19,7 +19,7 @@ from pathlib import Path
 from privgraph.config import PipelineConfig
 from privgraph.errors import ConfigError, DatasetNotFoundError
 from privgraph.storage import ArtifactStore, open_store
-from privgraph.storage.private_record import mkdir_private, owner_key
+from privgraph.storage.private_record import mkdir_private, owner_key, owner_signing_key
 
 __all__ = ["STORE_ENV", "check_before_reading", "check_private_records", "resolve_store"]
 
@@ -35,7 +35,8 @@ def resolve_store(cfg: PipelineConfig, store: str | None = None) -> str:
 
 def check_private_records(directory: str | os.PathLike[str]) -> None:
     """The owner's private records can be written in ``directory`` (created mode 0700), and the
-    owner's HMAC key exists (created if absent). Nothing else is left behind.
+    owner's HMAC key and manifest-signing key exist (created if absent) and are readable. Nothing
+    else is left behind.
 
     Raises:
         ConfigError: naming ``private_records`` and the directory (exit code 2).
@@ -44,11 +45,16 @@ def check_private_records(directory: str | os.PathLike[str]) -> None:
     try:
         mkdir_private(d)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
-        os.close(fd)
-        os.unlink(tmp)
+        try:  # one byte, synced: an empty file needs no free block, a full disk shows only on data
+            os.write(fd, b"\0")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(tmp)
         owner_key(d)
-    except OSError as exc:
-        why = exc.strerror or type(exc).__name__
+        owner_signing_key(d)
+    except (OSError, ValueError) as exc:
+        why = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
         raise ConfigError(f"private_records {d}: cannot write the owner's private records here ({why})") from None
 
 

@@ -12,6 +12,7 @@ from privgraph.graph import GraphData
 from privgraph.storage import open_store
 from privgraph.storage.base import PendingVersion
 from privgraph.storage.graph_io import graph_to_objects
+from privgraph.storage.private_record import owner_signing_key
 
 
 @task(name="stage", cache_policy=NO_CACHE, persist_result=False, retries=3, retry_delay_seconds=[2, 5, 15])
@@ -25,6 +26,7 @@ def stage(store_uri: str, pipeline: str, graph: GraphData, created: dt.datetime 
 
 
 @task(name="publish", cache_policy=NO_CACHE, persist_result=False, retries=3, retry_delay_seconds=[2, 5, 15])
-def publish(pending: PendingVersion, manifest: dict[str, Any]) -> str:
-    """Write manifest.json last: from this moment the version exists."""
-    return pending.publish(manifest)
+def publish(pending: PendingVersion, manifest: dict[str, Any], private_records: str) -> str:
+    """Write manifest.json last, sealed under the owner's signing key (kept with the private
+    records, never passed as a task parameter): from this moment the version exists."""
+    return pending.publish(manifest, signing_key=owner_signing_key(private_records))

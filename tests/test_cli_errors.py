@@ -150,6 +150,63 @@ RUN_CASES = [
 
 @pytest.mark.parametrize("case", RUN_CASES, ids=[c.name for c in RUN_CASES])
 def test_run_failure_is_one_line_with_its_exit_code(case: Case, tmp_path: Path) -> None:
+    _check_failure(case, tmp_path, case.setup(tmp_path) if case.setup else None)
+
+
+def _s3_env(endpoint: str, **over: str) -> dict[str, str]:
+    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+    env.update(over)
+    return env
+
+
+S3_CASES = [
+    # a real S3 endpoint (moto's server): the bucket is not there
+    Case("S3 bucket missing", 2, "does not exist", over={"storage": "s3://no-such-bucket/x", "dataset.root": "/nonexistent"}),
+    # no credentials anywhere (env, files, instance metadata): refused before any data is read
+    Case("S3 without credentials", 2, "credentials", over={"storage": "s3://no-such-bucket/x", "dataset.root": "/nonexistent"}),
+]
+
+
+@pytest.mark.parametrize("case", S3_CASES, ids=[c.name for c in S3_CASES])
+def test_s3_store_failure_is_one_line_before_any_data_is_read(case: Case, tmp_path: Path, moto_endpoint: str) -> None:
+    env = _s3_env(moto_endpoint)
+    if "credentials" in case.name:
+        env.update(AWS_ACCESS_KEY_ID="", AWS_SECRET_ACCESS_KEY="", AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+                   AWS_CONFIG_FILE=str(tmp_path / "none"))
+    _check_failure(case, tmp_path, env)
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path):
+    """A 1 MiB tmpfs filled to the last byte (needs root and mount rights; skipped without them)."""
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill: {r.stderr.strip() or r.returncode}")
+    try:
+        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
+        try:  # fill it: every block taken
+            with pytest.raises(OSError, match="No space left"):
+                while True:
+                    os.write(fd, b"\0" * 4096)
+        finally:
+            os.close(fd)
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+@pytest.mark.parametrize("where", ["storage", "private_records"])
+def test_a_full_disk_is_found_before_any_data_is_read(where: str, tmp_path: Path, full_disk: Path) -> None:
+    code, says = (4, "No space left") if where == "storage" else (2, "private_records")
+    case = Case(f"full {where}", code, says, over={where: str(full_disk / "x"), "dataset.root": "/nonexistent"})
+    _check_failure(case, tmp_path, None)
+    assert sorted(p.name for p in full_disk.rglob("*") if p.is_file()) == ["filler"]  # nothing left there
+
+
+def _check_failure(case: Case, tmp_path: Path, env: dict[str, str] | None) -> None:
     g = dict(case.graph)
     if g.get("n") == 0:
         (tmp_path / "data").mkdir()
@@ -159,7 +216,6 @@ def test_run_failure_is_one_line_with_its_exit_code(case: Case, tmp_path: Path) 
     else:
         _graph(tmp_path / "data", **g)
     cfg = _write_config(tmp_path, _pipeline(tmp_path, **case.over))
-    env = case.setup(tmp_path) if case.setup else None
     args = case.args or ["run", "p", "--config", str(cfg), "--no-evaluate"]
     r = _cli(args, tmp_path, env)
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]

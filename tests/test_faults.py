@@ -83,7 +83,8 @@ def test_two_concurrent_runs_publish_two_whole_versions(tmp_path: Path) -> None:
     r = _cli(["artifacts", "list", "--store", str(tmp_path / "store"), "--json"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert {v["version"] for v in json.loads(r.stdout)} == versions
-    r = _cli(["artifacts", "verify", "--all", "--store", str(tmp_path / "store")], tmp_path,
+    r = _cli(["artifacts", "verify", "--all", "--store", str(tmp_path / "store"),
+              "--private-records", str(tmp_path / "private")], tmp_path,
              {"PRIVGRAPH_HOME": ""})
     assert r.returncode == 0, r.stdout + r.stderr
     # only the two versions' directories exist: no staged leftovers
@@ -198,7 +199,8 @@ def test_s3_outage_between_objects_and_manifest(tmp_path: Path, moto_endpoint: s
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
     prefixes = {k.split("/")[2] for k in keys if k.startswith("prod/p/")}
     assert prefixes == {res["version"]}, keys  # one version id; no orphan from a retried stage
-    r = _cli(["artifacts", "verify", res["version"], "--store", f"s3://{bucket}/prod"], tmp_path,
+    r = _cli(["artifacts", "verify", res["version"], "--store", f"s3://{bucket}/prod",
+              "--private-records", str(tmp_path / "private")], tmp_path,
              _s3_env(int(moto_endpoint.rsplit(":", 1)[1])))
     assert r.returncode == 0, r.stdout + r.stderr
 

@@ -7,7 +7,7 @@ does not move), one private node's feature vector changed, one private label cha
 object, every manifest field and every shareable Prefect artifact must then be byte-identical,
 except:
 
-* the version id and the timestamps;
+* the version id, the timestamps and the seal's signature (over the manifest, which differs);
 * the stored object that the mechanism covering the change outputs (``edges.parquet`` for an edge,
   ``features.npy`` for a feature row, ``labels.npy`` for a label), its checksum in the manifest,
   and the manifest's summaries of that output (``release.<scope>`` and the released graph's
@@ -168,7 +168,7 @@ def _diff(a: Any, b: Any, path: str = "") -> list[str]:
 
 
 def _allowed(path: str, scope: str) -> bool:
-    if path in ("version", "created") or path == "metrics" or path.startswith("metrics."):
+    if path in ("version", "created", "seal.signature") or path == "metrics" or path.startswith("metrics."):
         return True
     if path.startswith(f"objects.{OBJECT[scope]}") or path == f"release.{scope}" or path.startswith(f"release.{scope}."):
         return True
@@ -230,6 +230,8 @@ def test_a_published_version_reveals_nothing_beyond_its_ledger(
     from privgraph.config import load_config
 
     monkeypatch.setenv("PRIVGRAPH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "score-cache"))
+    # one owner (one HMAC key, one signing key) for every run: the seal's public key must not move
+    monkeypatch.setenv("PRIVGRAPH_HOME", str(tmp_path_factory.getbasetemp() / "owner-home"))
     if name not in base_runs:
         tmp = tmp_path_factory.mktemp(f"{name}-base")
         cfg = _test_scale_config(name, tmp)

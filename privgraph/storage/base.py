@@ -16,7 +16,9 @@ behaves the same. It runs in two steps, which :meth:`ArtifactStore.put_version` 
    deletes the staged data objects of a version that was not published.
 
 The id cannot cover the manifest, because a flow measures the staged version (e.g. trains on it)
-before it writes the manifest that records the measurements. ``put_version`` validates the
+before it writes the manifest that records the measurements; the owner's Ed25519 seal covers it
+instead (``signing_key`` of :meth:`PendingVersion.publish`, :mod:`privgraph.storage.seal`): a
+sealed manifest edited after it was written fails every read. ``put_version`` validates the
 manifest before it writes anything, so a manifest with a seed never leaves a trace.
 
 A version without ``manifest.json`` does not exist for readers: listing and reading ignore it.
@@ -37,13 +39,16 @@ import datetime as dt
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from privgraph.errors import ArtifactError, ArtifactExistsError, ArtifactIntegrityError
 from privgraph.storage.manifest import MANIFEST_FORMAT, READABLE_MANIFEST_FORMATS, validate_manifest
+from privgraph.storage.seal import SEAL_FIELD, check_seal, seal_manifest
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     from privgraph.graph import GraphData
 
 __all__ = [
@@ -175,13 +180,14 @@ class PendingVersion:
     created: str  # ISO 8601, UTC: the staging time, also the time in the version id
     objects: Mapping[str, Mapping[str, Any]]  # name -> {"sha256": ..., "size": ...}
 
-    def publish(self, manifest: Mapping[str, Any]) -> str:
-        """Validate ``manifest``, write it last, and return the version id.
+    def publish(self, manifest: Mapping[str, Any], *, signing_key: Ed25519PrivateKey | None = None) -> str:
+        """Validate ``manifest``, write it last (sealed under ``signing_key`` when given), and
+        return the version id.
 
         Idempotent: publishing the same manifest again (a retry after a lost reply) returns the
         version id; a different manifest for a published version raises ArtifactExistsError.
         """
-        return self.store._publish(self, manifest)
+        return self.store._publish(self, manifest, signing_key)
 
     def abort(self) -> None:
         """Delete the staged data objects; a no-op once the version is published (immutable)."""
@@ -245,7 +251,8 @@ class ArtifactStore(abc.ABC):
 
     # -- writing --------------------------------------------------------------------------------
     def put_version(
-        self, pipeline: str, objects: Mapping[str, bytes], manifest: Mapping[str, Any]
+        self, pipeline: str, objects: Mapping[str, bytes], manifest: Mapping[str, Any],
+        *, signing_key: Ed25519PrivateKey | None = None,
     ) -> str:
         """Store a new, immutable version of ``pipeline``; return its version id.
 
@@ -254,6 +261,7 @@ class ArtifactStore(abc.ABC):
             objects: data objects by name (e.g. from :func:`~privgraph.storage.graph_to_objects`).
             manifest: the caller's manifest (see :mod:`privgraph.storage.manifest`); the store adds
                 ``format``, ``version``, ``created`` and ``objects``.
+            signing_key: the owner's key; the manifest is sealed under it (tamper evidence).
 
         Raises:
             ArtifactNameError: a bad pipeline or object name; nothing is written.
@@ -265,7 +273,7 @@ class ArtifactStore(abc.ABC):
         self._check_manifest(pipeline, manifest)
         pending = self.stage_version(pipeline, objects)
         try:
-            return pending.publish(manifest)
+            return pending.publish(manifest, signing_key=signing_key)
         except BaseException:
             pending.abort()
             raise
@@ -345,7 +353,9 @@ class ArtifactStore(abc.ABC):
                 f"under {pipeline!r}"
             )
 
-    def _manifest_bytes(self, pending: PendingVersion, manifest: Mapping[str, Any]) -> bytes:
+    def _manifest_bytes(
+        self, pending: PendingVersion, manifest: Mapping[str, Any], signing_key: Ed25519PrivateKey | None
+    ) -> bytes:
         full = json.loads(_canonical_json(manifest))  # a plain-JSON deep copy
         full.update(
             format=MANIFEST_FORMAT,
@@ -353,13 +363,17 @@ class ArtifactStore(abc.ABC):
             created=pending.created,
             objects={n: dict(o) for n, o in sorted(pending.objects.items())},
         )
+        if signing_key is not None:
+            full = seal_manifest(full, signing_key)  # Ed25519 is deterministic: a retry writes the same bytes
         return (json.dumps(full, sort_keys=True, indent=2, allow_nan=False) + "\n").encode()
 
-    def _publish(self, pending: PendingVersion, manifest: Mapping[str, Any]) -> str:
+    def _publish(
+        self, pending: PendingVersion, manifest: Mapping[str, Any], signing_key: Ed25519PrivateKey | None = None
+    ) -> str:
         if pending.store is not self:
             raise ValueError(f"{pending.version} was staged in {pending.store!r}, not in {self!r}")
         self._check_manifest(pending.pipeline, manifest)
-        blob = self._manifest_bytes(pending, manifest)
+        blob = self._manifest_bytes(pending, manifest, signing_key)
         key = self._key(pending.pipeline, pending.version, MANIFEST_NAME)
         try:
             self._put_new(key, blob)  # LAST: this makes the version visible
@@ -406,16 +420,22 @@ class ArtifactStore(abc.ABC):
             )
         return manifest
 
-    def read_manifest(self, pipeline: str, version: str) -> dict[str, Any]:
-        """The stored manifest, its object checksums checked against the hash in its version id.
+    def read_manifest(
+        self, pipeline: str, version: str, *, trusted: Collection[str] | None = None, sealed: bool = False
+    ) -> dict[str, Any]:
+        """The stored manifest, its object checksums checked against the hash in its version id
+        and its seal (when it has one, or ``sealed``) checked by :func:`~privgraph.storage.seal.check_seal`
+        (signed by one of the ``trusted`` public keys when given).
 
         Raises:
             ArtifactError: no such version (a version without a manifest does not exist).
-            ArtifactIntegrityError: the manifest is unreadable or its checksums were changed.
+            ArtifactIntegrityError: the manifest is unreadable, its checksums were changed, or it
+                does not match its seal.
         """
         check_name(pipeline, "pipeline")
         check_version_id(version)
         manifest = self._load_manifest(pipeline, version)
+        check_seal(manifest, f"{pipeline}/{version}", trusted=trusted, required=sealed)
         objects = manifest.get("objects")
         if not isinstance(objects, dict) or not all(
             isinstance(o, dict) and isinstance(o.get("sha256"), str) for o in objects.values()
@@ -440,23 +460,31 @@ class ArtifactStore(abc.ABC):
         manifest = self.read_manifest(pipeline, version)
         return self._read_verified(pipeline, version, name, manifest)
 
-    def read_objects(self, pipeline: str, version: str) -> dict[str, bytes]:
+    def read_objects(
+        self, pipeline: str, version: str, *, trusted: Collection[str] | None = None, sealed: bool = False
+    ) -> dict[str, bytes]:
         """Every object of a version, each verified (see :meth:`read_object`)."""
-        manifest = self.read_manifest(pipeline, version)
+        manifest = self.read_manifest(pipeline, version, trusted=trusted, sealed=sealed)
         return {n: self._read_verified(pipeline, version, n, manifest) for n in sorted(manifest["objects"])}
 
-    def verify_version(self, pipeline: str, version: str) -> dict[str, Any]:
-        """Check a published version end to end: its manifest parses, names this version, its
-        object checksums match the content hash in the version id, and every object is present
-        with that checksum and size. Returns ``{"pipeline", "version", "objects", "bytes"}``.
+    def verify_version(
+        self, pipeline: str, version: str, *, trusted: Collection[str] | None = None, sealed: bool = False
+    ) -> dict[str, Any]:
+        """Check a published version end to end: its manifest parses, names this version, matches
+        its seal (required when ``sealed``; by one of the ``trusted`` keys when given), its object
+        checksums match the content hash in the version id, and every object is present with that
+        checksum and size. Returns ``{"pipeline", "version", "objects", "bytes", "signer"}``
+        (``signer``: the sealing public key, ``None`` for an unsealed manifest).
 
         Raises:
             ArtifactError: no such version.
             ArtifactIntegrityError: anything above does not hold (names what and where).
         """
-        blobs = self.read_objects(pipeline, version)
+        blobs = self.read_objects(pipeline, version, trusted=trusted, sealed=sealed)
+        seal = self._load_manifest(pipeline, version).get(SEAL_FIELD)
         return {"pipeline": pipeline, "version": version, "objects": len(blobs),
-                "bytes": sum(len(b) for b in blobs.values())}
+                "bytes": sum(len(b) for b in blobs.values()),
+                "signer": seal["public_key"] if isinstance(seal, Mapping) else None}
 
     def _read_verified(self, pipeline: str, version: str, name: str, manifest: Mapping[str, Any]) -> bytes:
         entry = manifest["objects"].get(name)

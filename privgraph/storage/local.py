@@ -77,12 +77,17 @@ class LocalStore(ArtifactStore):
         return path
 
     def check_writable(self) -> None:
-        """Create the directory if needed and create and remove one hidden temporary file in it."""
+        """Create the directory if needed, and write, sync and remove one hidden one-byte file in it
+        (an empty file needs no free block: a full disk is found only by writing data)."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=self.root)
-            os.close(fd)
-            os.unlink(tmp)
+            try:
+                os.write(fd, b"\0")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+                os.unlink(tmp)
         except OSError as exc:
             why = exc.strerror or type(exc).__name__
             if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):

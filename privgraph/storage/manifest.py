@@ -1,7 +1,8 @@
 """Artifact manifests: what a version holds and proves, and the checks before one is written.
 
 A manifest is a JSON object. The caller supplies the content below; the store adds ``format``,
-``version``, ``created`` and ``objects`` (name -> sha256 and size) when it writes the version.
+``version``, ``created``, ``objects`` (name -> sha256 and size) and ``seal`` (the owner's
+signature over all of it, :mod:`privgraph.storage.seal`) when it writes the version.
 
 Required keys:
 
@@ -72,7 +73,7 @@ REQUIRED_KEYS: tuple[str, ...] = (
 )
 
 #: Keys the store sets when it writes a version; a caller may not supply them.
-STORE_KEYS: tuple[str, ...] = ("format", "version", "created", "objects")
+STORE_KEYS: tuple[str, ...] = ("format", "version", "created", "objects", "seal")
 
 
 def seed_key_paths(obj: Any, path: str = "") -> list[str]:

@@ -12,7 +12,9 @@ manifest or a shareable Prefect artifact:
   utility comparison), every file mode 0600;
 * the owner's HMAC key (:func:`owner_key`): ``$PRIVGRAPH_HOME/keys/input-hmac.key`` when
   ``PRIVGRAPH_HOME`` is set, else ``<dir>/keys/input-hmac.key``; 32 random bytes, mode 0600,
-  created on first use, never logged, never stored with an artifact.
+  created on first use, never logged, never stored with an artifact;
+* the owner's manifest-signing key (:func:`owner_signing_key`): ``keys/manifest-ed25519.key`` in
+  the same place, an Ed25519 seed made the same way; its public half is in every seal.
 
 Directories are created mode 0700.
 """
@@ -30,6 +32,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from privgraph.storage.base import check_name, check_version_id
 
 __all__ = [
@@ -39,6 +43,9 @@ __all__ = [
     "write_private_report",
     "owner_key",
     "owner_key_path",
+    "owner_signing_key",
+    "owner_signing_key_path",
+    "owner_public_key",
     "input_identity",
     "PRIVATE_NOTE",
 ]
@@ -134,25 +141,57 @@ def owner_key_path(directory: str | os.PathLike[str]) -> Path:
     return base / "keys" / "input-hmac.key"
 
 
-def owner_key(directory: str | os.PathLike[str]) -> bytes:
-    """The data owner's secret HMAC key: read, or created (32 bytes from the OS CSPRNG, mode
-    0600, exclusive create so two concurrent runs agree on one key)."""
-    path = owner_key_path(directory)
+def _read_or_create_secret(path: Path, what: str) -> bytes:
+    """The 32-byte secret at ``path``: read, or created (OS CSPRNG, mode 0600). Created whole or
+    not at all: written to a temporary file, then hard-linked into place, which fails if another
+    run got there first (then both use its secret); a full disk leaves no empty key behind."""
     try:
         key = path.read_bytes()
     except FileNotFoundError:
         mkdir_private(path.parent)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            key = path.read_bytes()
-        else:
+            os.fchmod(fd, 0o600)
             with os.fdopen(fd, "wb") as f:
                 f.write(secrets.token_bytes(_KEY_BYTES))
-            key = path.read_bytes()
+                f.flush()
+                os.fsync(f.fileno())
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        key = path.read_bytes()
     if len(key) != _KEY_BYTES:
-        raise ValueError(f"{path}: the owner's HMAC key must hold {_KEY_BYTES} bytes, found {len(key)}")
+        raise ValueError(f"{path}: the owner's {what} must hold {_KEY_BYTES} bytes, found {len(key)}")
     return key
+
+
+def owner_key(directory: str | os.PathLike[str]) -> bytes:
+    """The data owner's secret HMAC key: read, or created (32 bytes from the OS CSPRNG, mode
+    0600, exclusive create so two concurrent runs agree on one key)."""
+    return _read_or_create_secret(owner_key_path(directory), "HMAC key")
+
+
+def owner_signing_key_path(directory: str | os.PathLike[str]) -> Path:
+    """Where the owner's manifest-signing key lives: beside the HMAC key."""
+    return owner_key_path(directory).with_name("manifest-ed25519.key")
+
+
+def owner_signing_key(directory: str | os.PathLike[str]) -> Ed25519PrivateKey:
+    """The data owner's Ed25519 key that seals every published manifest
+    (:mod:`privgraph.storage.seal`): read, or created like :func:`owner_key` (its 32-byte seed)."""
+    seed = _read_or_create_secret(owner_signing_key_path(directory), "signing key")
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
+def owner_public_key(directory: str | os.PathLike[str]) -> str | None:
+    """The owner's public signing key (hex) when the key exists; ``None`` (nothing created) if not."""
+    from privgraph.storage.seal import public_key_hex
+
+    path = owner_signing_key_path(directory)
+    if not path.exists():
+        return None
+    return public_key_hex(owner_signing_key(directory))
 
 
 def input_identity(graph: Any, directory: str | os.PathLike[str]) -> str:

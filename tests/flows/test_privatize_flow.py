@@ -240,3 +240,30 @@ def test_evaluate_checks_the_private_input_with_the_owners_keyed_identity(harnes
     out = evaluate_flow(pipeline="sbm-small", version=res["version"], config_path=str(cfg), store=str(tmp_path / "store"))
     assert out["input_check"].startswith("public inputs checked; the private input is not")
     assert np.isfinite(out["metrics"]["private"]["test_acc_mean"])
+
+
+def test_a_published_manifest_is_sealed_and_an_edited_one_is_refused(harness, tmp_path, monkeypatch):
+    """Tamper evidence end to end: the flow seals under the owner's key; an edited ledger (epsilon
+    2 -> 0.02) makes evaluate refuse the version before it reads any data."""
+    import json
+
+    from flows.evaluate import evaluate_flow
+    from flows.privatize import privatize_flow
+    from privgraph.errors import ArtifactTamperedError
+    from privgraph.storage import open_store
+    from privgraph.storage.private_record import owner_public_key
+
+    monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
+    cfg = _config(tmp_path)
+    res = privatize_flow(pipeline="sbm-small", config_path=str(cfg), evaluate=False)
+    owner = owner_public_key(tmp_path / "private")
+    st = open_store(tmp_path / "store")
+    assert st.verify_version("sbm-small", res["version"], trusted=[owner], sealed=True)["signer"] == owner
+    path = tmp_path / "store" / "sbm-small" / res["version"] / "manifest.json"
+    m = json.loads(path.read_text())
+    for e in m["ledger"]["entries"]:
+        e["guarantee"]["epsilon"] /= 100
+    path.chmod(0o644)
+    path.write_text(json.dumps(m, indent=2, sort_keys=True))
+    with pytest.raises(ArtifactTamperedError, match="changed after the owner signed it"):
+        evaluate_flow(pipeline="sbm-small", version=res["version"], config_path=str(cfg), store=str(tmp_path / "store"))

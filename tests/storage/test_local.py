@@ -180,30 +180,52 @@ def test_private_record_directories_are_owner_only(tmp_path):
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-def test_artifacts_commands_verify_list_show_gc(tmp_path, manifest, manifest_factory):
+def test_artifacts_commands_verify_list_show_gc(tmp_path, manifest, manifest_factory, monkeypatch):
     import datetime as dt
+    import json
 
     from typer.testing import CliRunner
 
     from privgraph.cli import app
+    from privgraph.storage.private_record import owner_signing_key
+    from privgraph.storage.seal import public_key_hex
 
+    monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
+    key = owner_signing_key(tmp_path / "private")
     store = LocalStore(tmp_path / "store")
-    good = store.put_version("cora-feature-rr", {"edges.parquet": b"good"}, manifest)
-    bad = store.put_version("cora-feature-rr", {"edges.parquet": b"bad"}, manifest_factory(note="b"))
+    good = store.put_version("cora-feature-rr", {"edges.parquet": b"good"}, manifest, signing_key=key)
+    bad = store.put_version("cora-feature-rr", {"edges.parquet": b"bad"}, manifest_factory(note="b"), signing_key=key)
+    edited = store.put_version("cora-feature-rr", {"edges.parquet": b"e"}, manifest_factory(note="c"), signing_key=key)
     staged = store.stage_version("cora-feature-rr", {"edges.parquet": b"left"}, created=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
     run = CliRunner().invoke
-    s = ["--store", str(tmp_path / "store")]
+    s = ["--store", str(tmp_path / "store"), "--private-records", str(tmp_path / "private")]
+    r = run(app, ["artifacts", "public-key", "--private-records", str(tmp_path / "private")])
+    assert r.exit_code == 0 and r.stdout.strip() == public_key_hex(key), r.output
+    assert run(app, ["artifacts", "public-key", "--private-records", str(tmp_path / "none")]).exit_code == 2
     r = run(app, ["artifacts", "verify", "--all", *s])
-    assert r.exit_code == 0 and r.stdout.count("ok cora-feature-rr/") == 2, r.output
+    assert r.exit_code == 0 and r.stdout.count("ok cora-feature-rr/") == 3, r.output
+    assert f"sealed by {public_key_hex(key)[:16]}" in r.stdout
     (tmp_path / "store" / "cora-feature-rr" / bad / "edges.parquet").write_bytes(b"BAD")  # truncated/edited
+    mpath = tmp_path / "store" / "cora-feature-rr" / edited / "manifest.json"
+    m = json.loads(mpath.read_text())
+    m["ledger"]["entries"][0]["guarantee"]["epsilon"] = 0.01  # the ledger claims more privacy
+    mpath.write_text(json.dumps(m, indent=2))
     r = run(app, ["artifacts", "verify", "--all", *s])
     assert r.exit_code == 2 and f"ok cora-feature-rr/{good}" in r.stdout and f"cora-feature-rr/{bad}" in r.output, r.output
+    assert "2 of 3 versions failed" in r.output and "changed after the owner signed it" in r.output, r.output
     assert run(app, ["artifacts", "show", bad, *s]).exit_code == 2
+    assert run(app, ["artifacts", "show", edited, *s]).exit_code == 2
     assert run(app, ["artifacts", "show", good, *s]).exit_code == 0
+    # a consumer pins the owner's public key; another key is refused
+    assert run(app, ["artifacts", "verify", good, "--store", str(tmp_path / "store"), "--public-key", public_key_hex(key)]).exit_code == 0
+    r = run(app, ["artifacts", "verify", good, "--store", str(tmp_path / "store"), "--public-key", "ab" * 32])
+    assert r.exit_code == 2 and "not by a trusted key" in r.output, r.output
+    r = run(app, ["artifacts", "verify", good, "--store", str(tmp_path / "store"), "--public-key", "xyz"])
+    assert r.exit_code == 2 and "64 hex digits" in r.output, r.output
     assert run(app, ["artifacts", "verify", *s]).exit_code == 2  # neither VERSION nor --all
     (tmp_path / "store" / "cora-feature-rr" / good / "manifest.json").write_text("{")
-    r = run(app, ["artifacts", "list", "--json", *s])
+    r = run(app, ["artifacts", "list", "--json", *s[:2]])
     assert r.exit_code == 2 and bad in r.stdout and good not in r.stdout.split("\n")[0], r.output
-    r = run(app, ["artifacts", "gc", "--min-age-hours", "1", *s])
+    r = run(app, ["artifacts", "gc", "--min-age-hours", "1", *s[:2]])
     assert r.exit_code == 0 and f"removed staged cora-feature-rr/{staged.version}" in r.stdout, r.output
     assert not (tmp_path / "store" / "cora-feature-rr" / staged.version).exists()
