@@ -1,4 +1,5 @@
-"""Faults survived, end to end through the real CLI: a Dask worker killed mid-privatize, the S3
+"""Faults survived, end to end through the real CLI: a Dask worker killed mid-privatize, the Prefect
+server killed and restarted mid-run, the S3
 endpoint going down between the data objects and the manifest (and in the middle of staging),
 two concurrent runs into one store. Every wait is bounded; nothing here asserts a speed.
 """
@@ -266,3 +267,45 @@ class _suppress:
     def __exit__(self, *exc: Any) -> bool:
         return True
 
+
+
+# -- the Prefect server restarts during a run ---------------------------------------------------------
+def _flow_runs(url: str, **flt: Any) -> list[dict[str, Any]]:
+    import httpx
+
+    r = httpx.post(url + "/flow_runs/filter", json={"flow_runs": flt, "limit": 20}, timeout=10)
+    r.raise_for_status()
+    return r.json()
+
+
+@pytest.mark.server
+def test_a_prefect_server_restart_mid_run_is_survived(tmp_path: Path) -> None:
+    """The server is killed while the run privatizes and started again on the same port and
+    database: the run completes, publishes one whole version, and the API shows it Completed."""
+    import tests.prefect_server as ps
+
+    with ps.prefect_server(tmp_path / "srv") as server:
+        cfg = _config(tmp_path, dataset={"name": "sbm", "options": {"num_nodes": 40000, "num_features": 32}, "rho": 0.3},
+                      partitions={"num_parts": 8, "method": "hash"})
+        env = {k: server.client_env()[k] for k in ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_SERVER_ANALYTICS_ENABLED")}
+        proc = _run(cfg, tmp_path, env)
+        running: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 240
+        while not running and proc.poll() is None and time.monotonic() < deadline:
+            running = _flow_runs(server.url, state={"type": {"any_": ["RUNNING"]}})
+            time.sleep(0.2)
+        assert running, "the run never reached RUNNING: " + (proc.stderr.read()[-3000:] if proc.poll() is not None else "")
+        time.sleep(1.0)  # into the flow's tasks
+        assert proc.poll() is None, "the run finished before the server could be restarted"
+        os.killpg(server.proc.pid, signal.SIGKILL)  # a crash, not a polite shutdown
+        server.stop()
+        time.sleep(2.0)
+        server.start()
+        res = _finish(proc)
+        run = _flow_runs(server.url, id={"any_": [running[0]["id"]]})[0]
+        assert run["state_type"] == "COMPLETED", run["state"]
+        assert run["name"] == f"p/{res['version']}"
+    r = _cli(["artifacts", "verify", res["version"], "--store", str(tmp_path / "store"),
+              "--private-records", str(tmp_path / "private")], tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(d.name for d in (tmp_path / "store" / "p").iterdir()) == [res["version"]]
