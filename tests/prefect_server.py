@@ -26,6 +26,8 @@ from typing import IO
 
 import httpx
 
+from flows.server import _drain_workers
+
 BIN = Path(sys.executable).parent
 PG_BIN = Path(os.environ.get("PRIVGRAPH_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
@@ -136,6 +138,9 @@ def prefect_server(tmp: Path, database_url: str | None = None) -> Iterator[Prefe
     try:
         yield server
     finally:
+        # flows run in THIS process hold logs and events for this server: send them now. Left
+        # behind, Prefect's next drain (a later test harness's teardown) waits on a dead server.
+        _drain_workers()
         server.stop()
 
 
