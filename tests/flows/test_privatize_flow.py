@@ -150,7 +150,7 @@ def test_failure_between_data_and_manifest_leaves_no_version(harness, tmp_path, 
     from privgraph.storage import open_store
     from privgraph.storage.base import PendingVersion
 
-    def boom(self, manifest):
+    def boom(self, manifest, **kwargs):
         raise OSError("disk full while writing manifest.json")
 
     monkeypatch.setattr(PendingVersion, "publish", boom)
