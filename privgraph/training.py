@@ -16,6 +16,8 @@ additions, so results can differ in the last bits between runs with the same see
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import numbers
 from typing import Any
 
@@ -37,7 +39,9 @@ __all__ = [
     "choose_device",
     "drop_bound",
     "evaluate_utility",
+    "fit_node_classifier",
     "train_node_classifier",
+    "TrainedClassifier",
 ]
 
 _MASKS = ("train_mask", "val_mask", "test_mask")
@@ -196,7 +200,66 @@ def _denoised_labels(
     return torch.where(own_is_top, y, votes.argmax(dim=1))
 
 
-def train_node_classifier(
+def train_node_classifier(graph: GraphData, **kwargs: Any) -> dict[str, Any]:
+    """Train as :func:`fit_node_classifier` does and return its accuracies (``.result``)."""
+    return fit_node_classifier(graph, **kwargs).result
+
+
+@dataclasses.dataclass
+class TrainedClassifier:
+    """A trained node classifier as a black box: :meth:`query` answers the class posteriors for
+    any features (and, inductively, any graph), as a prediction API would; ``result`` holds the
+    accuracies of :func:`fit_node_classifier`. The attacks (:mod:`privgraph.attacks`) see only
+    :meth:`query`, ``edge_index`` (the graph the model serves) and ``x`` (the features it was
+    trained on, as given).
+    """
+
+    net: torch.nn.Module
+    x: torch.Tensor  # the features as given (before the model's own input transform), on the CPU
+    edge_index: torch.Tensor  # the graph the model serves, both directions, on the model's device
+    kprop_features: int
+    center: torch.Tensor | None  # the training input's column mean (dense input), None: sparse input
+    result: dict[str, Any]
+    _query_net: torch.nn.Module | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def device(self) -> torch.device:
+        return self.edge_index.device
+
+    def _net64(self) -> torch.nn.Module:
+        """A float64 copy without caches, for queries (finite differences need the precision)."""
+        if self._query_net is None:
+            caches = [(m, a, getattr(m, a)) for m in self.net.modules() for a in ("_cache", "_x_cache") if hasattr(m, a)]
+            try:  # sparse caches cannot be deep-copied (and are float32): the copy builds its own
+                for m, a, _ in caches:
+                    setattr(m, a, None)
+                self._query_net = copy.deepcopy(self.net).double().eval()
+            finally:
+                for m, a, v in caches:
+                    setattr(m, a, v)
+        return self._query_net
+
+    @torch.no_grad()
+    def query(self, x: np.ndarray | torch.Tensor | None = None, edge_index: torch.Tensor | np.ndarray | None = None) -> torch.Tensor:
+        """Softmax posteriors ``[n, C]`` (float64, on the model's device) for features ``x``
+        (default: the training features) on the graph ``edge_index`` (default: the served
+        graph); the model's own input transform is applied as in training (KProp steps, then
+        sparse, or centred by the TRAINING mean: a query never shifts other nodes' inputs)."""
+        net = self._net64()
+        xt = self.x if x is None else torch.as_tensor(np.asarray(x) if not torch.is_tensor(x) else x)
+        ei = self.edge_index if edge_index is None else torch.as_tensor(edge_index).to(self.device)
+        xt = xt.to(self.device, torch.float64)
+        if self.kprop_features:
+            xt = KProp(self.kprop_features, **_KPROP)(xt, ei)
+        if self.center is None:
+            with quiet_sparse_beta():
+                xt = xt.to_sparse_csr()
+        else:
+            xt = xt - self.center.to(self.device, torch.float64)
+        return net(xt, ei).softmax(dim=1)
+
+
+def fit_node_classifier(
     graph: GraphData,
     *,
     seed: int | np.random.SeedSequence,
@@ -286,8 +349,9 @@ def train_node_classifier(
             output layer).
 
     Returns:
-        dict: ``test_acc``, ``val_acc``, ``train_acc`` (floats, at the selected epoch; against
-        ``graph.y`` except ``test_acc``), ``best_epoch`` (1-based), ``epochs_run`` and
+        TrainedClassifier: the model at the selected epoch (:meth:`TrainedClassifier.query`) and
+        its ``result``: ``test_acc``, ``val_acc``, ``train_acc`` (floats, at the selected epoch;
+        against ``graph.y`` except ``test_acc``), ``best_epoch`` (1-based), ``epochs_run`` and
         ``device`` (e.g. ``"cpu"``, ``"cuda:0"``); with ``drop`` also ``drop_bound``
         (:math:`\mathrm{Acc}^*`) and ``drop_stopped`` (whether the bound ended training).
 
@@ -419,7 +483,9 @@ def train_node_classifier(
     if bound is not None:
         res["drop_bound"] = bound
         res["drop_stopped"] = stopped
-    return res
+    center = None if x.layout == torch.sparse_csr else (x_prop if kprop_features else data.x.to(dev)).mean(dim=0).detach()
+    return TrainedClassifier(net=net, x=data.x, edge_index=edge_index, kprop_features=int(kprop_features),
+                             center=center, result=res)
 
 
 #: The key of :func:`evaluate_utility`'s result that holds what was computed from the raw graph.

@@ -1,0 +1,30 @@
+"""Privacy attacks on a trained model and a released graph: what an adversary recovers.
+
+One module per attack, pure library (no Prefect, no Dask): :mod:`~privgraph.attacks.linkteller`
+(influence analysis), :mod:`~privgraph.attacks.link_stealing` (posterior similarity,
+unsupervised and supervised), :mod:`~privgraph.attacks.membership` (training-node membership);
+the candidate pairs in :mod:`~privgraph.attacks.pairs` and the scores (ROC-AUC with a bootstrap
+interval, precision@k) in :mod:`~privgraph.attacks.scoring`. Every score is computed against raw
+data: a PRIVATE evaluation, for the owner's private record and artifacts titled as such, never a
+shareable version.
+"""
+
+from privgraph.attacks.link_stealing import link_stealing_supervised, link_stealing_unsupervised
+from privgraph.attacks.linkteller import linkteller, linkteller_scores
+from privgraph.attacks.membership import membership_inference
+from privgraph.attacks.pairs import PairSample, private_edge_pairs
+from privgraph.attacks.scoring import AttackResult, bootstrap_auc_ci, precision_at_k, roc_auc
+
+__all__ = [
+    "AttackResult",
+    "PairSample",
+    "bootstrap_auc_ci",
+    "link_stealing_supervised",
+    "link_stealing_unsupervised",
+    "linkteller",
+    "linkteller_scores",
+    "membership_inference",
+    "precision_at_k",
+    "private_edge_pairs",
+    "roc_auc",
+]

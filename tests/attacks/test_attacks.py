@@ -1,0 +1,167 @@
+"""The attacks on graphs where the answer is known (issue 11).
+
+A model that has the edges must give them away (AUC near 1 for LinkTeller, well above chance for
+link stealing); a model that never saw them must score chance (0.5 within sampling error).
+Deterministic under a seed; bad inputs refused with one line naming the problem.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from privgraph.attacks import (
+    bootstrap_auc_ci,
+    link_stealing_supervised,
+    link_stealing_unsupervised,
+    linkteller,
+    membership_inference,
+    precision_at_k,
+    private_edge_pairs,
+    roc_auc,
+)
+from privgraph.attacks.pairs import pair_keys
+from privgraph.errors import GraphValidationError
+from privgraph.graph import GraphData
+from privgraph.training import fit_node_classifier
+
+
+def planted(seed: int, n: int = 1000, m: int = 1500, d: int = 16, homophily: bool = False) -> GraphData:
+    """Random private edges; features and labels independent of them unless ``homophily``
+    (then edges join nodes of one class, whose features share a mean)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    x = rng.normal(size=(n, d)) + (np.eye(3, d)[y] * 2.0 if homophily else 0.0)
+    keys: set[tuple[int, int]] = set()
+    while len(keys) < m:
+        u, v = rng.integers(0, n, 2)
+        if u != v and (not homophily or y[u] == y[v]):
+            keys.add((min(u, v), max(u, v)))
+    e = np.array(sorted(keys)).T
+    split = rng.permutation(n)
+    masks = {name: np.isin(np.arange(n), split[a:b]) for name, a, b in
+             (("train_mask", 0, n // 2), ("val_mask", n // 2, 3 * n // 4), ("test_mask", 3 * n // 4, n))}
+    return GraphData(num_nodes=n, x=x.astype(np.float32), y=y, edges_public=np.zeros((2, 0), np.int64),
+                     edges_private=e, **masks)
+
+
+@pytest.fixture(scope="module")
+def graph() -> GraphData:
+    return planted(0, homophily=True)
+
+
+@pytest.fixture(scope="module")
+def with_edges(graph):
+    return fit_node_classifier(graph, seed=1, epochs=100, patience=None)
+
+
+@pytest.fixture(scope="module")
+def without_edges(graph):
+    return fit_node_classifier(graph, seed=1, epochs=100, patience=None, edges="public")  # never saw them
+
+
+# -- scoring ---------------------------------------------------------------------------------------
+def test_roc_auc_is_the_mann_whitney_statistic_with_ties_one_half():
+    rng = np.random.default_rng(3)
+    s = rng.integers(0, 5, 300).astype(float)  # many ties
+    y = rng.random(300) < 0.4
+    assert roc_auc(s, y) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    assert roc_auc(np.ones(10), np.arange(10) < 5) == 0.5
+    lo, hi = bootstrap_auc_ci(s, y, np.random.default_rng(0))
+    assert lo <= roc_auc(s, y) <= hi and (lo, hi) == bootstrap_auc_ci(s, y, np.random.default_rng(0))
+    assert precision_at_k(np.array([3.0, 2, 1, 0]), np.array([1, 0, 1, 0], bool)) == 0.5
+
+
+@pytest.mark.parametrize("labels", [np.ones(5, bool), np.zeros(5, bool)])
+def test_one_class_is_refused(labels):
+    with pytest.raises(GraphValidationError, match="positive and negative"):
+        roc_auc(np.arange(5.0), labels)
+
+
+# -- the pairs -------------------------------------------------------------------------------------
+def test_pairs_are_private_edges_against_as_many_non_edges_of_v_pri(graph):
+    s = private_edge_pairs(graph, np.random.default_rng(0), max_positive=300)
+    n = graph.num_nodes
+    keys = pair_keys(s.pairs, n)
+    edges = set(pair_keys(graph.edges("all"), n).tolist())
+    assert s.num_positive == 300 and s.labels.size == 600 and np.unique(keys).size == 600
+    assert all(k in edges for k in keys[s.labels]) and not any(k in edges for k in keys[~s.labels])
+    assert np.isin(s.pairs, graph.private_nodes()).all() and (s.pairs[0] < s.pairs[1]).all()
+    again = private_edge_pairs(graph, np.random.default_rng(0), max_positive=300)
+    assert np.array_equal(again.pairs, s.pairs)
+
+
+def test_bad_pair_inputs_are_refused(graph):
+    rng = np.random.default_rng(0)
+    with pytest.raises(GraphValidationError, match="no private edges"):
+        private_edge_pairs(graph.replace(edges_private=np.zeros((2, 0), np.int64)), rng)
+    with pytest.raises(GraphValidationError, match="at least 10"):
+        private_edge_pairs(graph.replace(edges_private=graph.edges_private[:, :5]), rng)
+    clique = np.array([(u, v) for u in range(6) for v in range(u + 1, 6)]).T  # 15 edges, V_pri has no free pair
+    with pytest.raises(GraphValidationError, match="non-adjacent pairs"):
+        private_edge_pairs(graph.replace(edges_private=clique), rng)
+
+
+# -- LinkTeller ------------------------------------------------------------------------------------
+def test_linkteller_catches_the_edges_a_model_uses_and_nothing_else(graph, with_edges, without_edges):
+    s = private_edge_pairs(graph, np.random.default_rng(0), max_positive=200)
+    hit = linkteller(with_edges, s, np.random.default_rng(1))
+    assert hit.auc > 0.95 and hit.auc_ci[0] > 0.9 and hit.metrics["precision_at_k"] > 0.9, hit
+    blind = linkteller(without_edges, s, np.random.default_rng(1))
+    assert abs(blind.auc - 0.5) < 0.05, blind  # nothing to find: every influence is zero
+    again = linkteller(with_edges, s, np.random.default_rng(1))
+    assert again == hit  # deterministic under a seed
+
+
+def test_linkteller_inductive_queries_another_graph(graph, with_edges):
+    other = planted(5, homophily=True)  # the API serves a graph the model was not trained on
+    s = private_edge_pairs(other, np.random.default_rng(0), max_positive=150)
+    ei = other.to_pyg("all").edge_index
+    r = linkteller(with_edges, s, np.random.default_rng(1), setting="inductive", x=other.x, edge_index=ei)
+    assert r.auc > 0.95 and r.params["setting"] == "inductive"
+    with pytest.raises(ValueError, match="inductive setting needs"):
+        linkteller(with_edges, s, np.random.default_rng(1), setting="inductive")
+
+
+# -- link stealing ---------------------------------------------------------------------------------
+def test_link_stealing_finds_the_edges_and_invents_none(graph, with_edges):
+    s = private_edge_pairs(graph, np.random.default_rng(0), max_positive=400)
+    used = link_stealing_unsupervised(with_edges.query(), s, np.random.default_rng(1))
+    assert used.auc > 0.8, used
+    g = planted(1)  # features, labels and edges independent of each other: nothing to find without the edges
+    s = private_edge_pairs(g, np.random.default_rng(0), max_positive=400)
+    blind = link_stealing_unsupervised(
+        fit_node_classifier(g, seed=1, epochs=100, patience=None, edges="public").query(), s, np.random.default_rng(1))
+    assert abs(blind.auc - 0.5) < 0.07, blind
+    assert blind.auc_ci[0] < 0.5 + 0.07 and set(used.metrics) >= {"auc_cosine", "auc_euclidean", "precision_at_k"}
+
+
+def test_supervised_link_stealing_learns_from_a_shadow_graph(graph, with_edges):
+    s = private_edge_pairs(graph, np.random.default_rng(0), max_positive=300)
+    shadow_graph = planted(7, homophily=True)
+    shadow_model = fit_node_classifier(shadow_graph, seed=2, epochs=100, patience=None)
+    shadow = private_edge_pairs(shadow_graph, np.random.default_rng(2), max_positive=300)
+    r = link_stealing_supervised(with_edges.query(), s, shadow_model.query(), shadow, np.random.default_rng(3))
+    assert r.auc > 0.8 and r.params["shadow_pairs"] == 600, r
+    assert r == link_stealing_supervised(with_edges.query(), s, shadow_model.query(), shadow, np.random.default_rng(3))
+
+
+def test_unknown_distance_is_refused(graph, with_edges):
+    s = private_edge_pairs(graph, np.random.default_rng(0), max_positive=50)
+    with pytest.raises(ValueError, match="unknown distance 'jaccard'"):
+        link_stealing_unsupervised(with_edges.query(), s, np.random.default_rng(0), metric="jaccard")
+
+
+# -- membership ------------------------------------------------------------------------------------
+def test_membership_finds_the_training_nodes_of_a_memorising_model():
+    g = planted(2)  # random labels: only memorisation fits the training nodes
+    model = fit_node_classifier(g, seed=1, epochs=300, patience=None, dropout=0.0, weight_decay=0.0, edges="public")
+    assert model.result["train_acc"] > 0.95
+    r = membership_inference(model.query(), g.train_mask, g.test_mask, np.random.default_rng(0),
+                             signal="true_label", labels=g.y)
+    assert r.auc > 0.8 and set(r.metrics) == {"precision_at_k", "auc_confidence", "auc_entropy"}, r
+    flat = np.full((g.num_nodes, 3), 1 / 3)  # a model that reveals nothing
+    assert membership_inference(flat, g.train_mask, g.test_mask, np.random.default_rng(0)).auc == 0.5
+    with pytest.raises(GraphValidationError, match="no split"):
+        membership_inference(flat, np.zeros(g.num_nodes, bool), g.test_mask, np.random.default_rng(0))
