@@ -17,7 +17,7 @@ from privgraph.storage import open_store
 from privgraph.storage.private_record import input_identity, owner_signing_key, read_private_record
 from privgraph.storage.seal import public_key_hex
 from privgraph.training import OWNER_ONLY
-from tasks.evaluate import evaluate
+from tasks.evaluate import attack, evaluate
 from tasks.ingest import ingest
 
 
@@ -94,9 +94,12 @@ def evaluate_flow(
                 raise
             manifest = None  # staged: made by this configuration, its manifest not yet written
         noise = label_noise(cfg, manifest)
-    seed = stage_seed(as_seed_sequence(seed_entropy), "evaluate")
+    root = as_seed_sequence(seed_entropy)
+    seed = stage_seed(root, "evaluate")
     metrics = dict(evaluate(private, clean, cfg.evaluate, seed, **noise))
     owner_only = metrics.pop(OWNER_ONLY)
+    if cfg.evaluate.attacks:  # scored against the raw graph: private evaluation only
+        owner_only["attacks"] = attack(private, clean, cfg.evaluate, stage_seed(root, "attacks"), **noise)
     if not staged:  # a staged version's metrics are published with it, on the privatize run
         publish_metrics(pipeline, version, metrics)
     publish_private_evaluation(pipeline, version, owner_only)

@@ -25,6 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from privgraph.errors import EXIT_CODES, exit_code_for, one_line
+from privgraph.report import attack_rows
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Differentially private graphs, end to end.")
 artifacts_app = typer.Typer(no_args_is_help=True, help="List, show, verify and clean stored private graph versions.")
@@ -520,6 +521,13 @@ def _print_metrics(m: dict[str, Any], owner_only: dict[str, Any] | None = None) 
         c = owner_only["clean"]
         t.add_row("clean graph (private evaluation: not published)", f"{c['test_acc_mean']:.4f}", f"{c['test_acc_std']:.4f}")
     out.print(t)
+    rows = attack_rows((owner_only or {}).get("attacks"))
+    if rows:
+        a = Table("attack", "AUC, raw graph's model", "without private edges", "AUC, version's model", "precision@k",
+                  title="attacks (private evaluation: not published; 0.5 = chance)")
+        for r in rows:
+            a.add_row(*(escape(c) for c in r))
+        out.print(a)
 
 
 def main() -> None:  # pragma: no cover - console script entry

@@ -137,6 +137,49 @@ class DaskConfig(_Strict):
     threads_per_worker: Int = Field(default=1, ge=1)
 
 
+class LinkTellerAttack(_Strict):
+    """LinkTeller (influence analysis) on the private edges (:mod:`privgraph.attacks.linkteller`)."""
+
+    name: Literal["linkteller"]
+    max_pairs: Int = Field(default=500, ge=10, description="private edges attacked (and as many non-edges of V_pri)")
+    delta: Float = Field(default=1e-4, gt=0, le=0.1, description="relative feature perturbation of a query")
+
+
+class LinkStealingAttack(_Strict):
+    """Link stealing from posteriors (:mod:`privgraph.attacks.link_stealing`)."""
+
+    name: Literal["link_stealing"]
+    max_pairs: Int = Field(default=500, ge=10, description="private edges attacked (and as many non-edges of V_pri)")
+    metric: Literal["correlation", "cosine", "euclidean", "chebyshev", "braycurtis", "canberra", "cityblock",
+                    "sqeuclidean"] = "correlation"
+    supervised: bool = Field(default=True, strict=True,
+                             description="also the supervised attack, trained on the public edges the adversary knows")
+
+
+class MembershipAttack(_Strict):
+    """Node membership inference, training vs test nodes (:mod:`privgraph.attacks.membership`)."""
+
+    name: Literal["membership"]
+    signal: Literal["confidence", "entropy", "true_label"] = "confidence"
+
+
+#: one entry of ``evaluate.attacks``: a name, or a mapping with ``name`` and the attack's parameters
+AttackConfig = Annotated[LinkTellerAttack | LinkStealingAttack | MembershipAttack, Field(discriminator="name")]
+
+
+def _attack_entries(v: Any) -> Any:
+    """``[linkteller, {name: membership, signal: entropy}]``: a bare name stands for its defaults;
+    an attack named twice is an error."""
+    if not isinstance(v, list):
+        return v
+    out = [{"name": e} if isinstance(e, str) else e for e in v]
+    names = [e.get("name") for e in out if isinstance(e, Mapping)]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"attack {dup[0]!r} is listed twice")
+    return out
+
+
 class EvaluateConfig(_Strict):
     runs: Int = Field(default=5, ge=1)
     epochs: Int = Field(default=200, ge=1)
@@ -160,6 +203,15 @@ class EvaluateConfig(_Strict):
         default=False, strict=True,
         description="LPGNN Drop: propagate predictions too; stop above the label RR accuracy bound",
     )
+    attacks: Annotated[list[AttackConfig], BeforeValidator(_attack_entries)] = Field(
+        default_factory=list,
+        description="privacy attacks on a model trained on the version and on the raw graph (private evaluation)",
+    )
+
+    def train_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`privgraph.training.fit_node_classifier` this section sets."""
+        return self.model_dump(include={"epochs", "hidden", "lr", "weight_decay", "dropout", "aggr", "device",
+                                        "patience", "model", "kprop_features", "kprop_labels", "drop"})
 
     @model_validator(mode="after")
     def _sage_is_mean(self) -> EvaluateConfig:

@@ -71,4 +71,34 @@ def private_evaluation_markdown(pipeline: str, version: str, owner_only: dict[st
         m = owner_only.get(key)
         if m:
             lines.append(f"| {label} | {m['test_acc_mean']:.4f} | {m['test_acc_std']:.4f} |")
+    rows = attack_rows(owner_only.get("attacks"))
+    if rows:
+        lines += ["", "### Attacks (ROC-AUC, 95% bootstrap interval; 0.5 = chance)", "",
+                  "| attack | on the raw graph's model | without the private edges | on the version's model "
+                  "| precision@k (version) |", "|---|---|---|---|---|"]
+        lines += [f"| {' | '.join(r)} |" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def attack_rows(attacks: dict[str, Any] | None) -> list[tuple[str, str, str, str, str]]:
+    """``(attack, AUC [lo, hi] of the clean, without-private-edges and private models, private
+    precision@k)`` per attack of :func:`privgraph.attacks.run_attacks`' result (private
+    evaluation); skipped ones say why."""
+    if not attacks:
+        return []
+
+    def cell(r: dict[str, Any] | None) -> str:
+        if not r:
+            return "-"
+        if "skipped" in r:
+            return f"skipped: {r['skipped']}"
+        lo, hi = r["auc_ci"]
+        return f"{r['auc']:.3f} [{lo:.3f}, {hi:.3f}]"
+
+    rows = []
+    for name in attacks.get("private", {}):
+        c, w, p = (attacks.get(r, {}).get(name) for r in ("clean", "without_private_edges", "private"))
+        prec = "-" if "skipped" in p else f"{p['metrics']['precision_at_k']:.3f}"
+        label = name + (f" ({p['params'].get('metric') or p['params'].get('signal')})" if p.get("params", {}).keys() & {"metric", "signal"} else "")
+        rows.append((label, cell(c), cell(w), cell(p), prec))
+    return rows

@@ -27,7 +27,7 @@ def compare(
     task's log and the process's listeners; ``name``: the comparison's, for the Dask dashboard's
     link artifact."""
     ev = config.evaluate or pipeline.evaluate
-    train_kwargs = ev.model_dump(exclude={"runs"})
+    train_kwargs = ev.train_kwargs()
     with logged_executor(pipeline.executor, pipeline.dask, name) as ex:
         return run_comparison(
             graph, scope=config.scope, mechanisms=config.mechanisms, epsilons=config.epsilons,

@@ -10,6 +10,7 @@ from prefect.cache_policies import NO_CACHE
 
 from privgraph.config import EvaluateConfig
 from privgraph.graph import GraphData
+from privgraph.attacks import run_attacks
 from privgraph.training import evaluate_utility
 from tasks.observe import prefect_progress
 
@@ -26,10 +27,23 @@ def evaluate(
     """Progress (``training k/N, ETA``: clean and private model per run) goes to the task's log
     and the process's listeners."""
     return evaluate_utility(
-        private, clean, runs=config.runs, seed_sequence=seed, epochs=config.epochs,
-        hidden=config.hidden, lr=config.lr, weight_decay=config.weight_decay,
-        dropout=config.dropout, aggr=config.aggr, device=config.device, patience=config.patience,
-        model=config.model, kprop_features=config.kprop_features,
-        kprop_labels=config.kprop_labels, drop=config.drop, label_epsilon=label_epsilon,
-        label_classes=label_classes, progress=prefect_progress(),
+        private, clean, runs=config.runs, seed_sequence=seed, progress=prefect_progress(),
+        label_epsilon=label_epsilon, label_classes=label_classes, **config.train_kwargs(),
+    )
+
+
+@task(name="attacks", cache_policy=NO_CACHE, persist_result=False)
+def attack(
+    private: GraphData,
+    clean: GraphData,
+    config: EvaluateConfig,
+    seed: np.random.SeedSequence,
+    label_epsilon: float | None = None,
+    label_classes: int | None = None,
+) -> dict[str, Any]:
+    """The configured attacks on a model of the version and one of the raw graph (private
+    evaluation); progress (queries, attacks) as for training."""
+    return run_attacks(
+        private, clean, config.attacks, seed_sequence=seed, progress=prefect_progress(),
+        label_epsilon=label_epsilon, label_classes=label_classes, **config.train_kwargs(),
     )

@@ -210,3 +210,25 @@ def test_private_edges_need_an_edge_mechanism():
     no_rho["pipelines"]["cora"]["budget"] = {"features": 1.0}
     d = parse_config(no_rho).disclosure("cora")
     assert "private_nodes" not in d.manifest_section() and d.private_scopes() == ("features",)
+
+
+def test_attacks_take_names_or_mappings_and_refuse_mistakes_with_their_path():
+    from typing import get_args
+
+    from privgraph.attacks.link_stealing import DISTANCES
+    from privgraph.config import LinkStealingAttack
+
+    ev = parse_config(_with("pipelines.cora.evaluate", {"attacks": ["linkteller", {"name": "membership", "signal": "entropy"}]}))
+    attacks = ev.get("cora").evaluate.attacks
+    assert [(a.name, getattr(a, "max_pairs", None)) for a in attacks] == [("linkteller", 500), ("membership", None)]
+    assert attacks[1].signal == "entropy"
+    assert get_args(LinkStealingAttack.model_fields["metric"].annotation) == DISTANCES  # one list of distances
+    for attacks, says in (
+        (["attribute"], "pipelines.cora.evaluate.attacks.0"),
+        (["linkteller", "linkteller"], "listed twice"),
+        ([{"name": "linkteller", "max_pairs": True}], "pipelines.cora.evaluate.attacks.0.linkteller.max_pairs"),
+        ([{"name": "link_stealing", "metric": "jaccard"}], "pipelines.cora.evaluate.attacks.0.link_stealing.metric"),
+        ([{"name": "membership", "rounds": 3}], "rounds"),
+    ):
+        msg = _error(_with("pipelines.cora.evaluate", {"attacks": attacks}))
+        assert says in msg, msg

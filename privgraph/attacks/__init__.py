@@ -4,7 +4,8 @@ One module per attack, pure library (no Prefect, no Dask): :mod:`~privgraph.atta
 (influence analysis), :mod:`~privgraph.attacks.link_stealing` (posterior similarity,
 unsupervised and supervised), :mod:`~privgraph.attacks.membership` (training-node membership);
 the candidate pairs in :mod:`~privgraph.attacks.pairs` and the scores (ROC-AUC with a bootstrap
-interval, precision@k) in :mod:`~privgraph.attacks.scoring`. Every score is computed against raw
+interval, precision@k) in :mod:`~privgraph.attacks.scoring`; the evaluation stage that runs the
+configured attacks on a clean and a private model in :func:`~privgraph.attacks.suite.run_attacks`. Every score is computed against raw
 data: a PRIVATE evaluation, for the owner's private record and artifacts titled as such, never a
 shareable version.
 """
@@ -14,6 +15,7 @@ from privgraph.attacks.linkteller import linkteller, linkteller_scores
 from privgraph.attacks.membership import membership_inference
 from privgraph.attacks.pairs import PairSample, private_edge_pairs
 from privgraph.attacks.scoring import AttackResult, bootstrap_auc_ci, precision_at_k, roc_auc
+from privgraph.attacks.suite import run_attacks
 
 __all__ = [
     "AttackResult",
@@ -27,4 +29,5 @@ __all__ = [
     "precision_at_k",
     "private_edge_pairs",
     "roc_auc",
+    "run_attacks",
 ]

@@ -18,7 +18,7 @@ import numpy as np
 from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
 
-__all__ = ["PairSample", "private_edge_pairs", "pair_keys"]
+__all__ = ["PairSample", "private_edge_pairs", "public_edge_pairs", "pair_keys"]
 
 MIN_POSITIVE = 10
 
@@ -48,13 +48,26 @@ def private_edge_pairs(raw: GraphData, rng: np.random.Generator, *, max_positive
         GraphValidationError: no private edges, fewer than ``MIN_POSITIVE`` of them, or too few
             non-adjacent pairs in V_pri to match them.
     """
+    return _edge_pairs(raw, raw.edges_private, raw.private_nodes(), rng, max_positive, "private")
+
+
+def public_edge_pairs(graph: GraphData, rng: np.random.Generator, *, max_positive: int | None = 1000) -> PairSample:
+    """PUBLIC edges against equally many non-edges among the nodes they touch: pairs whose answer
+    an adversary knows (the training set of supervised link stealing). Raises as
+    :func:`private_edge_pairs`."""
+    nodes = np.unique(graph.edges_public.ravel())
+    return _edge_pairs(graph, graph.edges_public, nodes, rng, max_positive, "public")
+
+
+def _edge_pairs(
+    raw: GraphData, e: np.ndarray, vpri: np.ndarray, rng: np.random.Generator, max_positive: int | None, kind: str
+) -> PairSample:
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"private_edge_pairs: rng must be a numpy Generator, got {type(rng).__name__}")
-    e = raw.edges_private
+        raise TypeError(f"edge pairs: rng must be a numpy Generator, got {type(rng).__name__}")
     if e.shape[1] == 0:
-        raise GraphValidationError("edge attack: the graph has no private edges to attack")
+        raise GraphValidationError(f"edge attack: the graph has no {kind} edges")
     if e.shape[1] < MIN_POSITIVE:
-        raise GraphValidationError(f"edge attack: {e.shape[1]} private edges, at least {MIN_POSITIVE} are needed for a score")
+        raise GraphValidationError(f"edge attack: {e.shape[1]} {kind} edges, at least {MIN_POSITIVE} are needed for a score")
     n = raw.num_nodes
     keys = np.unique(pair_keys(e, n))
     if max_positive is not None:
@@ -62,12 +75,12 @@ def private_edge_pairs(raw: GraphData, rng: np.random.Generator, *, max_positive
             raise ValueError(f"private_edge_pairs: max_positive must be an int >= {MIN_POSITIVE}, got {max_positive!r}")
         if keys.size > max_positive:
             keys = np.sort(rng.choice(keys, int(max_positive), replace=False))
-    vpri = raw.private_nodes()
     existing = np.unique(pair_keys(raw.edges("all"), n))
     free = vpri.size * (vpri.size - 1) // 2 - _within(existing, vpri, n).size
     if free < keys.size:
         raise GraphValidationError(
-            f"edge attack: V_pri ({vpri.size} nodes) has {free} non-adjacent pairs, fewer than the {keys.size} private edges to match"
+            f"edge attack: the {vpri.size} nodes of the {kind} edges have {free} non-adjacent pairs, "
+            f"fewer than the {keys.size} {kind} edges to match"
         )
     neg = np.empty(0, dtype=np.int64)
     while neg.size < keys.size:

@@ -267,3 +267,32 @@ def test_a_published_manifest_is_sealed_and_an_edited_one_is_refused(harness, tm
     path.write_text(json.dumps(m, indent=2, sort_keys=True))
     with pytest.raises(ArtifactTamperedError, match="changed after the owner signed it"):
         evaluate_flow(pipeline="sbm-small", version=res["version"], config_path=str(cfg), store=str(tmp_path / "store"))
+
+
+def test_attacks_run_on_both_models_and_stay_private(harness, tmp_path):
+    """evaluate.attacks: the same pairs attacked on a model of the raw graph (the attack's
+    strength) and one of the version; the scores go to the owner's record and the private
+    artifact only, never into the manifest or a shareable artifact."""
+    import json
+
+    from flows.privatize import privatize_flow
+    from privgraph.storage import open_store
+
+    attacks = [{"name": "linkteller", "max_pairs": 100}, {"name": "link_stealing", "max_pairs": 100}, "membership"]
+    cfg = _config(tmp_path, evaluate={"runs": 1, "epochs": 30, "attacks": attacks})
+    res = privatize_flow(pipeline="sbm-small", config_path=str(cfg))
+    att = json.loads(Path(res["private_record"]).read_text())["private_evaluation"]["attacks"]
+    names = {"linkteller", "link_stealing", "link_stealing_supervised", "membership"}
+    assert set(att["clean"]) == set(att["private"]) == set(att["without_private_edges"]) == names
+    lt_clean, lt_private = att["clean"]["linkteller"], att["private"]["linkteller"]
+    assert lt_clean["n_positive"] == lt_private["n_positive"] == 100  # the same pairs for both models
+    assert lt_clean["auc"] > 0.85, lt_clean  # the raw graph's model gives its edges away
+    assert lt_private["auc"] < lt_clean["auc"] - 0.1, lt_private  # DPRR at eps 2 hides most of them
+    assert abs(att["without_private_edges"]["linkteller"]["auc"] - 0.5) < 0.1  # no edge, no influence
+    manifest = open_store(tmp_path / "store").read_manifest("sbm-small", res["version"])
+    assert "linkteller" not in json.dumps(manifest) and "attacks" not in json.dumps(manifest)
+    run = _runs_named(f"sbm-small/{res['version']}/evaluate")[0]
+    arts = {a["key"]: a["data"] for a in _artifacts_of(run["id"])}
+    private_art = arts["sbm-small-private-evaluation"]
+    assert private_art.startswith("# PRIVATE EVALUATION") and "| linkteller |" in private_art
+    assert all("linkteller" not in d for k, d in arts.items() if k != "sbm-small-private-evaluation")

@@ -1,0 +1,115 @@
+"""The attack stage of an evaluation: every configured attack, on the clean and the private model.
+
+Three GNNs, same split and seed, so that they differ only in the data: one on the raw graph
+(``clean``: the attack's strength), one on the raw graph without its private edges
+(``without_private_edges``: what an attack still finds from the features and the public edges,
+the best any edge mechanism can reach), one on the private version (``private``: what the version
+leaves; with the pipeline's denoising options, as for utility). The same candidate pairs (drawn
+once from the raw graph's private edges) are scored for all three. Ground truth is raw data, so
+everything returned is PRIVATE evaluation (the owner's record).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from privgraph.attacks.link_stealing import link_stealing_supervised, link_stealing_unsupervised
+from privgraph.attacks.linkteller import linkteller
+from privgraph.attacks.membership import membership_inference
+from privgraph.attacks.pairs import PairSample, private_edge_pairs, public_edge_pairs
+from privgraph.errors import GraphValidationError
+from privgraph.graph import GraphData
+from privgraph.progress import ProgressCallback, ProgressTracker
+from privgraph.seeding import as_seed_sequence
+from privgraph.training import DENOISING_OPTIONS, fit_node_classifier
+
+__all__ = ["run_attacks"]
+
+NOTE = ("PRIVATE: attack scores against the raw graph (ground truth), covered by no guarantee; "
+        "clean = a model trained on the raw graph (the attack's strength), without_private_edges = on the raw "
+        "graph minus its private edges (the floor an edge mechanism can reach), private = on the version")
+#: the models attacked: (row, which graph, which of its edges)
+ROWS = (("clean", "clean", "all"), ("without_private_edges", "clean", "public"), ("private", "private", "all"))
+
+
+def run_attacks(
+    private: GraphData,
+    clean: GraphData,
+    attacks: Sequence[Any],
+    *,
+    seed_sequence: np.random.SeedSequence | int,
+    progress: ProgressCallback | None = None,
+    **train_kwargs: Any,
+) -> dict[str, Any]:
+    """Run ``attacks`` (``evaluate.attacks`` entries of :mod:`privgraph.config`) on both models.
+
+    Returns ``{"note", "models": {row: {test_acc, train_acc, device}}, row: {attack: AttackResult
+    dict}}`` for each row of :data:`ROWS`. An attack that cannot run on this graph (no private
+    edges, no public edges for the supervised variant) is reported with ``skipped`` and why.
+
+    Raises:
+        GraphValidationError: the graphs have no split (membership and training need one).
+    """
+    if not attacks:
+        return {}
+    ss = as_seed_sequence(seed_sequence)
+    train_seed, pair_seed, score_seed = ss.spawn(3)
+    needs_pairs = [a for a in attacks if a.name in ("linkteller", "link_stealing")]
+    samples: dict[str, PairSample | str] = {}
+    for a in needs_pairs:
+        try:
+            samples[a.name] = private_edge_pairs(clean, np.random.default_rng(pair_seed), max_positive=a.max_pairs)
+        except GraphValidationError as exc:
+            samples[a.name] = str(exc)
+    lt = samples.get("linkteller")
+    queries = np.unique(lt.pairs[0]).size if isinstance(lt, PairSample) else 0
+    tracker = ProgressTracker("attacks", len(ROWS) * (len(attacks) + queries), progress)
+    out: dict[str, Any] = {"note": NOTE, "models": {}}
+    for which, source, edges in ROWS:
+        graph = private if source == "private" else clean
+        kwargs = train_kwargs if which == "private" else {k: v for k, v in train_kwargs.items() if k not in DENOISING_OPTIONS}
+        model = fit_node_classifier(graph, seed=train_seed, edges=edges, **kwargs)
+        out["models"][which] = {k: model.result[k] for k in ("test_acc", "train_acc", "device")}
+        post = model.query()
+        rng = np.random.default_rng(score_seed)  # the same bootstrap draws for both rows
+        results: dict[str, Any] = {}
+        for a in attacks:
+            sample = samples.get(a.name)
+            if isinstance(sample, str):
+                results[a.name] = {"skipped": sample}
+            elif a.name == "linkteller":
+                results[a.name] = linkteller(model, sample, rng, delta=a.delta,
+                                             progress=_every_twentieth(tracker, f"linkteller queries, {which} model")).to_dict()
+            elif a.name == "link_stealing":
+                results[a.name] = link_stealing_unsupervised(post, sample, rng, metric=a.metric).to_dict()
+                if a.supervised:
+                    try:
+                        shadow = public_edge_pairs(clean, np.random.default_rng(pair_seed), max_positive=a.max_pairs)
+                    except GraphValidationError as exc:
+                        results["link_stealing_supervised"] = {"skipped": f"no shadow pairs: {exc}"}
+                    else:
+                        results["link_stealing_supervised"] = link_stealing_supervised(post, sample, post, shadow, rng).to_dict()
+            elif a.name == "membership":
+                labels = clean.y if a.signal == "true_label" else None
+                results[a.name] = membership_inference(post, graph.train_mask, graph.test_mask, rng,
+                                                       signal=a.signal, labels=labels).to_dict()
+            else:  # the configuration admits no other name
+                raise ValueError(f"unknown attack {a.name!r}")
+            tracker.advance(detail=f"{a.name}, {which} model")
+        out[which] = results
+    return out
+
+
+def _every_twentieth(tracker: ProgressTracker, detail: str) -> Callable[[int, int], None]:
+    """A ``progress(k, N)`` that advances ``tracker`` in steps of about N/20 (a log line each)."""
+    done = [0]
+
+    def step(k: int, n: int) -> None:
+        if k == n or k - done[0] >= max(1, n // 20):
+            tracker.advance(k - done[0], detail=detail)
+            done[0] = k
+
+    return step
