@@ -239,24 +239,33 @@ class TrainedClassifier:
                     setattr(m, a, v)
         return self._query_net
 
+    def prepare(self, x: np.ndarray | torch.Tensor | None = None, edge_index: torch.Tensor | np.ndarray | None = None) -> torch.Tensor:
+        """The model's input for features ``x`` (float64, on the model's device): KProp steps over
+        ``edge_index`` (default: the served graph), then CSR, or centred by the TRAINING mean (a
+        query never shifts other nodes' inputs). Without KProp, scaling row ``u`` of ``x`` scales
+        row ``u`` of this input (sparse: its stored values; dense: ``x_u`` is added to it)."""
+        xt = self.x if x is None else (x if torch.is_tensor(x) else torch.as_tensor(np.asarray(x)))
+        xt = xt.to(self.device, torch.float64)
+        if self.kprop_features:
+            xt = KProp(self.kprop_features, **_KPROP)(xt, self._edges(edge_index))
+        if self.center is None:
+            with quiet_sparse_beta():
+                return xt.to_sparse_csr()
+        return xt - self.center.to(self.device, torch.float64)
+
+    def _edges(self, edge_index: torch.Tensor | np.ndarray | None) -> torch.Tensor:
+        return self.edge_index if edge_index is None else torch.as_tensor(edge_index).to(self.device)
+
     @torch.no_grad()
+    def forward_prepared(self, xp: torch.Tensor, edge_index: torch.Tensor | np.ndarray | None = None) -> torch.Tensor:
+        """Softmax posteriors ``[n, C]`` for an input made by :meth:`prepare`."""
+        return self._net64()(xp, self._edges(edge_index)).softmax(dim=1)
+
     def query(self, x: np.ndarray | torch.Tensor | None = None, edge_index: torch.Tensor | np.ndarray | None = None) -> torch.Tensor:
         """Softmax posteriors ``[n, C]`` (float64, on the model's device) for features ``x``
         (default: the training features) on the graph ``edge_index`` (default: the served
-        graph); the model's own input transform is applied as in training (KProp steps, then
-        sparse, or centred by the TRAINING mean: a query never shifts other nodes' inputs)."""
-        net = self._net64()
-        xt = self.x if x is None else torch.as_tensor(np.asarray(x) if not torch.is_tensor(x) else x)
-        ei = self.edge_index if edge_index is None else torch.as_tensor(edge_index).to(self.device)
-        xt = xt.to(self.device, torch.float64)
-        if self.kprop_features:
-            xt = KProp(self.kprop_features, **_KPROP)(xt, ei)
-        if self.center is None:
-            with quiet_sparse_beta():
-                xt = xt.to_sparse_csr()
-        else:
-            xt = xt - self.center.to(self.device, torch.float64)
-        return net(xt, ei).softmax(dim=1)
+        graph), as a prediction API answers them."""
+        return self.forward_prepared(self.prepare(x, edge_index), edge_index)
 
 
 def fit_node_classifier(

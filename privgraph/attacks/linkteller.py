@@ -43,10 +43,15 @@ def linkteller_scores(
     x: np.ndarray | torch.Tensor | None = None,
     edge_index: np.ndarray | torch.Tensor | None = None,
     progress: Callable[[int, int], None] | None = None,
+    reuse_input: bool = True,
 ) -> np.ndarray:
     """The influence score of each pair (columns of ``pairs``, ``[2, m]``), querying node
     ``pairs[0, j]``; ``x``/``edge_index``: the graph the API serves (default: the training graph,
-    the transductive setting). ``progress(k, N)`` is called after each query."""
+    the transductive setting). ``progress(k, N)`` is called after each query.
+
+    ``reuse_input``: answer each query by scaling row ``u`` of the model's prepared input in place
+    (exact when the input transform is row-wise, i.e. without KProp on the features) instead of
+    preparing the whole perturbed matrix again (``False``: the reference path, 3-4x slower on Cora)."""
     if not (isinstance(delta, float) and 0 < delta <= 0.1):
         raise ValueError(f"linkteller: delta must be a float in (0, 0.1], got {delta!r}")
     pairs = np.asarray(pairs)
@@ -58,16 +63,21 @@ def linkteller_scores(
     if pairs.min() < 0 or pairs.max() >= n:
         raise GraphValidationError(f"linkteller: pair ids must be in [0, {n}), got [{pairs.min()}, {pairs.max()}]")
     ei = None if edge_index is None else torch.as_tensor(edge_index)
-    base = model.query(feats, ei)
+    inplace = reuse_input and model.kprop_features == 0
+    xp = model.prepare(feats, ei)
+    base = model.forward_prepared(xp, ei)
     order = np.argsort(pairs[0], kind="stable")
     sources, starts = np.unique(pairs[0][order], return_index=True)
     ends = np.append(starts[1:], order.size)
     scores = np.empty(pairs.shape[1])
     for k, (u, a, b) in enumerate(zip(sources.tolist(), starts, ends)):
-        row = feats[u].clone()
-        feats[u] = row * (1.0 + delta)
-        out = model.query(feats, ei)
-        feats[u] = row
+        if inplace:
+            out = _query_scaled_row(model, xp, feats, u, delta, ei)
+        else:
+            row = feats[u].clone()
+            feats[u] = row * (1.0 + delta)
+            out = model.query(feats, ei)
+            feats[u] = row
         cols = order[a:b]
         v = torch.as_tensor(pairs[1][cols], device=out.device)
         scores[cols] = ((out[v] - base[v]) / delta).norm(dim=1).cpu().numpy()
@@ -89,3 +99,26 @@ def linkteller(
         raise ValueError("linkteller: the inductive setting needs the served graph's x and edge_index")
     s = linkteller_scores(model, sample.pairs, delta=delta, x=x, edge_index=edge_index, progress=progress)
     return score_attack("linkteller", s, sample.labels, rng, params={"delta": delta, "setting": setting})
+
+
+def _query_scaled_row(
+    model: TrainedClassifier, xp: torch.Tensor, feats: torch.Tensor, u: int, delta: float, ei: torch.Tensor | None
+) -> torch.Tensor:
+    """The API's answer for ``feats`` with row ``u`` scaled by ``1 + delta``, from the prepared
+    input ``xp`` changed in place and restored (CSR: row ``u``'s stored values; dense, centred by a
+    fixed mean: ``delta * x_u`` added to row ``u``)."""
+    if xp.layout == torch.sparse_csr:
+        crow, vals = xp.crow_indices(), xp.values()
+        a, b = int(crow[u]), int(crow[u + 1])
+        saved = vals[a:b].clone()
+        vals[a:b] *= 1.0 + delta
+        try:
+            return model.forward_prepared(xp, ei)
+        finally:
+            vals[a:b] = saved
+    saved = xp[u].clone()
+    xp[u] += delta * feats[u].to(xp.device)
+    try:
+        return model.forward_prepared(xp, ei)
+    finally:
+        xp[u] = saved

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from sklearn.metrics import roc_auc_score
 
 from privgraph.attacks import (
@@ -165,3 +166,21 @@ def test_membership_finds_the_training_nodes_of_a_memorising_model():
     assert membership_inference(flat, g.train_mask, g.test_mask, np.random.default_rng(0)).auc == 0.5
     with pytest.raises(GraphValidationError, match="no split"):
         membership_inference(flat, np.zeros(g.num_nodes, bool), g.test_mask, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_linkteller_in_place_queries_equal_full_queries(graph, sparse):
+    """The fast path (row u of the prepared input scaled in place) answers exactly what a full
+    re-query with the perturbed features answers, dense (centred) and sparse (CSR) inputs alike."""
+    g = graph
+    if sparse:  # mostly zeros: the model takes CSR input
+        x = np.where(np.random.default_rng(0).random(graph.x.shape) < 0.05, 1.0, 0.0).astype(np.float32)
+        g = graph.replace(x=x)
+    model = fit_node_classifier(g, seed=1, epochs=20, patience=None)
+    assert (model.prepare().layout == torch.sparse_csr) == sparse
+    s = private_edge_pairs(g, np.random.default_rng(0), max_positive=40)
+    from privgraph.attacks import linkteller_scores
+
+    fast = linkteller_scores(model, s.pairs)
+    slow = linkteller_scores(model, s.pairs, reuse_input=False)
+    np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-12)
