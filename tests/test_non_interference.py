@@ -267,6 +267,7 @@ def test_the_check_catches_a_field_computed_from_private_data(harness, data_root
         yield "edges_private", graph.edges_private
 
     monkeypatch.setattr(Disclosure, "public_inputs", leaky)
+    monkeypatch.setenv("PRIVGRAPH_HOME", str(tmp_path / "owner-home"))  # one owner: one signing key
     cfg = _test_scale_config("cora", tmp_path / "a")
     graph = _input_graph("cora", data_root)
     base = _run(cfg, "cora", graph, monkeypatch)
