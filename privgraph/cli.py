@@ -285,6 +285,12 @@ def compare(
     t.add_row("clean graph", *[f"{s['clean']['mean']:.3f} +- {s['clean']['std']:.3f}"] * len(eps_keys))
     t.add_row("t-test p", *["n/a" if s["t_tests"][k]["p"] is None else f"{s['t_tests'][k]['p']:.3g}" for k in eps_keys])
     out.print(t)
+    for attack, a in s.get("attacks", {}).items():
+        t = Table("mechanism", *[f"eps {k}" for k in eps_keys], title=f"{attack} ROC-AUC, mean +- std (0.5 = chance)")
+        for mech, cells in a["cells"].items():
+            t.add_row(mech, *[f"{cells[k]['mean']:.3f} +- {cells[k]['std']:.3f}" for k in eps_keys])
+        t.add_row("clean graph", *[f"{a['clean']['mean']:.3f} +- {a['clean']['std']:.3f}"] * len(eps_keys))
+        out.print(t)
 
 
 @app.command()

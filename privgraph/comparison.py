@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from privgraph.attacks.suite import AttackProbe
 from privgraph.config import mechanism_entry
 from privgraph.graph import GraphData
 from privgraph.mechanisms import build_mechanism
@@ -36,7 +37,7 @@ from privgraph.partition import Partitioning
 from privgraph.privatize import privatize_graph
 from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import partition_seeds, stage_seed
-from privgraph.training import train_node_classifier
+from privgraph.training import fit_node_classifier
 
 __all__ = [
     "ComparisonResult",
@@ -72,6 +73,15 @@ class ComparisonResult:
         return np.array(
             [r["test_acc"] for r in self.records if r["mechanism"] == mechanism and r["epsilon"] == epsilon]
         )
+
+    @property
+    def attacks(self) -> list[str]:
+        """The attacks scored in every cell (``evaluate.attacks``), in their configured order."""
+        return list(self.records[0].get("attack_auc", {})) if self.records else []
+
+    def attack_aucs(self, attack: str, mechanism: str, epsilon: float | None) -> np.ndarray:
+        return np.array([r["attack_auc"][attack] for r in self.records
+                         if r["mechanism"] == mechanism and r["epsilon"] == epsilon])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -143,6 +153,7 @@ def run_comparison(
     train_kwargs: Mapping[str, Any] | None = None,
     progress: ProgressCallback | None = None,
     theta: np.ndarray | None = None,
+    attacks: Sequence[Any] = (),
 ) -> ComparisonResult:
     """Privatize ``scope`` with each mechanism at each epsilon ``runs`` times and train on each.
 
@@ -160,15 +171,28 @@ def run_comparison(
             from ``stage_seed(root, f"{m}/{eps}")``'s child ``i``; training run ``i`` from child
             ``i`` of ``stage_seed(root, "train")``, shared by every mechanism (paired runs).
         executor (Executor, optional): where the per-partition work runs (default: serially).
-        train_kwargs (Mapping, optional): passed to :func:`train_node_classifier`.
+        train_kwargs (Mapping, optional): passed to :func:`~privgraph.training.fit_node_classifier`.
         progress (ProgressCallback, optional): receives the
             :class:`~privgraph.progress.ProgressEvent` of two loops: ``clean baseline`` (the
             ``runs`` trainings on the clean graph) and ``comparison cells`` (one per mechanism x
             epsilon x run, each a privatization and a training), with k/N and an ETA. The events
             carry no accuracy.
         theta (np.ndarray, optional): HeteroRR's feature scores, for entries with ``use_scores``.
+        attacks (Sequence): ``evaluate.attacks`` entries; each trained model (clean and every
+            cell) is attacked on the same candidate pairs (:class:`~privgraph.attacks.suite.AttackProbe`)
+            and its ROC-AUC recorded as ``attack_auc[name]``.
     """
     sc = _check_inputs(scope, mechanisms, epsilons, runs, target, theta)
+    probe = AttackProbe(graph, attacks, stage_seed(root_seed, "attack-pairs")) if attacks else None
+
+    def train(g: GraphData, seed: Any, **kw: Any) -> dict[str, Any]:
+        """One training; with attacks, the model is attacked too (``attack_auc``)."""
+        model = fit_node_classifier(g, seed=seed, **kw)
+        rec: dict[str, Any] = {"test_acc": float(model.result["test_acc"])}
+        if probe is not None:
+            rec["attack_auc"] = probe.aucs(model)
+        return rec
+
     kwargs = dict(train_kwargs or {})
     train_seeds = partition_seeds(stage_seed(root_seed, "train"), runs)
     records: list[dict[str, Any]] = []
@@ -178,8 +202,7 @@ def run_comparison(
     clean_kwargs = {k: v for k, v in kwargs.items() if k not in _DENOISING}
     baseline = ProgressTracker("clean baseline", runs, progress)
     for i, ts in enumerate(train_seeds):
-        acc = float(train_node_classifier(graph, seed=ts, **clean_kwargs)["test_acc"])
-        records.append({"mechanism": CLEAN, "epsilon": None, "run": i, "test_acc": acc})
+        records.append({"mechanism": CLEAN, "epsilon": None, "run": i, **train(graph, ts, **clean_kwargs)})
         baseline.advance(detail=f"clean graph run {i}")
     cells = ProgressTracker("comparison cells", len(mechanisms) * len(epsilons) * runs, progress)
     # a features comparison keeps the private edges as they are (only the compared scope is
@@ -211,8 +234,8 @@ def run_comparison(
                 result = privatize_graph(base, partitioning=partitioning, root_seed=ps, executor=executor, **mech_kw)
                 if true_degree is not None and i == 0:
                     curves[f"{name}/{eps:g}"] = degree_curve(true_degree, _degrees(result.graph))
-                acc = float(train_node_classifier(result.graph, seed=ts, eval_y=graph.y, **kwargs)["test_acc"])
-                records.append({"mechanism": name, "epsilon": eps, "run": i, "test_acc": acc})
+                records.append({"mechanism": name, "epsilon": eps, "run": i,
+                                **train(result.graph, ts, eval_y=graph.y, **kwargs)})
                 cells.advance(detail=f"{name} eps={eps:g} run {i}")
     return ComparisonResult(
         scope=sc.value, target=target, epsilons=tuple(float(e) for e in epsilons),
@@ -303,7 +326,15 @@ def summarize(result: ComparisonResult) -> dict[str, Any]:
             res = stats.ttest_ind(a, b, equal_var=False)
             t, p = float(res.statistic), float(res.pvalue)
         tests[key] = {"best_baseline": best, "t": t, "p": p}
-    return {"cells": cells, "clean": {"mean": clean_mean, "std": clean_std}, "t_tests": tests}
+    out: dict[str, Any] = {"cells": cells, "clean": {"mean": clean_mean, "std": clean_std}, "t_tests": tests}
+    if result.attacks:  # ROC-AUC of each attack per cell (0.5: chance)
+        out["attacks"] = {}
+        for attack in result.attacks:
+            acells = {name: {repr(e): dict(zip(("mean", "std"), _mean_std(result.attack_aucs(attack, name, e))))
+                             for e in result.epsilons} for name in result.mechanisms}
+            cm, cs = _mean_std(result.attack_aucs(attack, CLEAN, None))
+            out["attacks"][attack] = {"cells": acells, "clean": {"mean": cm, "std": cs}}
+    return out
 
 
 def comparison_markdown(title: str, result: ComparisonResult) -> str:
@@ -331,34 +362,49 @@ def comparison_markdown(title: str, result: ComparisonResult) -> str:
         t = s["t_tests"][k]
         tt.append("n/a" if t["p"] is None else f"vs {t['best_baseline']}: t = {t['t']:.2f}, p = {t['p']:.3g}")
     lines.append(f"| Welch t-test, {result.target} vs best other | " + " | ".join(tt) + " |")
+    for attack, a in s.get("attacks", {}).items():
+        lines += ["", f"## {attack}: ROC-AUC against the raw graph (mean +- std over {result.runs} runs; "
+                  "0.5 = chance, lower = more private)", "", head, "|---|" + "---|" * len(eps_keys)]
+        for name in result.mechanisms:
+            cells = [a["cells"][name][k] for k in eps_keys]
+            label = f"{name} (target)" if name == result.target else name
+            lines.append(f"| {label} | " + " | ".join(f"{c['mean']:.3f} +- {c['std']:.3f}" for c in cells) + " |")
+        c = a["clean"]
+        lines.append("| clean graph | " + " | ".join([f"{c['mean']:.3f} +- {c['std']:.3f}"] * len(eps_keys)) + " |")
     return "\n".join(lines) + "\n"
 
 
 def utility_plot_png(title: str, result: ComparisonResult) -> bytes:
     """Privacy-utility plot (PNG bytes): accuracy against epsilon (log scale) with +-1 std bars,
-    one line per mechanism, the clean graph as a dashed line."""
+    one line per mechanism, the clean graph as a dashed line; with attacks, one more panel per
+    attack (its ROC-AUC against epsilon, chance dotted)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
 
     s = summarize(result)
-    fig = Figure(figsize=(7, 4.5), dpi=110)
-    ax = fig.add_subplot(1, 1, 1)
+    panels = [("test accuracy", s["cells"], s["clean"])]
+    panels += [(f"{a} ROC-AUC", v["cells"], v["clean"]) for a, v in s.get("attacks", {}).items()]
+    fig = Figure(figsize=(7 * len(panels), 4.5), dpi=110)
     xs = np.array(result.epsilons)
-    for name in result.mechanisms:
-        means = np.array([s["cells"][name][repr(e)]["mean"] for e in result.epsilons])
-        stds = np.array([s["cells"][name][repr(e)]["std"] for e in result.epsilons])
-        ax.errorbar(xs, means, yerr=stds, marker="o", capsize=3,
-                    linewidth=2.5 if name == result.target else 1.2, label=name)
-    ax.axhline(s["clean"]["mean"], color="black", linestyle="--", linewidth=1, label="clean graph")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(xs, [f"{e:g}" for e in xs])
-    ax.set_xlabel(f"epsilon ({result.scope})")
-    ax.set_ylabel("test accuracy")
-    ax.set_title(textwrap.fill(title, 70), fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    for k, (ylabel, cells, clean) in enumerate(panels):
+        ax = fig.add_subplot(1, len(panels), k + 1)
+        for name in result.mechanisms:
+            means = np.array([cells[name][repr(e)]["mean"] for e in result.epsilons])
+            stds = np.array([cells[name][repr(e)]["std"] for e in result.epsilons])
+            ax.errorbar(xs, means, yerr=stds, marker="o", capsize=3,
+                        linewidth=2.5 if name == result.target else 1.2, label=name)
+        ax.axhline(clean["mean"], color="black", linestyle="--", linewidth=1, label="clean graph")
+        if k:
+            ax.axhline(0.5, color="grey", linestyle=":", linewidth=1, label="chance")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(xs, [f"{e:g}" for e in xs])
+        ax.set_xlabel(f"epsilon ({result.scope})")
+        ax.set_ylabel(ylabel)
+        ax.set_title(textwrap.fill(title if k == 0 else f"{ylabel} (lower = more private)", 70), fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")

@@ -32,5 +32,5 @@ def compare(
         return run_comparison(
             graph, scope=config.scope, mechanisms=config.mechanisms, epsilons=config.epsilons,
             runs=config.runs, target=config.target, partitioning=partitioning, root_seed=root_seed,
-            executor=ex, train_kwargs=train_kwargs, progress=prefect_progress(), theta=theta,
+            executor=ex, train_kwargs=train_kwargs, progress=prefect_progress(), theta=theta, attacks=ev.attacks,
         )

@@ -125,3 +125,27 @@ def test_progress_counts_the_clean_baseline_and_every_cell(small):
     assert cells[1].detail == "dprr eps=1 run 0" and "reused" in cells[-1].detail
     accs = {f"{rec['test_acc']:.4f}" for rec in r.records}
     assert not any(a in e.line() for e in events for a in accs)
+
+
+def test_edge_comparison_attacks_every_model_on_the_same_pairs(small):
+    """evaluate.attacks in a comparison: each cell's model (and the clean one) attacked on one set
+    of candidate pairs; the clean graph gives its edges away, NonPriv-Part (no private edge
+    released) leaves LinkTeller only what the public edges show; table and plot get the columns."""
+    from privgraph.comparison import comparison_objects
+    from privgraph.config import EvaluateConfig
+
+    attacks = EvaluateConfig(attacks=[{"name": "linkteller", "max_pairs": 40}, {"name": "link_stealing", "max_pairs": 40},
+                                      "membership"]).attacks
+    r = _run(small, scope="edges", mechanisms={"dprr": {}, "nonpriv_part": {}}, target="dprr", epsilons=[1.0, 8.0],
+             attacks=attacks)
+    assert r.attacks == ["linkteller", "link_stealing", "membership"]
+    clean = r.attack_aucs("linkteller", "clean", None)
+    part = r.attack_aucs("linkteller", "nonpriv_part", 1.0)
+    assert clean.min() > 0.9 and part.max() < clean.min() - 0.1, (clean, part)
+    assert r.to_dict()["records"] == _run(small, scope="edges", mechanisms={"dprr": {}, "nonpriv_part": {}}, target="dprr",
+                                          epsilons=[1.0, 8.0], attacks=attacks).to_dict()["records"]  # seeded
+    s = summarize(r)
+    assert set(s["attacks"]) == {"linkteller", "link_stealing", "membership"}
+    table = comparison_markdown("edges", r)
+    assert "## linkteller: ROC-AUC" in table and "## membership: ROC-AUC" in table
+    assert comparison_objects("edges", r)["utility.png"][:4] == b"\x89PNG"

@@ -26,7 +26,7 @@ from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import as_seed_sequence
 from privgraph.training import DENOISING_OPTIONS, fit_node_classifier
 
-__all__ = ["run_attacks"]
+__all__ = ["AttackProbe", "run_attacks"]
 
 NOTE = ("PRIVATE: attack scores against the raw graph (ground truth), covered by no guarantee; "
         "clean = a model trained on the raw graph (the attack's strength), without_private_edges = on the raw "
@@ -113,3 +113,52 @@ def _every_twentieth(tracker: ProgressTracker, detail: str) -> Callable[[int, in
             done[0] = k
 
     return step
+
+
+class AttackProbe:
+    """The configured attacks as one AUC each, for many models on one raw graph (a comparison's
+    cells): the candidate pairs are drawn once, so every model is attacked on the same pairs; no
+    bootstrap (the spread comes from the comparison's runs). Scored against ``raw``: private
+    evaluation."""
+
+    def __init__(self, raw: GraphData, attacks: Sequence[Any], seed_sequence: np.random.SeedSequence | int) -> None:
+        self.raw = raw
+        self.attacks = list(attacks)
+        self.samples: dict[str, PairSample] = {}
+        rng_seed = as_seed_sequence(seed_sequence)
+        for a in self.attacks:
+            if a.name in ("linkteller", "link_stealing"):
+                # refused here, before any cell runs: a comparison without private edges has no edge attack
+                self.samples[a.name] = private_edge_pairs(raw, np.random.default_rng(rng_seed), max_positive=a.max_pairs)
+
+    @property
+    def names(self) -> list[str]:
+        return [a.name for a in self.attacks]
+
+    def aucs(self, model: Any) -> dict[str, float]:
+        """ROC-AUC of each attack on ``model`` (a :class:`~privgraph.training.TrainedClassifier`)."""
+        from privgraph.attacks.link_stealing import pair_distances
+        from privgraph.attacks.linkteller import linkteller_scores
+        from privgraph.attacks.membership import membership_scores
+        from privgraph.attacks.scoring import roc_auc
+
+        out: dict[str, float] = {}
+        post = model.query() if any(a.name != "linkteller" for a in self.attacks) else None
+        for a in self.attacks:
+            if a.name == "linkteller":
+                s = self.samples[a.name]
+                out[a.name] = roc_auc(linkteller_scores(model, s.pairs, delta=a.delta), s.labels)
+            elif a.name == "link_stealing":
+                s = self.samples[a.name]
+                out[a.name] = roc_auc(-pair_distances(post, s.pairs, a.metric), s.labels)
+            elif a.name == "membership":
+                tr, te = self.raw.train_mask, self.raw.test_mask
+                if tr is None or te is None:
+                    raise GraphValidationError("membership inference: needs training and test nodes (the graph has no split)")
+                idx = np.concatenate([np.flatnonzero(tr), np.flatnonzero(te)])
+                member = np.concatenate([np.ones(int(tr.sum()), bool), np.zeros(int(te.sum()), bool)])
+                labels = self.raw.y if a.signal == "true_label" else None
+                out[a.name] = roc_auc(membership_scores(post, a.signal, labels)[idx], member)
+            else:
+                raise ValueError(f"unknown attack {a.name!r}")
+        return out
