@@ -2,7 +2,8 @@
 
 One module per attack, pure library (no Prefect, no Dask): :mod:`~privgraph.attacks.linkteller`
 (influence analysis), :mod:`~privgraph.attacks.link_stealing` (posterior similarity,
-unsupervised and supervised), :mod:`~privgraph.attacks.membership` (training-node membership);
+unsupervised and supervised), :mod:`~privgraph.attacks.membership` (training-node membership),
+:mod:`~privgraph.attacks.attribute` (private feature rows reconstructed from the release);
 the candidate pairs in :mod:`~privgraph.attacks.pairs` and the scores (ROC-AUC with a bootstrap
 interval, precision@k) in :mod:`~privgraph.attacks.scoring`; the evaluation stage that runs the
 configured attacks on a clean and a private model in :func:`~privgraph.attacks.suite.run_attacks`. Every score is computed against raw
@@ -10,6 +11,7 @@ data: a PRIVATE evaluation, for the owner's private record and artifacts titled 
 shareable version.
 """
 
+from privgraph.attacks.attribute import attribute_inference
 from privgraph.attacks.link_stealing import link_stealing_supervised, link_stealing_unsupervised
 from privgraph.attacks.linkteller import linkteller, linkteller_scores
 from privgraph.attacks.membership import membership_inference
@@ -20,6 +22,7 @@ from privgraph.attacks.suite import run_attacks
 __all__ = [
     "AttackResult",
     "PairSample",
+    "attribute_inference",
     "bootstrap_auc_ci",
     "link_stealing_supervised",
     "link_stealing_unsupervised",

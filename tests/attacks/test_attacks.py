@@ -184,3 +184,26 @@ def test_linkteller_in_place_queries_equal_full_queries(graph, sparse):
     fast = linkteller_scores(model, s.pairs)
     slow = linkteller_scores(model, s.pairs, reuse_input=False)
     np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-12)
+
+
+# -- attribute inference ---------------------------------------------------------------------------
+def test_attribute_inference_reads_weak_noise_and_is_held_to_the_public_guess_by_strong_noise(graph):
+    from privgraph.attacks.attribute import attribute_inference
+    from privgraph.mechanisms import build_mechanism
+
+    rng = np.random.default_rng(0)
+    x = (rng.random(graph.x.shape) < 0.3).astype(np.float32)  # 0/1 features, one common rate
+    g = graph.replace(x=x, edges_public=graph.edges_private, edges_private=np.zeros((2, 0), np.int64))
+    public = rng.random(g.num_nodes) < 0.5
+    res = {}
+    for eps in (0.5, 64.0):
+        mech = build_mechanism("feature_rr", {"epsilon": eps, "bins": 2, "lower": 0.0, "upper": 1.0})
+        released = x.copy()
+        released[~public] = mech.privatize_rows(x[~public], np.random.default_rng(1))
+        res[eps] = attribute_inference(g, released, public, mech.privatize_rows, np.random.default_rng(2))
+    strong, weak = res[0.5], res[64.0]
+    assert weak.auc > 0.95 and weak.metrics["nmse_attack"] < 0.2, weak
+    assert abs(strong.auc - 0.5) < 0.1 and strong.metrics["nmse_attack"] > 0.8, strong
+    assert strong.metrics["nmse_public_only"] > 0.95  # the features are independent of the graph here
+    with pytest.raises(GraphValidationError, match="every feature row is public"):
+        attribute_inference(g, x, np.ones(g.num_nodes, bool), mech.privatize_rows, np.random.default_rng(0))

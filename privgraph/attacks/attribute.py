@@ -1,0 +1,110 @@
+r"""Attribute inference: reconstruct private nodes' raw features from what is released.
+
+The adversary knows the public data (the public rows' raw features, the public edges), the
+released features of the private rows, and the feature mechanism with its public parameters (the
+manifest records them). It learns the inverse of the noise on rows whose truth it knows: it runs
+the mechanism itself on the public rows (``simulate``, the Generator passed in) and fits a ridge
+regression from [simulated release, mean of the public neighbours' features] to the raw row;
+it then reconstructs each private row from [its released row, its public neighbours' mean].
+
+Reported against the raw private rows (a PRIVATE evaluation): the normalised mean squared error
+(MSE / the variance of the private rows: 1.0 = no better than the column means) of the attack, of
+the released rows taken as they are, and of the best guess from public data alone (the same
+ridge fit on the public neighbours' mean only); ROC-AUC ranks the entries above their column's
+public median (for 0/1 features: the ones) by the attack's estimate. Costs O(E d + rows d^2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from privgraph.attacks.scoring import AttackResult, score_attack
+from privgraph.errors import GraphValidationError
+from privgraph.graph import GraphData
+
+__all__ = ["attribute_inference"]
+
+_MAX_AUC_ENTRIES = 200_000
+
+
+def _public_neighbour_mean(graph: GraphData, public_rows: np.ndarray) -> np.ndarray:
+    """Per node, the mean raw feature row of its neighbours over the PUBLIC edges that are public
+    rows, with one more column: 1 if it has none (their mean is then 0)."""
+    n = graph.num_nodes
+    e = graph.edges_public
+    a = sp.coo_matrix((np.ones(2 * e.shape[1]), (np.r_[e[0], e[1]], np.r_[e[1], e[0]])), shape=(n, n)).tocsr()
+    a = a @ sp.diags(public_rows.astype(np.float64))  # only public rows' features are known
+    deg = np.asarray(a.sum(axis=1)).ravel()
+    x = np.where(public_rows[:, None], graph.x, 0.0).astype(np.float64)
+    mean = (sp.diags(1.0 / np.maximum(deg, 1.0)) @ a) @ x
+    return np.hstack([mean, (deg == 0).astype(np.float64)[:, None]])
+
+
+def _ridge(f: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
+    f1 = np.hstack([f, np.ones((f.shape[0], 1))])
+    reg = lam * np.eye(f1.shape[1])
+    reg[-1, -1] = 0.0  # no penalty on the intercept
+    return np.linalg.solve(f1.T @ f1 + reg, f1.T @ y)
+
+
+def _predict(f: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return np.hstack([f, np.ones((f.shape[0], 1))]) @ w
+
+
+def attribute_inference(
+    raw: GraphData,
+    released_x: np.ndarray,
+    public_rows: np.ndarray,
+    simulate: Callable[[np.ndarray, np.random.Generator], np.ndarray],
+    rng: np.random.Generator,
+    *,
+    ridge: float = 1.0,
+    max_train_rows: int = 5000,
+) -> AttackResult:
+    """Reconstruct the private rows (``~public_rows``) of ``raw.x`` from ``released_x``.
+
+    Raises:
+        GraphValidationError: no private rows, no public rows to learn from, or shapes that differ.
+    """
+    pub = np.asarray(public_rows, dtype=bool)
+    x = np.asarray(raw.x, dtype=np.float64)
+    rel = np.asarray(released_x, dtype=np.float64)
+    if x.ndim != 2 or rel.shape != x.shape or pub.shape != (x.shape[0],):
+        raise GraphValidationError(
+            f"attribute inference: raw features {list(x.shape)}, released {list(rel.shape)} and public rows "
+            f"{list(pub.shape)} must agree"
+        )
+    if pub.all():
+        raise GraphValidationError("attribute inference: every feature row is public: nothing to infer")
+    if pub.sum() < 10:
+        raise GraphValidationError(f"attribute inference: {int(pub.sum())} public rows, at least 10 are needed to learn from")
+    nbr = _public_neighbour_mean(raw, pub)
+    train = np.flatnonzero(pub)
+    if train.size > max_train_rows:
+        train = np.sort(rng.choice(train, max_train_rows, replace=False))
+    sim = np.asarray(simulate(x[train], rng), dtype=np.float64)
+    target = np.flatnonzero(~pub)
+    truth = x[target]
+    w_attack = _ridge(np.hstack([sim, nbr[train]]), x[train], ridge)
+    w_public = _ridge(nbr[train], x[train], ridge)
+    guess = _predict(np.hstack([rel[target], nbr[target]]), w_attack)
+    public_guess = _predict(nbr[target], w_public)
+    var = float(((truth - truth.mean(axis=0)) ** 2).mean()) or 1.0
+
+    def nmse(est: np.ndarray) -> float:
+        return float(((est - truth) ** 2).mean()) / var
+
+    median = np.median(x[pub], axis=0)
+    labels = (truth > median).ravel()
+    scores = (guess - median).ravel()
+    if labels.size > _MAX_AUC_ENTRIES:
+        keep = rng.choice(labels.size, _MAX_AUC_ENTRIES, replace=False)
+        labels, scores = labels[keep], scores[keep]
+    return score_attack(
+        "attribute", scores, labels, rng,
+        params={"ridge": ridge, "train_rows": int(train.size), "private_rows": int(target.size)},
+        nmse_attack=nmse(guess), nmse_released=nmse(rel[target]), nmse_public_only=nmse(public_guess),
+    )
