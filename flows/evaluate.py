@@ -17,7 +17,7 @@ from privgraph.storage import open_store
 from privgraph.storage.private_record import input_identity, owner_signing_key, read_private_record
 from privgraph.storage.seal import public_key_hex
 from privgraph.training import OWNER_ONLY
-from tasks.evaluate import attack, evaluate
+from tasks.evaluate import attack, evaluate, graph_report
 from tasks.ingest import ingest
 
 
@@ -98,6 +98,8 @@ def evaluate_flow(
     seed = stage_seed(root, "evaluate")
     metrics = dict(evaluate(private, clean, cfg.evaluate, seed, **noise))
     owner_only = metrics.pop(OWNER_ONLY)
+    if cfg.evaluate.graph_report and (clean.edges_private.size or private.edges_private.size):
+        owner_only["graph_utility"] = graph_report(private, clean, stage_seed(root, "graph-report"))
     if cfg.evaluate.attacks:  # scored against the raw graph: private evaluation only
         owner_only["attacks"] = attack(private, clean, cfg.evaluate, stage_seed(root, "attacks"), **noise)
     if not staged:  # a staged version's metrics are published with it, on the privatize run

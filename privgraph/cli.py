@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from privgraph.errors import EXIT_CODES, exit_code_for, one_line
-from privgraph.report import attack_rows
+from privgraph.report import attack_rows, graph_utility_rows
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Differentially private graphs, end to end.")
 artifacts_app = typer.Typer(no_args_is_help=True, help="List, show, verify and clean stored private graph versions.")
@@ -527,6 +527,13 @@ def _print_metrics(m: dict[str, Any], owner_only: dict[str, Any] | None = None) 
         c = owner_only["clean"]
         t.add_row("clean graph (private evaluation: not published)", f"{c['test_acc_mean']:.4f}", f"{c['test_acc_std']:.4f}")
     out.print(t)
+    rows = graph_utility_rows((owner_only or {}).get("graph_utility"))
+    if rows:
+        g = Table("statistic", "original", "released", "error / distance",
+                  title="structure of the released edges (private evaluation: not published)")
+        for r in rows:
+            g.add_row(*(escape(c) for c in r))
+        out.print(g)
     rows = attack_rows((owner_only or {}).get("attacks"))
     if rows:
         a = Table("attack", "AUC, raw graph's model", "without private edges", "AUC, version's model", "precision@k",

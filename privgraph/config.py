@@ -203,6 +203,10 @@ class EvaluateConfig(_Strict):
         default=False, strict=True,
         description="LPGNN Drop: propagate predictions too; stop above the label RR accuracy bound",
     )
+    graph_report: bool = Field(
+        default=True, strict=True,
+        description="structure of the released edges vs the raw ones (degrees, triangles, clustering, communities, ...): private evaluation",
+    )
     attacks: Annotated[list[AttackConfig], BeforeValidator(_attack_entries)] = Field(
         default_factory=list,
         description="privacy attacks on a model trained on the version and on the raw graph (private evaluation)",

@@ -71,6 +71,11 @@ def private_evaluation_markdown(pipeline: str, version: str, owner_only: dict[st
         m = owner_only.get(key)
         if m:
             lines.append(f"| {label} | {m['test_acc_mean']:.4f} | {m['test_acc_std']:.4f} |")
+    rows = graph_utility_rows(owner_only.get("graph_utility"))
+    if rows:
+        lines += ["", "### Structure of the released edges (original vs released)", "",
+                  "| statistic | original | released | relative error |", "|---|---|---|---|"]
+        lines += [f"| {' | '.join(r)} |" for r in rows]
     rows = attack_rows(owner_only.get("attacks"))
     if rows:
         lines += ["", "### Attacks (ROC-AUC, 95% bootstrap interval; 0.5 = chance)", "",
@@ -101,4 +106,20 @@ def attack_rows(attacks: dict[str, Any] | None) -> list[tuple[str, str, str, str
         prec = "-" if "skipped" in p else f"{p['metrics']['precision_at_k']:.3f}"
         label = name + (f" ({p['params'].get('metric') or p['params'].get('signal')})" if p.get("params", {}).keys() & {"metric", "signal"} else "")
         rows.append((label, cell(c), cell(w), cell(p), prec))
+    return rows
+
+
+def graph_utility_rows(report: dict[str, Any] | None) -> list[tuple[str, str, str, str]]:
+    """``(statistic, original, released, relative error or distance)`` rows of a
+    :func:`privgraph.graph_utility.graph_utility_report` (private evaluation)."""
+    if not report:
+        return []
+    rows = [("edges", str(report["edges"]["original"]), str(report["edges"]["released"]), "")]
+    for key in ("triangles", "global_clustering", "average_clustering", "modularity", "assortativity", "effective_diameter"):
+        r = report[key]
+        rows.append((key.replace("_", " "), f"{r['original']:.4g}", f"{r['released']:.4g}", f"{r['relative_error']:.3f}"))
+    rows.append(("degree distribution", "", "", f"KS {report['degree_ks']:.3f}, KL {report['degree_kl']:.3f}"))
+    rows.append(("communities (label propagation)", "", "", f"NMI {report['community_nmi']:.3f}"))
+    top = next(k for k in report if k.startswith("eigenvector_top"))
+    rows.append((top.replace("_", " "), "", "", f"{report[top]:.3f}"))
     return rows

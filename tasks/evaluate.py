@@ -11,6 +11,7 @@ from prefect.cache_policies import NO_CACHE
 from privgraph.config import EvaluateConfig
 from privgraph.graph import GraphData
 from privgraph.attacks import run_attacks
+from privgraph.graph_utility import graph_utility_report
 from privgraph.training import evaluate_utility
 from tasks.observe import prefect_progress
 
@@ -47,3 +48,9 @@ def attack(
         private, clean, config.attacks, seed_sequence=seed, progress=prefect_progress(),
         label_epsilon=label_epsilon, label_classes=label_classes, **config.train_kwargs(),
     )
+
+
+@task(name="graph-report", cache_policy=NO_CACHE, persist_result=False)
+def graph_report(private: GraphData, clean: GraphData, seed: np.random.SeedSequence) -> dict[str, Any]:
+    """The released edges' structure against the raw graph's (private evaluation)."""
+    return graph_utility_report(clean.edges("all"), private.edges("all"), clean.num_nodes, np.random.default_rng(seed))

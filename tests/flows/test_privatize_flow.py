@@ -269,7 +269,7 @@ def test_a_published_manifest_is_sealed_and_an_edited_one_is_refused(harness, tm
         evaluate_flow(pipeline="sbm-small", version=res["version"], config_path=str(cfg), store=str(tmp_path / "store"))
 
 
-def test_attacks_run_on_both_models_and_stay_private(harness, tmp_path):
+def test_attacks_and_the_graph_report_run_and_stay_private(harness, tmp_path):
     """evaluate.attacks: the same pairs attacked on a model of the raw graph (the attack's
     strength) and one of the version; the scores go to the owner's record and the private
     artifact only, never into the manifest or a shareable artifact."""
@@ -281,7 +281,10 @@ def test_attacks_run_on_both_models_and_stay_private(harness, tmp_path):
     attacks = [{"name": "linkteller", "max_pairs": 100}, {"name": "link_stealing", "max_pairs": 100}, "membership"]
     cfg = _config(tmp_path, evaluate={"runs": 1, "epochs": 30, "attacks": attacks})
     res = privatize_flow(pipeline="sbm-small", config_path=str(cfg))
-    att = json.loads(Path(res["private_record"]).read_text())["private_evaluation"]["attacks"]
+    owner = json.loads(Path(res["private_record"]).read_text())["private_evaluation"]
+    att = owner["attacks"]
+    gu = owner["graph_utility"]  # evaluate.graph_report (default on): the released edges' structure
+    assert gu["edges"]["original"] > 0 and 0 <= gu["degree_ks"] <= 1 and gu["triangles"]["relative_error"] >= 0
     names = {"linkteller", "link_stealing", "link_stealing_supervised", "membership"}
     assert set(att["clean"]) == set(att["private"]) == set(att["without_private_edges"]) == names
     lt_clean, lt_private = att["clean"]["linkteller"], att["private"]["linkteller"]
@@ -291,8 +294,10 @@ def test_attacks_run_on_both_models_and_stay_private(harness, tmp_path):
     assert abs(att["without_private_edges"]["linkteller"]["auc"] - 0.5) < 0.1  # no edge, no influence
     manifest = open_store(tmp_path / "store").read_manifest("sbm-small", res["version"])
     assert "linkteller" not in json.dumps(manifest) and "attacks" not in json.dumps(manifest)
+    assert "graph_utility" not in json.dumps(manifest) and "community_nmi" not in json.dumps(manifest)
     run = _runs_named(f"sbm-small/{res['version']}/evaluate")[0]
     arts = {a["key"]: a["data"] for a in _artifacts_of(run["id"])}
     private_art = arts["sbm-small-private-evaluation"]
     assert private_art.startswith("# PRIVATE EVALUATION") and "| linkteller |" in private_art
+    assert "Structure of the released edges" in private_art
     assert all("linkteller" not in d for k, d in arts.items() if k != "sbm-small-private-evaluation")
