@@ -12,6 +12,7 @@ from privgraph.config import PipelineConfig, load_config
 from privgraph.disclosure import Disclosure
 from privgraph.errors import ArtifactError, ArtifactIntegrityError
 from privgraph.graph import GraphData
+from privgraph.mechanisms import build_mechanism
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage import open_store
 from privgraph.storage.private_record import input_identity, owner_signing_key, read_private_record
@@ -57,6 +58,7 @@ def evaluate_flow(
     store: str | None = None,
     staged: bool = False,
     seed_entropy: int | None = None,
+    feature_release: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Test accuracy of a GNN trained on the private version; the owner's comparison with the clean graph.
 
@@ -72,6 +74,8 @@ def evaluate_flow(
     published a staged one) and ``private_evaluation`` (computed from the raw graph, published as
     the artifact ``<pipeline>-private-evaluation`` titled as private, never in a manifest).
     The run is named ``<pipeline>/<version>/evaluate`` and tagged as the pipeline's runs.
+    ``feature_release`` (a staged version: no manifest yet) names the feature mechanism and its
+    public parameters for the ``attribute`` attack; a published version's ledger says it.
     """
     cfgs = load_config(config_path)
     cfg = cfgs.get(pipeline)
@@ -101,12 +105,26 @@ def evaluate_flow(
     if cfg.evaluate.graph_report and (clean.edges_private.size or private.edges_private.size):
         owner_only["graph_utility"] = graph_report(private, clean, stage_seed(root, "graph-report"))
     if cfg.evaluate.attacks:  # scored against the raw graph: private evaluation only
-        owner_only["attacks"] = attack(private, clean, cfg.evaluate, stage_seed(root, "attacks"), **noise)
+        if not staged:
+            feature_release = feature_release_of(st.read_manifest(pipeline, version)["ledger"])
+        mechanism = None if feature_release is None else build_mechanism(feature_release["mechanism"], feature_release["params"])
+        owner_only["attacks"] = attack(private, clean, cfg.evaluate, stage_seed(root, "attacks"),
+                                       feature_mechanism=mechanism, public_feature_rows=disclosure.public_feature_rows(clean),
+                                       **noise)
     if not staged:  # a staged version's metrics are published with it, on the privatize run
         publish_metrics(pipeline, version, metrics)
     publish_private_evaluation(pipeline, version, owner_only)
     return {"pipeline": pipeline, "version": version, "metrics": metrics,
             "private_evaluation": owner_only, "input_check": identity}
+
+
+def feature_release_of(ledger: dict[str, Any]) -> dict[str, Any] | None:
+    """``{"mechanism", "params"}`` of the feature mechanism a ledger records (public parameters,
+    theta included), or None: what the attribute attack rebuilds to simulate the release."""
+    for e in PrivacyLedger.from_dict(ledger):
+        if e.scope.value == "features" and e.stage.endswith(".features"):
+            return {"mechanism": e.mechanism, "params": dict(e.params)}
+    return None
 
 
 def _check_input(

@@ -22,7 +22,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from flows.evaluate import evaluate_flow
+from flows.evaluate import evaluate_flow, feature_release_of
 from flows.reporting import label_flow_run, pipeline_tags, publish_ledger, publish_metrics
 from privgraph.accounting import BudgetPolicy, LedgerEntry
 from privgraph.config import load_config
@@ -84,6 +84,7 @@ def privatize_flow(
             ev = evaluate_flow(
                 pipeline=pipeline, version=pending.version, config_path=config_path,
                 store=store_uri, staged=True, seed_entropy=None if cfg.seed is None else cfg.seed,
+                feature_release=feature_release_of(result.ledger.to_dict()),
             )
             metrics, private_evaluation = ev["metrics"], ev["private_evaluation"]
         manifest = build_manifest(

@@ -163,8 +163,18 @@ class MembershipAttack(_Strict):
     signal: Literal["confidence", "entropy", "true_label"] = "confidence"
 
 
+class AttributeAttack(_Strict):
+    """Private feature rows reconstructed from the release (:mod:`privgraph.attacks.attribute`)."""
+
+    name: Literal["attribute"]
+    ridge: Float = Field(default=1.0, gt=0, description="ridge penalty of the adversary's regression")
+    max_train_rows: Int = Field(default=5000, ge=10, description="public rows the adversary learns from")
+
+
 #: one entry of ``evaluate.attacks``: a name, or a mapping with ``name`` and the attack's parameters
-AttackConfig = Annotated[LinkTellerAttack | LinkStealingAttack | MembershipAttack, Field(discriminator="name")]
+AttackConfig = Annotated[
+    LinkTellerAttack | LinkStealingAttack | MembershipAttack | AttributeAttack, Field(discriminator="name")
+]
 
 
 def _attack_entries(v: Any) -> Any:

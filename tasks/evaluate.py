@@ -41,11 +41,14 @@ def attack(
     seed: np.random.SeedSequence,
     label_epsilon: float | None = None,
     label_classes: int | None = None,
+    feature_mechanism: Any | None = None,
+    public_feature_rows: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """The configured attacks on a model of the version and one of the raw graph (private
     evaluation); progress (queries, attacks) as for training."""
     return run_attacks(
         private, clean, config.attacks, seed_sequence=seed, progress=prefect_progress(),
+        feature_mechanism=feature_mechanism, public_feature_rows=public_feature_rows,
         label_epsilon=label_epsilon, label_classes=label_classes, **config.train_kwargs(),
     )
 

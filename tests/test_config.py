@@ -224,7 +224,7 @@ def test_attacks_take_names_or_mappings_and_refuse_mistakes_with_their_path():
     assert attacks[1].signal == "entropy"
     assert get_args(LinkStealingAttack.model_fields["metric"].annotation) == DISTANCES  # one list of distances
     for attacks, says in (
-        (["attribute"], "pipelines.cora.evaluate.attacks.0"),
+        (["attribute_v2"], "pipelines.cora.evaluate.attacks.0"),
         (["linkteller", "linkteller"], "listed twice"),
         ([{"name": "linkteller", "max_pairs": True}], "pipelines.cora.evaluate.attacks.0.linkteller.max_pairs"),
         ([{"name": "link_stealing", "metric": "jaccard"}], "pipelines.cora.evaluate.attacks.0.link_stealing.metric"),

@@ -42,6 +42,8 @@ def run_attacks(
     *,
     seed_sequence: np.random.SeedSequence | int,
     progress: ProgressCallback | None = None,
+    feature_mechanism: Any | None = None,
+    public_feature_rows: np.ndarray | None = None,
     **train_kwargs: Any,
 ) -> dict[str, Any]:
     """Run ``attacks`` (``evaluate.attacks`` entries of :mod:`privgraph.config`) on both models.
@@ -49,6 +51,9 @@ def run_attacks(
     Returns ``{"note", "models": {row: {test_acc, train_acc, device}}, row: {attack: AttackResult
     dict}}`` for each row of :data:`ROWS`. An attack that cannot run on this graph (no private
     edges, no public edges for the supervised variant) is reported with ``skipped`` and why.
+    ``attribute`` needs no model: it is scored once, in the ``private`` row, from the released
+    features, ``feature_mechanism`` (the one that made them, rebuilt from its public parameters)
+    and ``public_feature_rows``.
 
     Raises:
         GraphValidationError: the graphs have no split (membership and training need one).
@@ -56,7 +61,7 @@ def run_attacks(
     if not attacks:
         return {}
     ss = as_seed_sequence(seed_sequence)
-    train_seed, pair_seed, score_seed = ss.spawn(3)
+    train_seed, pair_seed, score_seed, attribute_seed = ss.spawn(4)
     needs_pairs = [a for a in attacks if a.name in ("linkteller", "link_stealing")]
     samples: dict[str, PairSample | str] = {}
     for a in needs_pairs:
@@ -78,7 +83,10 @@ def run_attacks(
         results: dict[str, Any] = {}
         for a in attacks:
             sample = samples.get(a.name)
-            if isinstance(sample, str):
+            if a.name == "attribute":
+                if which == "private":
+                    results[a.name] = _attribute(private, clean, a, feature_mechanism, public_feature_rows, attribute_seed)
+            elif isinstance(sample, str):
                 results[a.name] = {"skipped": sample}
             elif a.name == "linkteller":
                 results[a.name] = linkteller(model, sample, rng, delta=a.delta,
@@ -124,6 +132,11 @@ class AttackProbe:
     def __init__(self, raw: GraphData, attacks: Sequence[Any], seed_sequence: np.random.SeedSequence | int) -> None:
         self.raw = raw
         self.attacks = list(attacks)
+        if any(a.name == "attribute" for a in self.attacks):
+            from privgraph.errors import ConfigError
+
+            raise ConfigError("evaluate.attacks: 'attribute' attacks a release, not a model; a comparison does not run it "
+                              "(use it in a pipeline's evaluate)")
         self.samples: dict[str, PairSample] = {}
         rng_seed = as_seed_sequence(seed_sequence)
         for a in self.attacks:
@@ -162,3 +175,20 @@ class AttackProbe:
             else:
                 raise ValueError(f"unknown attack {a.name!r}")
         return out
+
+
+def _attribute(
+    private: GraphData, clean: GraphData, a: Any, mechanism: Any | None, public_rows: np.ndarray | None,
+    seed: np.random.SeedSequence,
+) -> dict[str, Any]:
+    from privgraph.attacks.attribute import attribute_inference
+
+    if mechanism is None or public_rows is None:
+        return {"skipped": "no feature mechanism made this version's features"}
+    if private.x is None or clean.x is None or private.x.shape != clean.x.shape:
+        return {"skipped": "the released features do not match the raw ones in shape"}
+    try:
+        return attribute_inference(clean, private.x, public_rows, mechanism.privatize_rows, np.random.default_rng(seed),
+                                   ridge=a.ridge, max_train_rows=a.max_train_rows).to_dict()
+    except GraphValidationError as exc:
+        return {"skipped": str(exc)}

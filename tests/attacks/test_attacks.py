@@ -207,3 +207,22 @@ def test_attribute_inference_reads_weak_noise_and_is_held_to_the_public_guess_by
     assert strong.metrics["nmse_public_only"] > 0.95  # the features are independent of the graph here
     with pytest.raises(GraphValidationError, match="every feature row is public"):
         attribute_inference(g, x, np.ones(g.num_nodes, bool), mech.privatize_rows, np.random.default_rng(0))
+
+
+def test_the_suite_scores_attribute_inference_once_on_the_release(graph):
+    from privgraph.attacks import run_attacks
+    from privgraph.config import EvaluateConfig
+    from privgraph.mechanisms import build_mechanism
+
+    mech = build_mechanism("feature_rr", {"epsilon": 64.0, "bins": 2, "lower": 0.0, "upper": 1.0})
+    x = (np.random.default_rng(0).random(graph.x.shape) < 0.3).astype(np.float32)
+    clean = graph.replace(x=x)
+    public = np.arange(graph.num_nodes) % 2 == 0
+    released = x.copy()
+    released[~public] = mech.privatize_rows(x[~public], np.random.default_rng(1))
+    attacks = EvaluateConfig(attacks=["attribute"]).attacks
+    out = run_attacks(clean.replace(x=released), clean, attacks, seed_sequence=3, feature_mechanism=mech,
+                      public_feature_rows=public, epochs=5, patience=None)
+    assert out["private"]["attribute"]["auc"] > 0.95 and "attribute" not in out["clean"]
+    none = run_attacks(clean.replace(x=released), clean, attacks, seed_sequence=3, epochs=5, patience=None)
+    assert none["private"]["attribute"] == {"skipped": "no feature mechanism made this version's features"}

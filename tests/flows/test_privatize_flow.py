@@ -278,7 +278,7 @@ def test_attacks_and_the_graph_report_run_and_stay_private(harness, tmp_path):
     from flows.privatize import privatize_flow
     from privgraph.storage import open_store
 
-    attacks = [{"name": "linkteller", "max_pairs": 100}, {"name": "link_stealing", "max_pairs": 100}, "membership"]
+    attacks = [{"name": "linkteller", "max_pairs": 100}, {"name": "link_stealing", "max_pairs": 100}, "membership", "attribute"]
     cfg = _config(tmp_path, evaluate={"runs": 1, "epochs": 30, "attacks": attacks})
     res = privatize_flow(pipeline="sbm-small", config_path=str(cfg))
     owner = json.loads(Path(res["private_record"]).read_text())["private_evaluation"]
@@ -286,13 +286,20 @@ def test_attacks_and_the_graph_report_run_and_stay_private(harness, tmp_path):
     gu = owner["graph_utility"]  # evaluate.graph_report (default on): the released edges' structure
     assert gu["edges"]["original"] > 0 and 0 <= gu["degree_ks"] <= 1 and gu["triangles"]["relative_error"] >= 0
     names = {"linkteller", "link_stealing", "link_stealing_supervised", "membership"}
-    assert set(att["clean"]) == set(att["private"]) == set(att["without_private_edges"]) == names
+    assert set(att["clean"]) == set(att["without_private_edges"]) == names and set(att["private"]) == names | {"attribute"}
+    # the release's own mechanism was rebuilt from the ledger; this pipeline declares no public rows to learn from
+    assert "0 public rows" in att["private"]["attribute"]["skipped"], att["private"]["attribute"]
     lt_clean, lt_private = att["clean"]["linkteller"], att["private"]["linkteller"]
     assert lt_clean["n_positive"] == lt_private["n_positive"] == 100  # the same pairs for both models
     assert lt_clean["auc"] > 0.85, lt_clean  # the raw graph's model gives its edges away
     assert lt_private["auc"] < lt_clean["auc"] - 0.1, lt_private  # DPRR at eps 2 hides most of them
     assert abs(att["without_private_edges"]["linkteller"]["auc"] - 0.5) < 0.1  # no edge, no influence
     manifest = open_store(tmp_path / "store").read_manifest("sbm-small", res["version"])
+    from flows.evaluate import feature_release_of
+    from privgraph.mechanisms import build_mechanism
+
+    fr = feature_release_of(manifest["ledger"])  # what evaluate rebuilds for a published version
+    assert fr["mechanism"] == "feature_rr" and build_mechanism(fr["mechanism"], fr["params"]).params() == fr["params"]
     assert "linkteller" not in json.dumps(manifest) and "attacks" not in json.dumps(manifest)
     assert "graph_utility" not in json.dumps(manifest) and "community_nmi" not in json.dumps(manifest)
     run = _runs_named(f"sbm-small/{res['version']}/evaluate")[0]
