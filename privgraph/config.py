@@ -167,7 +167,7 @@ class AttributeAttack(_Strict):
     """Private feature rows reconstructed from the release (:mod:`privgraph.attacks.attribute`)."""
 
     name: Literal["attribute"]
-    ridge: Float = Field(default=1.0, gt=0, description="ridge penalty of the adversary's regression")
+    ridge: Float | None = Field(default=None, gt=0, description="ridge penalty of the adversary's regression (null: chosen by cross-validation)")
     max_train_rows: Int = Field(default=5000, ge=10, description="public rows the adversary learns from")
 
 
