@@ -161,6 +161,9 @@ class MembershipAttack(_Strict):
 
     name: Literal["membership"]
     signal: Literal["confidence", "entropy", "true_label"] = "confidence"
+    shadow: bool = Field(default=True, strict=True,
+                         description="also the shadow-model attack (a second model trained by the adversary on "
+                                     "labelled nodes outside the target's training and test sets)")
 
 
 class AttributeAttack(_Strict):

@@ -14,7 +14,7 @@ shareable version.
 from privgraph.attacks.attribute import attribute_inference
 from privgraph.attacks.link_stealing import link_stealing_supervised, link_stealing_unsupervised
 from privgraph.attacks.linkteller import linkteller, linkteller_scores
-from privgraph.attacks.membership import membership_inference
+from privgraph.attacks.membership import membership_inference, membership_shadow
 from privgraph.attacks.pairs import PairSample, private_edge_pairs
 from privgraph.attacks.scoring import AttackResult, bootstrap_auc_ci, precision_at_k, roc_auc
 from privgraph.attacks.suite import run_attacks
@@ -29,6 +29,7 @@ __all__ = [
     "linkteller",
     "linkteller_scores",
     "membership_inference",
+    "membership_shadow",
     "precision_at_k",
     "private_edge_pairs",
     "roc_auc",

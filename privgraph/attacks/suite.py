@@ -18,7 +18,7 @@ import numpy as np
 
 from privgraph.attacks.link_stealing import link_stealing_supervised, link_stealing_unsupervised
 from privgraph.attacks.linkteller import linkteller
-from privgraph.attacks.membership import membership_inference
+from privgraph.attacks.membership import membership_inference, membership_shadow, shadow_split
 from privgraph.attacks.pairs import PairSample, private_edge_pairs, public_edge_pairs
 from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
@@ -61,7 +61,7 @@ def run_attacks(
     if not attacks:
         return {}
     ss = as_seed_sequence(seed_sequence)
-    train_seed, pair_seed, score_seed, attribute_seed = ss.spawn(4)
+    train_seed, pair_seed, score_seed, attribute_seed, shadow_seed = ss.spawn(5)
     needs_pairs = [a for a in attacks if a.name in ("linkteller", "link_stealing")]
     samples: dict[str, PairSample | str] = {}
     for a in needs_pairs:
@@ -104,10 +104,36 @@ def run_attacks(
                 labels = clean.y if a.signal == "true_label" else None
                 results[a.name] = membership_inference(post, graph.train_mask, graph.test_mask, rng,
                                                        signal=a.signal, labels=labels).to_dict()
+                if a.shadow:
+                    results["membership_shadow"] = _membership_shadow(graph, edges, post, shadow_seed, rng, kwargs, labels)
             else:  # the configuration admits no other name
                 raise ValueError(f"unknown attack {a.name!r}")
             tracker.advance(detail=f"{a.name}, {which} model")
         out[which] = results
+    return out
+
+
+def _membership_shadow(
+    graph: GraphData, edges: str, post: Any, seed: np.random.SeedSequence, rng: np.random.Generator,
+    train_kwargs: dict[str, Any], labels: np.ndarray | None,
+) -> dict[str, Any]:
+    """The shadow-model attack on one row's model: the adversary's model, same architecture and
+    graph, trained on its own split of the nodes outside the target's (its labels: the row's);
+    ``labels`` (the target nodes' true labels, for the ``true_label`` signal) add the true
+    label's posterior to the attack's features."""
+    split_seed, fit_seed = seed.spawn(2)
+    if graph.y is None or graph.y.ndim != 1:
+        return {"skipped": "the shadow model needs single-label node labels"}
+    try:
+        s_tr, s_val, s_out = shadow_split(graph.train_mask, graph.test_mask, graph.y >= 0,
+                                          np.random.default_rng(split_seed), val_size=int(graph.val_mask.sum()))
+    except GraphValidationError as exc:
+        return {"skipped": str(exc)}
+    shadow = fit_node_classifier(graph.replace(train_mask=s_tr, val_mask=s_val, test_mask=s_out),
+                                 seed=fit_seed, edges=edges, **train_kwargs)
+    out = membership_shadow(post, graph.train_mask, graph.test_mask, shadow.query(), s_tr, s_out, rng, labels=labels,
+                            shadow_labels=None if labels is None else graph.y).to_dict()
+    out["shadow_model"] = {k: shadow.result[k] for k in ("test_acc", "train_acc")}
     return out
 
 

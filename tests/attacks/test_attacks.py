@@ -18,6 +18,7 @@ from privgraph.attacks import (
     link_stealing_unsupervised,
     linkteller,
     membership_inference,
+    membership_shadow,
     precision_at_k,
     private_edge_pairs,
     roc_auc,
@@ -166,6 +167,57 @@ def test_membership_finds_the_training_nodes_of_a_memorising_model():
     assert membership_inference(flat, g.train_mask, g.test_mask, np.random.default_rng(0)).auc == 0.5
     with pytest.raises(GraphValidationError, match="no split"):
         membership_inference(flat, np.zeros(g.num_nodes, bool), g.test_mask, np.random.default_rng(0))
+
+
+def _small_split(g: GraphData, seed: int) -> GraphData:
+    """200 training, 100 validation, 200 test nodes: 500 left for the adversary's shadow model."""
+    order = np.random.default_rng(seed).permutation(g.num_nodes)
+    masks = {name: np.isin(np.arange(g.num_nodes), order[a:b]) for name, a, b in
+             (("train_mask", 0, 200), ("val_mask", 200, 300), ("test_mask", 300, 500))}
+    return g.replace(**masks)
+
+
+def test_shadow_membership_learns_overfitting_from_its_own_model_and_finds_nothing_in_a_flat_one():
+    from privgraph.attacks.membership import shadow_split
+
+    g = _small_split(planted(2), 0)  # random labels: only memorisation fits the training nodes
+    fit = dict(epochs=300, patience=None, dropout=0.0, weight_decay=0.0, edges="public")
+    target = fit_node_classifier(g, seed=1, **fit)
+    s_tr, s_val, s_out = shadow_split(g.train_mask, g.test_mask, np.ones(g.num_nodes, bool), np.random.default_rng(3))
+    assert (s_tr.sum(), s_val.sum(), s_out.sum()) == (200, 200, 200)
+    assert not np.any((s_tr | s_val | s_out) & (g.train_mask | g.test_mask))
+    shadow = fit_node_classifier(g.replace(train_mask=s_tr, val_mask=s_val, test_mask=s_out), seed=2, **fit)
+    args = (target.query(), g.train_mask, g.test_mask, shadow.query(), s_tr, s_out)
+    r = membership_shadow(*args, np.random.default_rng(0), labels=g.y, shadow_labels=g.y)
+    assert r.auc > 0.8, r  # the true label's posterior, learnt from the shadow: members are fitted, others not
+    blind = membership_shadow(*args, np.random.default_rng(0))  # posteriors only: weaker, still above chance
+    assert 0.55 < blind.auc < r.auc, blind
+    again = membership_shadow(*args, np.random.default_rng(0), labels=g.y, shadow_labels=g.y)
+    assert again.to_dict() == r.to_dict()  # deterministic under the Generator
+    with pytest.raises(GraphValidationError, match="labels are needed for both"):
+        membership_shadow(*args, np.random.default_rng(0), labels=g.y)
+    flat = np.full((g.num_nodes, 3), 1 / 3)  # a target that reveals nothing
+    assert membership_shadow(flat, g.train_mask, g.test_mask, shadow.query(), s_tr, s_out, np.random.default_rng(0)).auc == 0.5
+    with pytest.raises(GraphValidationError, match="overlap the target's split"):
+        membership_shadow(flat, g.train_mask, g.test_mask, flat, g.train_mask, s_out, np.random.default_rng(0))
+    with pytest.raises(GraphValidationError, match="needs at least 20"):
+        shadow_split(g.train_mask, ~g.train_mask, np.ones(g.num_nodes, bool), np.random.default_rng(0))
+
+
+def test_the_suite_runs_the_shadow_attack_on_every_row():
+    from privgraph.attacks import run_attacks
+    from privgraph.config import EvaluateConfig
+
+    g = _small_split(planted(0, homophily=True), 1)
+    attacks = EvaluateConfig(attacks=["membership"]).attacks
+    out = run_attacks(g, g, attacks, seed_sequence=3, epochs=30, patience=None)
+    for row in ("clean", "without_private_edges", "private"):
+        r = out[row]["membership_shadow"]
+        assert 0.0 <= r["auc"] <= 1.0 and r["params"]["shadow_members"] == 200 and "test_acc" in r["shadow_model"]
+    off = run_attacks(g, g, EvaluateConfig(attacks=[{"name": "membership", "shadow": False}]).attacks,
+                      seed_sequence=3, epochs=30, patience=None)
+    assert "membership_shadow" not in off["private"]
+    assert off["private"]["membership"] == out["private"]["membership"]  # the shadow draws from its own seeds
 
 
 @pytest.mark.parametrize("sparse", [False, True])
