@@ -6,12 +6,19 @@ from typing import Any
 
 from prefect import flow
 
-from flows.reporting import label_flow_run, pipeline_tags, publish_metrics, publish_private_evaluation
+from flows.reporting import (
+    label_flow_run,
+    pipeline_tags,
+    publish_metrics,
+    publish_private_evaluation,
+    publish_structure_plot,
+)
 from privgraph.accounting import PrivacyLedger
 from privgraph.config import PipelineConfig, load_config
 from privgraph.disclosure import Disclosure
 from privgraph.errors import ArtifactError, ArtifactIntegrityError
 from privgraph.graph import GraphData
+from privgraph.graph_utility import structure_plot_png
 from privgraph.mechanisms import build_mechanism
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage import open_store
@@ -104,6 +111,8 @@ def evaluate_flow(
     owner_only = metrics.pop(OWNER_ONLY)
     if cfg.evaluate.graph_report and (clean.edges_private.size or private.edges_private.size):
         owner_only["graph_utility"] = graph_report(private, clean, stage_seed(root, "graph-report"))
+        publish_structure_plot(pipeline, version, structure_plot_png(
+            f"{pipeline} {version}: released edges against the raw graph (PRIVATE EVALUATION)", owner_only["graph_utility"]))
     if cfg.evaluate.attacks:  # scored against the raw graph: private evaluation only
         if not staged:
             feature_release = feature_release_of(st.read_manifest(pipeline, version)["ledger"])

@@ -132,6 +132,17 @@ def publish_private_evaluation(pipeline: str, version: str, owner_only: dict[str
     )
 
 
+def publish_structure_plot(pipeline: str, version: str, png: bytes) -> None:
+    """The graph-utility report of a version as a plot (degree distributions, errors per
+    statistic), inlined as a data URI: computed on raw data, titled as private."""
+    create_markdown_artifact(
+        key=artifact_key(pipeline, PRIVATE_PREFIX + "structure"),
+        markdown=f"# {_PRIVATE_TITLE}\n\n![structure of {pipeline} {version} against the raw graph]"
+                 f"(data:image/png;base64,{base64.b64encode(png).decode()})\n",
+        description=f"{_PRIVATE_TITLE}: structure of {pipeline} {version}'s edges against the raw graph",
+    )
+
+
 def publish_comparison(
     name: str, report: str, table_md: str, plot_png: bytes, degrees_png: bytes | None = None
 ) -> None:

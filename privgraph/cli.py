@@ -228,12 +228,17 @@ def evaluate(
     config: Path = typer.Option(Path("pipelines.yaml"), "--config", "-c", help="pipelines file"),
     store: str | None = typer.Option(None, "--store", help="artifact store URI"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+    structure_plot: Path | None = typer.Option(
+        None, "--structure-plot", help="also write the graph-utility report as a PNG here (private evaluation)"),
 ) -> None:
     """Train the GNN on a published version (shareable accuracy) and on the clean graph (the
     owner's private evaluation); print both."""
     with _errors():
+        from privgraph.errors import ConfigError
         from privgraph.storage import open_store
 
+        if structure_plot is not None and not structure_plot.parent.is_dir():
+            raise ConfigError(f"--structure-plot: directory {structure_plot.parent} does not exist")
         store_uri = store or _default_store()
         pipeline, version = open_store(store_uri).find_version(version)
         from flows.evaluate import evaluate_flow
@@ -243,6 +248,17 @@ def evaluate(
         _quiet_prefect()
         with prefect_api(), rich_progress(err, status=f"evaluating {escape(pipeline)}/{escape(version)}", transient=True):
             res = evaluate_flow(pipeline=pipeline, version=version, config_path=str(config), store=store_uri)
+        if structure_plot is not None:
+            report = (res.get("private_evaluation") or {}).get("graph_utility")
+            if report is None:
+                raise ConfigError("--structure-plot: no structure report (the graph has no private edges, "
+                                  "or evaluate.graph_report is false)")
+            from privgraph.graph_utility import structure_plot_png
+
+            tmp = structure_plot.with_name(f".{structure_plot.name}.tmp")
+            tmp.write_bytes(structure_plot_png(f"{pipeline} {version}: released edges against the raw graph "
+                                               f"(PRIVATE EVALUATION)", report))
+            tmp.replace(structure_plot)
     if as_json:
         print(json.dumps({k: v for k, v in res.items() if k != "private_evaluation"}, sort_keys=True))
         return

@@ -15,7 +15,9 @@ matrices (never over node pairs), or sampled with the error stated:
 * degree assortativity (Pearson over edges);
 * effective diameter: the 90th percentile of shortest-path lengths from ``sources`` nodes drawn
   uniformly (BFS), whose sampling error the report states as a bootstrap interval over sources;
-* eigenvector centrality (power iteration): the overlap of the top-k nodes.
+* eigenvector centrality (power iteration): the overlap of the top-k nodes;
+* the two degree histograms themselves, for :func:`structure_plot_png` (one entry per degree
+  present: O(sqrt(E)) numbers).
 
 Computed on the raw graph, the report is a PRIVATE evaluation for the data owner.
 """
@@ -28,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-__all__ = ["adjacency", "graph_utility_report", "structure_stats"]
+__all__ = ["adjacency", "graph_utility_report", "structure_plot_png", "structure_stats"]
 
 
 def adjacency(edges: np.ndarray, num_nodes: int) -> sp.csr_matrix:
@@ -215,8 +217,59 @@ def graph_utility_report(
         "community_nmi": float(normalized_mutual_info_score(s["communities"], t["communities"])),
         f"eigenvector_top{k}_overlap": len(top_a & top_b) / k,
     }
+    top = int(max(s["degrees"].max(initial=0), t["degrees"].max(initial=0))) + 1
+    hs, ht = (np.bincount(d.astype(np.int64), minlength=top) for d in (s["degrees"], t["degrees"]))
+    present = np.flatnonzero((hs > 0) | (ht > 0))  # at most one entry per distinct degree: O(sqrt(E))
+    out["degree_histogram"] = {"degree": present.tolist(), "original": hs[present].tolist(), "released": ht[present].tolist()}
     for key in ("triangles", "global_clustering", "average_clustering", "modularity", "assortativity", "effective_diameter"):
         out[key] = {"original": s[key], "released": t[key], "relative_error": _rel(s[key], t[key])}
     out["effective_diameter"]["ci95_original"] = list(s["effective_diameter_ci"])
     out["effective_diameter"]["ci95_released"] = list(t["effective_diameter_ci"])
     return out
+
+
+def structure_plot_png(title: str, report: dict[str, Any]) -> bytes:
+    """The report as a PNG: the degree distributions of both graphs (complementary CDF, log-log)
+    and a bar per statistic (relative error, KS distance, 1 - NMI, 1 - top-k overlap; 0 = kept)."""
+    import io
+    import textwrap
+
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 4.5), dpi=110)
+    ax, bx = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    h = report["degree_histogram"]
+    d = np.asarray(h["degree"], dtype=float)
+    for key, style in (("original", "-"), ("released", "--")):
+        c = np.asarray(h[key], dtype=float)
+        ccdf = c[::-1].cumsum()[::-1] / max(c.sum(), 1.0)  # P(degree >= d)
+        keep = (d > 0) & (ccdf > 0)
+        ax.plot(d[keep], ccdf[keep], style, marker=".", linewidth=1, label=f"{key} ({report['edges'][key]:,} edges)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("degree d")
+    ax.set_ylabel("fraction of nodes with degree >= d")
+    ax.set_title(f"degree distribution (KS {report['degree_ks']:.3f}, KL {report['degree_kl']:.3f})", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    topk = next(k for k in report if k.startswith("eigenvector_top"))
+    bars = [(k.replace("_", " "), report[k]["relative_error"]) for k in
+            ("triangles", "global_clustering", "average_clustering", "modularity", "assortativity", "effective_diameter")]
+    bars += [("degree KS", report["degree_ks"]), ("1 - community NMI", 1.0 - report["community_nmi"]),
+             (f"1 - {topk.replace('_', ' ')}", 1.0 - report[topk])]
+    names, values = zip(*bars)
+    bx.barh(range(len(values)), values, color="tab:blue")
+    bx.set_yticks(range(len(values)), labels=names, fontsize=8)
+    bx.invert_yaxis()
+    bx.set_xlabel("relative error / distance (0: preserved)")
+    for i, v in enumerate(values):
+        bx.text(v, i, f" {v:.3g}", va="center", fontsize=7)
+    bx.set_xlim(0, max(1.0, 1.15 * max(values)))
+    fig.suptitle(textwrap.fill(title, 110), fontsize=9)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()

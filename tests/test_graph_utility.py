@@ -45,3 +45,19 @@ def test_a_graph_against_itself_and_against_noise(g):
     assert far["edges"] == {"original": g.number_of_edges(), "released": noise.number_of_edges()}
     lo, hi = far["effective_diameter"]["ci95_original"]
     assert lo <= far["effective_diameter"]["original"] <= hi
+
+
+def test_the_degree_histograms_and_the_plot(g):
+    from privgraph.graph_utility import structure_plot_png
+
+    e = _edges(g)
+    r = graph_utility_report(e, e[:, ::2], g.number_of_nodes(), np.random.default_rng(0))
+    h = r["degree_histogram"]
+    deg = dict(g.degree())
+    assert h["degree"] == sorted(set(deg.values()) | set(np.bincount(e[:, ::2].ravel(), minlength=400).tolist()))
+    assert dict(zip(h["degree"], h["original"])) == {d: c for d, c in
+                                                      zip(*np.unique(list(deg.values()), return_counts=True)) if c} | \
+        {d: 0 for d in h["degree"] if d not in set(deg.values())}
+    assert sum(h["released"]) == sum(h["original"]) == 400
+    png = structure_plot_png("test", r)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000

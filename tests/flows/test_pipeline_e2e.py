@@ -88,6 +88,16 @@ def test_cli_run_publishes_a_private_cora_version(tmp_path, data_root):
     assert x_priv.shape == raw.x.shape and not np.array_equal(x_priv, raw.x)
     assert set(np.unique(x_priv)) <= {0.5, 1.0}
 
+    # the owner re-evaluates the published version: the structure report's table and its plot
+    r = _cli("evaluate", version, "--config", str(cfg), "--store", store, "--structure-plot",
+             str(tmp_path / "nope" / "s.png"), cwd=tmp_path)
+    assert r.returncode == 2 and "--structure-plot: directory" in r.stderr  # refused before any data is read
+    r = _cli("evaluate", version, "--config", str(cfg), "--store", store, "--structure-plot",
+             str(tmp_path / "structure.png"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "structure of the released edges" in r.stdout and "triangles" in r.stdout
+    assert (tmp_path / "structure.png").read_bytes()[:4] == b"\x89PNG"
+
 
 def test_cli_bad_config_exits_2_without_traceback(tmp_path, data_root):
     cfg = _config(tmp_path, data_root, features={"mechanism": "feature_rr", "epsilon": -1})

@@ -285,7 +285,7 @@ def test_attacks_and_the_graph_report_run_and_stay_private(harness, tmp_path):
     att = owner["attacks"]
     gu = owner["graph_utility"]  # evaluate.graph_report (default on): the released edges' structure
     assert gu["edges"]["original"] > 0 and 0 <= gu["degree_ks"] <= 1 and gu["triangles"]["relative_error"] >= 0
-    names = {"linkteller", "link_stealing", "link_stealing_supervised", "membership"}
+    names = {"linkteller", "link_stealing", "link_stealing_supervised", "membership", "membership_shadow"}
     assert set(att["clean"]) == set(att["without_private_edges"]) == names and set(att["private"]) == names | {"attribute"}
     # the release's own mechanism was rebuilt from the ledger; this pipeline declares no public rows to learn from
     assert "0 public rows" in att["private"]["attribute"]["skipped"], att["private"]["attribute"]
@@ -307,4 +307,7 @@ def test_attacks_and_the_graph_report_run_and_stay_private(harness, tmp_path):
     private_art = arts["sbm-small-private-evaluation"]
     assert private_art.startswith("# PRIVATE EVALUATION") and "| linkteller |" in private_art
     assert "Structure of the released edges" in private_art
+    structure = arts["sbm-small-private-structure"]  # the report as a plot, titled as private
+    assert structure.startswith("# PRIVATE EVALUATION") and "(data:image/png;base64," in structure
+    assert sum(gu["degree_histogram"]["original"]) == sum(gu["degree_histogram"]["released"]) == gu["nodes"]
     assert all("linkteller" not in d for k, d in arts.items() if k != "sbm-small-private-evaluation")
