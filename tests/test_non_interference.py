@@ -20,6 +20,9 @@ convergence statistic. A scope in which a pipeline keeps nothing private (e.g. t
 ``cora``, released as they are) has no neighbouring input; the test then checks that the
 published manifest declares that part public, with the YAML path that declares it.
 
+A pipeline that runs attacks (``cora-heterorr``) runs them here too: their scores, computed on raw
+data, must reach the owner's private record and move nothing above.
+
 Test scale: the evaluation trains 1 run of 3 epochs; Facebook is the subgraph induced by its first
 2,500 nodes (after the pipeline's own rho split); the SBM has 1,000 nodes; the flows run serially
 (the output does not depend on the executor: tests/test_privatize.py). The input reaches the flow
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +256,10 @@ def test_a_published_version_reveals_nothing_beyond_its_ledger(
     other = _run(other_cfg, name, neighbour, monkeypatch)
     assert other["record"]["input_identity"] != base["record"]["input_identity"]  # the inputs differ
     assert violations(base, other, name, scope) == []
+    if (SHIPPED[name].get("evaluate") or {}).get("attacks"):  # they ran, on raw data, and stayed in the owner's record
+        scored = other["record"]["private_evaluation"]["attacks"]["private"]
+        assert "linkteller" in scored and "auc" in scored["linkteller"], scored
+        assert "attacks" not in json.dumps(other["manifest"]) and "linkteller" not in json.dumps(other["manifest"])
 
 
 def test_the_check_catches_a_field_computed_from_private_data(harness, data_root, tmp_path, monkeypatch):
