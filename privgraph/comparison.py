@@ -455,7 +455,7 @@ def comparison_info(
         "evaluation": {
             "runs": result.runs,
             "target": result.target,
-            "settings": (config.evaluate or pipeline_config.evaluate).model_dump(mode="json"),
+            "settings": config.evaluate_settings(pipeline_config).model_dump(mode="json"),
             "note": "accuracies are scored on the raw graph and the degree curves are the exact private "
                     "degrees: a private evaluation for the data owner, not a release",
         },

@@ -340,7 +340,18 @@ class ComparisonConfig(_Strict):
     def _target_listed(self) -> ComparisonConfig:
         if self.target not in self.mechanisms:
             raise ValueError(f"target {self.target!r} is not among mechanisms {sorted(self.mechanisms)}")
+        if self.evaluate is not None and any(a.name == "attribute" for a in self.evaluate.attacks):
+            raise ValueError("evaluate.attacks: 'attribute' attacks a release, not a model; a comparison does "
+                             "not run it (list it in a pipeline's evaluate)")
         return self
+
+    def evaluate_settings(self, pipeline: PipelineConfig) -> EvaluateConfig:
+        """The evaluation of every cell: the comparison's own ``evaluate``, else its pipeline's with
+        the model attacks only (``attribute`` attacks a release: a pipeline's evaluation runs it)."""
+        if self.evaluate is not None:
+            return self.evaluate
+        ev = pipeline.evaluate
+        return ev.model_copy(update={"attacks": [a for a in ev.attacks if a.name != "attribute"]})
 
 
 class PipelinesConfig(_Strict):

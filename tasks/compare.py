@@ -26,7 +26,7 @@ def compare(
     """Progress (clean baseline, then mechanism x epsilon x run cells, k/N with an ETA) goes to the
     task's log and the process's listeners; ``name``: the comparison's, for the Dask dashboard's
     link artifact."""
-    ev = config.evaluate or pipeline.evaluate
+    ev = config.evaluate_settings(pipeline)
     train_kwargs = ev.train_kwargs()
     with logged_executor(pipeline.executor, pipeline.dask, name) as ex:
         return run_comparison(

@@ -232,3 +232,18 @@ def test_attacks_take_names_or_mappings_and_refuse_mistakes_with_their_path():
     ):
         msg = _error(_with("pipelines.cora.evaluate", {"attacks": attacks}))
         assert says in msg, msg
+
+
+def test_a_comparison_attacks_models_only():
+    """``attribute`` attacks a release: refused in a comparison's own evaluate (with its path),
+    left out of the pipeline's evaluate that a comparison inherits."""
+    d = _with("pipelines.cora.evaluate", {"attacks": ["linkteller", "attribute"]})
+    d["comparisons"] = {"edges": {"pipeline": "cora", "scope": "edges", "target": "dprr",
+                                  "mechanisms": {"dprr": {}, "warner_rr": {}}, "epsilons": [1.0]}}
+    cfg = parse_config(d)
+    inherited = cfg.comparison("edges").evaluate_settings(cfg.get("cora"))
+    assert [a.name for a in inherited.attacks] == ["linkteller"]
+    assert [a.name for a in cfg.get("cora").evaluate.attacks] == ["linkteller", "attribute"]  # the pipeline keeps it
+    d["comparisons"]["edges"]["evaluate"] = {"attacks": ["attribute"]}
+    msg = _error(d)
+    assert "comparisons.edges" in msg and "'attribute' attacks a release" in msg, msg
