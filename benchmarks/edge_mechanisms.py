@@ -258,7 +258,7 @@ def bench_dask_speedup(graph: GraphData, name: str, params: dict[str, Any], *, p
     """privatize_graph's edge stage with 1 and 2 Dask workers; EdgeRR is fitted inside (serial)
     so its figure includes the global fit (reported separately by hrg_sample)."""
     from privgraph.mechanisms import build_mechanism
-    from privgraph.parallel import DaskExecutor
+    from tasks.dask_executor import DaskExecutor
     from privgraph.partition import partition_graph
     from privgraph.privatize import privatize_graph
 

@@ -24,9 +24,9 @@ from typing import IO
 
 import httpx
 
-from privgraph.errors import OrchestrationError
+from privgraph.errors import ConfigError, OrchestrationError
 
-__all__ = ["free_port", "prefect_api"]
+__all__ = ["free_port", "prefect_api", "require_prefect_api"]
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _STOP_GRACE_S = 10.0
@@ -179,3 +179,24 @@ def _wait_healthy(proc: subprocess.Popen[bytes], url: str, wait_s: float, log: I
                     "to a running server)"
                 )
             time.sleep(0.1)
+
+
+def require_prefect_api() -> None:
+    """``privgraph serve`` needs a Prefect server that outlives it: PREFECT_API_URL set and answering.
+
+    Raises:
+        ConfigError: PREFECT_API_URL is not set (exit 2).
+        OrchestrationError: the server does not answer its health check.
+    """
+    from prefect.settings import PREFECT_API_URL
+
+    url = PREFECT_API_URL.value()
+    if not url:
+        raise ConfigError(
+            "PREFECT_API_URL: not set; `privgraph serve` needs a running Prefect server "
+            "(start one with `prefect server start` and export PREFECT_API_URL=http://127.0.0.1:4200/api)"
+        )
+    try:
+        httpx.get(url.rstrip("/") + "/health", timeout=10.0).raise_for_status()
+    except httpx.HTTPError as exc:
+        raise OrchestrationError(f"PREFECT_API_URL {url}: the Prefect server does not answer ({type(exc).__name__})") from None

@@ -1,7 +1,8 @@
 """privgraph: differentially private graphs, end to end.
 
-The library is pure Python/NumPy/PyTorch: it imports neither Prefect nor Dask's distributed
-scheduler (``privgraph.parallel`` opens a Dask client only when asked to).
+The library is pure Python/NumPy/PyTorch: it imports neither Prefect nor Dask
+(``privgraph.parallel`` maps partitions over any executor; the Dask one is
+``tasks.dask_executor``; tests/test_layering.py checks it).
 """
 
 from privgraph.errors import GraphValidationError, PrivgraphError

@@ -332,7 +332,9 @@ def serve(
             _check_cron(cron)
         for n in names:
             cfg.get(n)
-        _require_prefect_api()
+        from flows.server import require_prefect_api
+
+        require_prefect_api()
         deployments = pipeline_deployments(cfg, names, str(config.resolve()), cron=cron)
         err.print(f"serving {escape(', '.join(d.name for d in deployments))}; Ctrl-C to stop", highlight=False)
         serve_deployments(deployments)
@@ -349,26 +351,6 @@ def _check_cron(expr: str) -> None:
         ScheduleConfig(cron=expr)
     except ValidationError as exc:
         raise ConfigError(f"--cron: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
-
-
-def _require_prefect_api() -> None:
-    """``serve`` needs a Prefect server that outlives it: PREFECT_API_URL set and answering."""
-    from prefect.settings import PREFECT_API_URL
-
-    from privgraph.errors import ConfigError, OrchestrationError
-
-    url = PREFECT_API_URL.value()
-    if not url:
-        raise ConfigError(
-            "PREFECT_API_URL: not set; `privgraph serve` needs a running Prefect server "
-            "(start one with `prefect server start` and export PREFECT_API_URL=http://127.0.0.1:4200/api)"
-        )
-    import httpx
-
-    try:
-        httpx.get(url.rstrip("/") + "/health", timeout=10.0).raise_for_status()
-    except httpx.HTTPError as exc:
-        raise OrchestrationError(f"PREFECT_API_URL {url}: the Prefect server does not answer ({type(exc).__name__})") from None
 
 
 @artifacts_app.command("list")

@@ -6,20 +6,19 @@ order. ``fn`` builds its own ``numpy.random.Generator`` from the ``SeedSequence`
 the result depends only on the seeds and the partitioning: never on the number of workers, the
 scheduler, or the order in which partitions finish.
 
-This module is one of the library's two doors to Dask (the other is the CLI through ``flows/``);
-``dask.distributed`` is imported only when a Dask executor is opened.
+The library imports no Dask: the Dask executor (:class:`tasks.dask_executor.DaskExecutor`, the
+same protocol over a ``dask.distributed.Client``) and the choice between the two
+(:func:`tasks.dask_executor.open_executor`) live with the orchestration.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-__all__ = ["Executor", "SerialExecutor", "DaskExecutor", "open_executor", "map_partitions"]
+__all__ = ["Executor", "SerialExecutor", "map_partitions"]
 
 T = TypeVar("T")
 
@@ -53,125 +52,6 @@ class SerialExecutor:
     def describe(self) -> dict[str, Any]:
         """What runs the partitions: ``executor``, ``workers``, ``dashboard`` (None: none here)."""
         return {"executor": "serial", "workers": 1, "threads": 1, "dashboard": None}
-
-
-class DaskExecutor:
-    """Runs partitions on a ``dask.distributed.Client``.
-
-    Args:
-        address: an existing scheduler (``tcp://host:8786``); ``None`` starts a ``LocalCluster``
-            (its dashboard on 127.0.0.1, a free port: :attr:`dashboard_link`).
-        n_workers: workers of the LocalCluster (default: 2).
-        threads_per_worker: threads per LocalCluster worker (default: 1).
-        client: an already-open Client to use as is (its lifetime stays with the caller).
-    """
-
-    name = "dask"
-
-    def __init__(
-        self,
-        address: str | None = None,
-        *,
-        n_workers: int = 2,
-        threads_per_worker: int = 1,
-        client: Any = None,
-    ) -> None:
-        self.address = address
-        self.n_workers = n_workers
-        self.threads_per_worker = threads_per_worker
-        self._client = client
-        self._owned: list[Any] = []
-
-    def __enter__(self) -> DaskExecutor:
-        if self._client is None:
-            from dask.distributed import Client, LocalCluster
-
-            if self.address:
-                self._client = Client(self.address)
-            else:
-                cluster = LocalCluster(
-                    n_workers=self.n_workers,
-                    threads_per_worker=self.threads_per_worker,
-                    processes=True,
-                    dashboard_address="127.0.0.1:0",  # this machine only, a free port
-                )
-                self._owned.append(cluster)
-                self._client = Client(cluster)
-            self._owned.insert(0, self._client)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for obj in self._owned:
-            obj.close()
-        self._owned.clear()
-        self._client = None
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            raise RuntimeError("DaskExecutor is not open: use it as a context manager")
-        return self._client
-
-    def map(self, fn, payloads, seeds, shared):  # type: ignore[no-untyped-def]
-        client = self.client
-        # large shared arrays travel to each worker once, not once per partition
-        # (replicated on every worker, so losing one worker loses no copy). Each partition's
-        # payload goes with its task, not scattered: a scattered object lives only on the worker
-        # that holds it, and a worker killed mid-run would take it along (the task is then
-        # cancelled as "already forgotten"); with the payload in the task the scheduler reruns
-        # the partition elsewhere, with the same seed, so the output is the same.
-        shared_f = {k: client.scatter(v, broadcast=True) for k, v in shared.items()}
-        futures = [
-            client.submit(fn, p, s, **shared_f, pure=True)
-            for p, s in zip(payloads, seeds, strict=True)
-        ]
-        return client.gather(futures)
-
-    @property
-    def dashboard_link(self) -> str | None:
-        """The scheduler's dashboard URL (None when it serves none). Without bokeh installed the
-        page only says that the dashboard needs bokeh (see :attr:`dashboard_ready`)."""
-        try:
-            link = self.client.dashboard_link
-        except (KeyError, AttributeError):  # a scheduler without an HTTP service
-            return None
-        return link or None
-
-    @property
-    def dashboard_ready(self) -> bool:
-        """Whether this process has bokeh, which the dashboard's pages need (a LocalCluster's
-        scheduler runs here; a remote scheduler has its own and this is a guess)."""
-        return importlib.util.find_spec("bokeh") is not None
-
-    def describe(self) -> dict[str, Any]:
-        """``executor``, ``address``, ``workers``, ``threads`` (over all workers), ``dashboard``."""
-        info = self.client.scheduler_info()
-        workers = info.get("workers", {})
-        return {
-            "executor": "dask",
-            "address": self.address or "LocalCluster",
-            "workers": len(workers),
-            "threads": sum(int(w.get("nthreads", 0)) for w in workers.values()),
-            "dashboard": self.dashboard_link,
-        }
-
-
-@contextlib.contextmanager
-def open_executor(
-    kind: str = "serial",
-    *,
-    address: str | None = None,
-    n_workers: int = 2,
-    threads_per_worker: int = 1,
-) -> Iterator[Executor]:
-    """Open the executor a pipeline asks for (``"serial"`` or ``"dask"``) and close it after."""
-    if kind == "serial":
-        yield SerialExecutor()
-    elif kind == "dask":
-        with DaskExecutor(address, n_workers=n_workers, threads_per_worker=threads_per_worker) as ex:
-            yield ex
-    else:
-        raise ValueError(f"executor must be 'serial' or 'dask', got {kind!r}")
 
 
 def map_partitions(

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from prefect import get_run_logger
 
 from privgraph.config import DaskConfig
-from privgraph.parallel import Executor, open_executor
+from privgraph.parallel import Executor
+from tasks.dask_executor import open_executor
 from privgraph.progress import ProgressCallback, ProgressEvent, broadcast
 
 
@@ -32,7 +33,7 @@ def prefect_progress() -> ProgressCallback:
 
 @contextlib.contextmanager
 def logged_executor(kind: str, dask: DaskConfig, name: str | None = None) -> Iterator[Executor]:
-    """:func:`privgraph.parallel.open_executor` for a pipeline, logged.
+    """:func:`tasks.dask_executor.open_executor` for a pipeline, logged.
 
     With a Dask client, the dashboard link is logged and, when ``name`` (the pipeline's or
     comparison's) is given, published as the link artifact ``<name>-dask-dashboard`` (a link to
