@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from privgraph.errors import EXIT_CODES, exit_code_for, one_line
-from privgraph.report import attack_rows, graph_utility_rows
+from privgraph.report import UTILITY_ROWS, attack_rows, graph_utility_rows, paired_test_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Differentially private graphs, end to end.")
 artifacts_app = typer.Typer(no_args_is_help=True, help="List, show, verify and clean stored private graph versions.")
@@ -519,12 +519,15 @@ def _print_ledger(ledger: dict[str, Any]) -> None:
 
 def _print_metrics(m: dict[str, Any], owner_only: dict[str, Any] | None = None) -> None:
     t = Table("model", "test acc (mean)", "std", title=f"utility, {m.get('runs')} runs on {m.get('device')}")
-    if m.get("private"):
-        t.add_row("trained on the private version", f"{m['private']['test_acc_mean']:.4f}", f"{m['private']['test_acc_std']:.4f}")
+    for key, label in UTILITY_ROWS:
+        if m.get(key):
+            t.add_row(escape(label), f"{m[key]['test_acc_mean']:.4f}", f"{m[key]['test_acc_std']:.4f}")
     if owner_only and owner_only.get("clean"):
         c = owner_only["clean"]
         t.add_row("clean graph (private evaluation: not published)", f"{c['test_acc_mean']:.4f}", f"{c['test_acc_std']:.4f}")
     out.print(t)
+    if m.get("gnn_vs_feature_only"):
+        out.print(escape(paired_test_line(m["gnn_vs_feature_only"])), highlight=False)
     rows = graph_utility_rows((owner_only or {}).get("graph_utility"))
     if rows:
         g = Table("statistic", "original", "released", "error / distance",

@@ -56,10 +56,30 @@ def metrics_markdown(pipeline: str, version: str, metrics: dict[str, Any]) -> st
         "| graph | mean | std |",
         "|---|---|---|",
     ]
-    m = metrics.get("private")
-    if m:
-        lines.append(f"| private | {m['test_acc_mean']:.4f} | {m['test_acc_std']:.4f} |")
+    for key, label in UTILITY_ROWS:
+        m = metrics.get(key)
+        if m:
+            lines.append(f"| {label} | {m['test_acc_mean']:.4f} | {m['test_acc_std']:.4f} |")
+    if metrics.get("selected", {}).get("models"):
+        lines += ["", "selected per run: " + ", ".join(metrics["selected"]["models"])]
+    t = metrics.get("gnn_vs_feature_only")
+    if t:
+        lines += ["", paired_test_line(t)]
     return "\n".join(lines) + "\n"
+
+
+#: the utility rows of an evaluation's metrics (key, label), in the order shown
+UTILITY_ROWS = (
+    ("private", "private (GNN)"),
+    ("feature_only", "private, no edges (feature-only floor)"),
+    ("selected", "private, GNN or floor chosen by validation accuracy"),
+)
+
+
+def paired_test_line(t: dict[str, Any]) -> str:
+    """``GNN - floor: +0.0123 (paired t-test (scipy.stats.ttest_rel), 5 runs, p = 0.012)``."""
+    p = "p not defined" if t.get("pvalue") is None else f"p = {t['pvalue']:.3g}"
+    return f"GNN - floor: {t['mean_difference']:+.4f} ({t['test']}, {t['runs']} runs, {p})"
 
 
 def private_evaluation_markdown(pipeline: str, version: str, owner_only: dict[str, Any]) -> str:
@@ -67,10 +87,14 @@ def private_evaluation_markdown(pipeline: str, version: str, owner_only: dict[st
     scored on the raw test labels. NOT shareable."""
     lines = [f"## Private evaluation: {pipeline} {version}", "", str(owner_only.get("note", "")), ""]
     lines += ["| model | test accuracy (mean) | std |", "|---|---|---|"]
-    for key, label in (("clean", "trained on the raw graph"), ("private_on_raw_labels", "trained on the version, raw test labels")):
+    for key, label in (("clean", "trained on the raw graph"), ("private_on_raw_labels", "trained on the version, raw test labels"),
+                       ("feature_only_on_raw_labels", "the version without edges (floor), raw test labels"),
+                       ("selected_on_raw_labels", "GNN or floor by validation, raw test labels")):
         m = owner_only.get(key)
         if m:
             lines.append(f"| {label} | {m['test_acc_mean']:.4f} | {m['test_acc_std']:.4f} |")
+    if owner_only.get("gnn_vs_feature_only_on_raw_labels"):
+        lines += ["", "On the raw test labels: " + paired_test_line(owner_only["gnn_vs_feature_only_on_raw_labels"])]
     rows = graph_utility_rows(owner_only.get("graph_utility"))
     if rows:
         lines += ["", "### Structure of the released edges (original vs released)", "",

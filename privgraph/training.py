@@ -34,11 +34,14 @@ from privgraph.seeding import as_seed_sequence, partition_seeds
 
 __all__ = [
     "DENOISING_OPTIONS",
+    "EDGE_SETS",
     "MODELS",
     "OWNER_ONLY",
     "choose_device",
     "drop_bound",
     "evaluate_utility",
+    "feature_only_kwargs",
+    "paired_test",
     "fit_node_classifier",
     "train_node_classifier",
     "TrainedClassifier",
@@ -47,6 +50,8 @@ __all__ = [
 _MASKS = ("train_mask", "val_mask", "test_mask")
 _SPARSE_DENSITY = 0.1
 MODELS: dict[str, type[torch.nn.Module]] = {"gcn": GCN, "sage": GraphSAGE}
+#: the edge sets a model can be trained over; "none" is the feature-only floor
+EDGE_SETS = ("all", "public", "private", "none")
 # the options of train_node_classifier that denoise a PRIVATE graph; evaluate_utility does not
 # apply them to the clean baseline (LPGNN's setting: the non-private model has nothing to denoise)
 DENOISING_OPTIONS = ("kprop_features", "kprop_labels", "drop", "label_epsilon", "label_classes")
@@ -330,8 +335,11 @@ def fit_node_classifier(
         graph (GraphData): needs ``x``, single-label ``y`` and all three masks.
         seed (int or SeedSequence): seeds the run's :class:`torch.Generator` (initial parameters,
             dropout masks). Same seed, same graph, same arguments: bit-identical results on CPU.
-        edges (str): which edges to propagate over: ``"all"``, ``"public"`` or ``"private"``
-            (default: ``"all"``).
+        edges (str): which edges to propagate over: ``"all"``, ``"public"``, ``"private"`` or
+            ``"none"`` (default: ``"all"``). ``"none"`` is the feature-only floor: every node's
+            closed neighbourhood is itself, so the GCN (mean or symmetric) and GraphSAGE become
+            MLPs of the same architecture, initial parameters and dropout draws; KProp needs edges
+            and is refused with it.
         hidden (int): hidden channels (default: ``64``).
         epochs (int): maximum number of epochs (default: ``200``).
         lr (float): Adam learning rate (default: ``0.01``).
@@ -397,8 +405,16 @@ def fit_node_classifier(
     if eval_y is not None:
         num_classes = max(num_classes, int(eval_y.max()) + 1)
 
+    _check_choice(edges, "edges", EDGE_SETS)
+    if edges == "none" and (kprop_features or kprop_labels):
+        raise ValueError("train_node_classifier: edges='none' (the feature-only floor) cannot run KProp, which "
+                         "propagates over edges; set kprop_features = kprop_labels = 0")
     dev = choose_device(device)
-    data = graph.to_pyg(edges)
+    if edges == "none":
+        no_edges = np.zeros((2, 0), np.int64)
+        data = graph.replace(edges_public=no_edges, edges_private=no_edges).to_pyg("all")
+    else:
+        data = graph.to_pyg(edges)
     edge_index = data.edge_index.to(dev)
     if kprop_features:
         x_prop = KProp(kprop_features, **_KPROP)(data.x.to(dev), edge_index)
@@ -522,7 +538,7 @@ def evaluate_utility(
     """Train on a private graph and on its clean original, ``runs`` times each, and compare.
 
     ``progress`` (optional) receives a :class:`~privgraph.progress.ProgressEvent` of the task
-    ``training`` when the loop starts and after each of the ``2 * runs`` trainings (k/N, ETA).
+    ``training`` when the loop starts and after each of the ``3 * runs`` trainings (k/N, ETA).
 
     Both graphs must carry the same split (equal ``train_mask``, ``val_mask`` and ``test_mask``).
     Run ``i`` uses child ``i`` of ``seed_sequence`` (spawn key ``(..., i)``) for BOTH graphs, so
@@ -551,7 +567,12 @@ def evaluate_utility(
         shareable; and, under :data:`OWNER_ONLY`, what is computed from the raw graph and covered
         by no guarantee (the data owner's private record): ``clean`` (the same model trained on the
         raw graph) and ``private_on_raw_labels`` (the private model scored on the raw test labels;
-        equal to ``private`` where the test labels are public). Each summary has
+        equal to ``private`` where the test labels are public). Beside ``private`` (the GNN):
+        ``feature_only``, the floor (the same model, seeds and epochs on the version without any
+        edge: :func:`feature_only_kwargs`; a GNN below it would do better ignoring the graph),
+        ``selected`` (per run, whichever of the two has the higher validation accuracy on the
+        version's own labels, and which it was) and ``gnn_vs_feature_only``
+        (:func:`paired_test`); each again on the raw labels under :data:`OWNER_ONLY`. Each summary has
         ``test_acc_mean``, ``test_acc_std`` (sample standard deviation, ``ddof=1``; ``0.0`` for one
         run) and the per-run ``test_acc`` list.
 
@@ -588,20 +609,57 @@ def evaluate_utility(
     _check_graph(private)
     seeds = partition_seeds(as_seed_sequence(seed_sequence), int(runs))
     clean_kwargs = {k: v for k, v in train_kwargs.items() if k not in DENOISING_OPTIONS}
-    clean_res, private_res = [], []
-    tracker = ProgressTracker("training", 2 * int(runs), progress)
+    floor_kwargs = feature_only_kwargs(train_kwargs)
+    clean_res, private_res, floor_res = [], [], []
+    tracker = ProgressTracker("training", 3 * int(runs), progress)
     for i, s in enumerate(seeds):
         clean_res.append(train_node_classifier(clean, seed=s, **clean_kwargs))
         tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
         private_res.append(train_node_classifier(private, seed=s, eval_y=clean.y, **train_kwargs))
         tracker.advance(detail=f"private graph, run {i + 1}/{runs}")
+        floor_res.append(train_node_classifier(private, seed=s, eval_y=clean.y, **floor_kwargs))
+        tracker.advance(detail=f"private graph without edges (feature-only floor), run {i + 1}/{runs}")
+    # per run, the model of higher validation accuracy (on the version's own labels; ties: the floor)
+    chosen = [p if p["val_acc"] > f["val_acc"] else f for p, f in zip(private_res, floor_res, strict=True)]
     return {
         "runs": int(runs),
         "private": _summary([r["test_acc_own_labels"] for r in private_res]),
+        "feature_only": _summary([r["test_acc_own_labels"] for r in floor_res]),
+        "selected": {**_summary([r["test_acc_own_labels"] for r in chosen]),
+                     "models": ["gnn" if c is p else "feature_only" for c, p in zip(chosen, private_res, strict=True)]},
+        "gnn_vs_feature_only": paired_test([r["test_acc_own_labels"] for r in private_res],
+                                           [r["test_acc_own_labels"] for r in floor_res]),
         "device": clean_res[0]["device"],
         OWNER_ONLY: {
             "note": "computed from the raw graph: the data owner's private evaluation, covered by no guarantee",
             "clean": _summary([r["test_acc"] for r in clean_res]),
             "private_on_raw_labels": _summary([r["test_acc"] for r in private_res]),
+            "feature_only_on_raw_labels": _summary([r["test_acc"] for r in floor_res]),
+            "selected_on_raw_labels": _summary([r["test_acc"] for r in chosen]),
+            "gnn_vs_feature_only_on_raw_labels": paired_test([r["test_acc"] for r in private_res],
+                                                             [r["test_acc"] for r in floor_res]),
         },
     }
+
+
+def feature_only_kwargs(train_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The training arguments of the feature-only floor: the same model, epochs and seeds over
+    no edges (``edges="none"``), without KProp (which propagates over edges); Drop's stopping
+    rule, which reads no edge, is kept."""
+    out = {k: v for k, v in train_kwargs.items() if k not in ("kprop_features", "kprop_labels", "edges")}
+    return {**out, "edges": "none"}
+
+
+def paired_test(a: list[float], b: list[float]) -> dict[str, Any]:
+    """Paired t-test of ``a`` against ``b`` (runs paired by seed; ``scipy.stats.ttest_rel``):
+    ``mean_difference`` (a - b), ``statistic`` and two-sided ``pvalue`` (None with fewer than two
+    runs or identical pairs)."""
+    from scipy.stats import ttest_rel
+
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    out: dict[str, Any] = {"test": "paired t-test (scipy.stats.ttest_rel)", "runs": int(d.size),
+                           "mean_difference": float(d.mean()) if d.size else 0.0, "statistic": None, "pvalue": None}
+    if d.size >= 2 and np.any(d != d[0]):
+        r = ttest_rel(a, b)
+        out["statistic"], out["pvalue"] = float(r.statistic), float(r.pvalue)
+    return out

@@ -135,7 +135,7 @@ def test_edges_public_only():
     c = train_node_classifier(g, seed=0, device="cpu", **FAST)
     assert a == c  # which edges are private does not matter with edges="all"
     assert a != b
-    with pytest.raises(ValueError, match="which must be"):
+    with pytest.raises(ValueError, match="edges must be one of 'all', 'public', 'private', 'none', got 'some'"):
         train_node_classifier(split, seed=0, edges="some", device="cpu")
 
 
@@ -171,7 +171,8 @@ def test_evaluate_utility_pairs_runs(noisy_graph):
     assert len(accs) == 3
     assert owner["clean"]["test_acc_mean"] == pytest.approx(np.mean(accs))
     assert owner["clean"]["test_acc_std"] == pytest.approx(np.std(accs, ddof=1))
-    assert set(res) == {"runs", "device", "private", OWNER_ONLY}  # raw-data figures only under owner_only
+    # raw-data figures only under owner_only
+    assert set(res) == {"runs", "device", "private", "feature_only", "selected", "gnn_vs_feature_only", OWNER_ONLY}
     again = evaluate_utility(noisy_graph, noisy_graph, runs=3, seed_sequence=7, device="cpu",
                              **FAST)
     assert again == res
@@ -196,6 +197,31 @@ def test_evaluate_utility_detects_feature_noise(graph):
     private = graph.replace(x=rng.normal(size=graph.x.shape).astype(np.float32))
     res = evaluate_utility(private, graph, runs=2, seed_sequence=0, device="cpu")
     assert res[OWNER_ONLY]["clean"]["test_acc_mean"] > res["private"]["test_acc_mean"]
+
+
+def test_the_feature_only_floor_is_the_same_model_without_edges(graph):
+    """``edges="none"``: the GCN over no edge is an MLP (each node's closed neighbourhood is
+    itself); on a graph whose private edges are all its edges it equals ``edges="public"``
+    exactly. evaluate_utility reports it beside the GNN, the per-run choice by validation
+    accuracy, and the paired t-test between the two."""
+    from privgraph.training import fit_node_classifier, paired_test
+
+    g = graph.replace(edges_public=np.zeros((2, 0), np.int64), edges_private=graph.edges("all"))
+    none = fit_node_classifier(g, seed=3, edges="none", **FAST).result
+    assert none == fit_node_classifier(g, seed=3, edges="public", **FAST).result
+    noise = np.random.default_rng(0).integers(0, g.num_nodes, (2, 3000))  # structure that hides the classes
+    noise = np.unique(np.sort(noise[:, noise[0] != noise[1]], axis=0), axis=1)
+    private = g.replace(edges_private=noise)
+    res = evaluate_utility(private, g, runs=3, seed_sequence=1, device="cpu", **FAST)
+    floor, gnn, sel = res["feature_only"], res["private"], res["selected"]
+    assert floor["test_acc_mean"] > gnn["test_acc_mean"] + 0.1, (floor, gnn)  # random edges drown the features
+    assert sel["models"] == ["feature_only"] * 3 and sel["test_acc"] == floor["test_acc"]
+    t = res["gnn_vs_feature_only"]
+    assert t["runs"] == 3 and t["mean_difference"] < 0 and t["pvalue"] < 0.05, t
+    assert t == paired_test(gnn["test_acc"], floor["test_acc"])
+    assert paired_test([0.5], [0.4])["pvalue"] is None
+    with pytest.raises(ValueError, match="edges='none'.*KProp"):
+        fit_node_classifier(g, seed=3, edges="none", kprop_features=2, **FAST)
 
 
 def test_evaluate_utility_refuses_different_splits(graph):
@@ -252,12 +278,14 @@ def test_evaluate_utility_reports_each_training_with_k_of_n(noisy_graph):
     events: list[ProgressEvent] = []
     res = evaluate_utility(noisy_graph, noisy_graph, runs=2, seed_sequence=4, device="cpu",
                            progress=events.append, **FAST)
-    assert [(e.task, e.done, e.total) for e in events] == [("training", k, 4) for k in range(5)]
+    assert [(e.task, e.done, e.total) for e in events] == [("training", k, 6) for k in range(7)]
     assert events[0].eta is None and events[-1].eta == 0.0
     assert all(e.eta is not None and e.eta >= 0 for e in events[1:])
+    floor = "private graph without edges (feature-only floor)"
     assert [e.detail for e in events[1:]] == [
-        "clean graph, run 1/2", "private graph, run 1/2", "clean graph, run 2/2", "private graph, run 2/2",
+        "clean graph, run 1/2", "private graph, run 1/2", f"{floor}, run 1/2",
+        "clean graph, run 2/2", "private graph, run 2/2", f"{floor}, run 2/2",
     ]
     assert len({e.key for e in events}) == 1
-    assert events[-1].line().startswith("training 4/4, done in ")
+    assert events[-1].line().startswith("training 6/6, done in ")
     assert res == evaluate_utility(noisy_graph, noisy_graph, runs=2, seed_sequence=4, device="cpu", **FAST)
