@@ -299,8 +299,17 @@ def compare(
     for mech, cells in s["cells"].items():
         t.add_row(mech, *[f"{cells[k]['mean']:.3f} +- {cells[k]['std']:.3f}" for k in eps_keys])
     t.add_row("clean graph", *[f"{s['clean']['mean']:.3f} +- {s['clean']['std']:.3f}"] * len(eps_keys))
-    t.add_row("t-test p", *["n/a" if s["t_tests"][k]["p"] is None else f"{s['t_tests'][k]['p']:.3g}" for k in eps_keys])
+    t.add_row("paired t-test p, target vs best other",
+              *["n/a" if s["t_tests"][k]["p"] is None else f"{s['t_tests'][k]['p']:.3g}" for k in eps_keys])
     out.print(t)
+    if all("feature_only" in c[k] for c in s["cells"].values() for k in eps_keys):
+        t = Table("mechanism", *[f"eps {k}" for k in eps_keys],
+                  title="feature-only floor (same model, no edges) | GNN - floor, paired t-test p")
+        for mech, cells in s["cells"].items():
+            t.add_row(mech, *[f"{cells[k]['feature_only']['mean']:.3f} | {cells[k]['vs_feature_only']['mean_difference']:+.3f}"
+                              + ("" if cells[k]["vs_feature_only"]["pvalue"] is None else f", p {cells[k]['vs_feature_only']['pvalue']:.2g}")
+                              for k in eps_keys])
+        out.print(t)
     for attack, a in s.get("attacks", {}).items():
         t = Table("mechanism", *[f"eps {k}" for k in eps_keys], title=f"{attack} ROC-AUC, mean +- std (0.5 = chance)")
         for mech, cells in a["cells"].items():

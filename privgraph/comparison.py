@@ -3,8 +3,11 @@
 :func:`run_comparison` privatizes ONE scope of a graph (features or edges) with every listed
 mechanism at every budget, several seeded times, trains the same model on each private graph and on
 the clean graph (the upper bound), and :func:`summarize` turns the accuracies into a table:
-mean +- sample standard deviation per (mechanism, epsilon), and per epsilon a two-tailed Welch
-t-test of the target mechanism (e.g. FeatureRR) against the best other mechanism.
+mean +- sample standard deviation per (mechanism, epsilon), and per epsilon a two-tailed paired
+t-test (``scipy.stats.ttest_rel``) of the target mechanism (e.g. FeatureRR) against the best other
+mechanism. Every cell also trains the feature-only floor (the same model over no edges: once per
+run for an edges comparison, whose features are untouched) and reports the GNN against it (paired
+t-test) and the model chosen per run by validation accuracy.
 
 Pairing: run ``i`` of every (mechanism, epsilon) uses the same training seed as run ``i`` of the
 clean graph, so runs differ in the privatization noise and the data only. Only the compared scope
@@ -37,7 +40,7 @@ from privgraph.partition import Partitioning
 from privgraph.privatize import privatize_graph
 from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import partition_seeds, stage_seed
-from privgraph.training import fit_node_classifier
+from privgraph.training import feature_only_kwargs, fit_node_classifier, paired_test
 
 __all__ = [
     "ComparisonResult",
@@ -69,9 +72,13 @@ class ComparisonResult:
     #: original private degree (``{"degree": [...], "noisy_mean": [...], "nodes": [...]}``)
     degree_curves: dict[str, dict[str, list[float]]] = dataclasses.field(default_factory=dict)
 
-    def accuracies(self, mechanism: str, epsilon: float | None) -> np.ndarray:
+    def accuracies(self, mechanism: str, epsilon: float | None, key: str = "test_acc") -> np.ndarray:
+        """Per-run ``key`` of a cell, in run order: ``test_acc`` (the GNN), ``feature_only_acc``
+        (the floor: the same model over no edges) or ``selected_acc`` (the one of the two with
+        the higher validation accuracy)."""
         return np.array(
-            [r["test_acc"] for r in self.records if r["mechanism"] == mechanism and r["epsilon"] == epsilon]
+            [r[key] for r in sorted(self.records, key=lambda r: r["run"])
+             if r["mechanism"] == mechanism and r["epsilon"] == epsilon and key in r]
         )
 
     @property
@@ -185,10 +192,19 @@ def run_comparison(
     sc = _check_inputs(scope, mechanisms, epsilons, runs, target, theta)
     probe = AttackProbe(graph, attacks, stage_seed(root_seed, "attack-pairs")) if attacks else None
 
-    def train(g: GraphData, seed: Any, **kw: Any) -> dict[str, Any]:
-        """One training; with attacks, the model is attacked too (``attack_auc``)."""
+    def train(g: GraphData, seed: Any, floor: dict[str, float] | None = None, *, cell: bool = True,
+              **kw: Any) -> dict[str, Any]:
+        """One training; with attacks, the model is attacked too (``attack_auc``). A ``cell``
+        also gets its feature-only floor (``floor``: that model's ``{"test_acc", "val_acc"}``
+        on the same graph and seed, trained here when None) and the accuracy of the one of the
+        two with the higher validation accuracy (ties: the floor)."""
         model = fit_node_classifier(g, seed=seed, **kw)
-        rec: dict[str, Any] = {"test_acc": float(model.result["test_acc"])}
+        gnn = model.result
+        rec: dict[str, Any] = {"test_acc": float(gnn["test_acc"])}
+        if cell:
+            floor = _floor(g, seed, kw) if floor is None else floor
+            rec["feature_only_acc"] = floor["test_acc"]
+            rec["selected_acc"] = float(gnn["test_acc"]) if gnn["val_acc"] > floor["val_acc"] else floor["test_acc"]
         if probe is not None:
             rec["attack_auc"] = probe.aucs(model)
         return rec
@@ -196,13 +212,14 @@ def run_comparison(
     kwargs = dict(train_kwargs or {})
     train_seeds = partition_seeds(stage_seed(root_seed, "train"), runs)
     records: list[dict[str, Any]] = []
+    edge_floor: dict[int, dict[str, float]] = {}
     curves: dict[str, dict[str, list[float]]] = {}
     true_degree = _degrees(graph) if sc is Scope.EDGES else None
     # the denoising options (LPGNN's KProp, Drop) apply to private graphs only, as in evaluate_utility
     clean_kwargs = {k: v for k, v in kwargs.items() if k not in _DENOISING}
     baseline = ProgressTracker("clean baseline", runs, progress)
     for i, ts in enumerate(train_seeds):
-        records.append({"mechanism": CLEAN, "epsilon": None, "run": i, **train(graph, ts, **clean_kwargs)})
+        records.append({"mechanism": CLEAN, "epsilon": None, "run": i, **train(graph, ts, cell=False, **clean_kwargs)})
         baseline.advance(detail=f"clean graph run {i}")
     cells = ProgressTracker("comparison cells", len(mechanisms) * len(epsilons) * runs, progress)
     # a features comparison keeps the private edges as they are (only the compared scope is
@@ -234,13 +251,26 @@ def run_comparison(
                 result = privatize_graph(base, partitioning=partitioning, root_seed=ps, executor=executor, **mech_kw)
                 if true_degree is not None and i == 0:
                     curves[f"{name}/{eps:g}"] = degree_curve(true_degree, _degrees(result.graph))
+                # an edge mechanism leaves the features and labels as they are: the floor of run i
+                # is the same for every cell (trained once, on the clean graph's features)
+                floor = None
+                if sc is Scope.EDGES:
+                    if i not in edge_floor:
+                        edge_floor[i] = _floor(graph, ts, {**kwargs, "eval_y": graph.y})
+                    floor = edge_floor[i]
                 records.append({"mechanism": name, "epsilon": eps, "run": i,
-                                **train(result.graph, ts, eval_y=graph.y, **kwargs)})
+                                **train(result.graph, ts, floor, eval_y=graph.y, **kwargs)})
                 cells.advance(detail=f"{name} eps={eps:g} run {i}")
     return ComparisonResult(
         scope=sc.value, target=target, epsilons=tuple(float(e) for e in epsilons),
         mechanisms=tuple(mechanisms), runs=runs, records=tuple(records), degree_curves=curves,
     )
+
+
+def _floor(graph: GraphData, seed: Any, kwargs: Mapping[str, Any]) -> dict[str, float]:
+    """The feature-only model's test and validation accuracy (the same model over no edges)."""
+    r = fit_node_classifier(graph, seed=seed, **feature_only_kwargs(dict(kwargs))).result
+    return {"test_acc": float(r["test_acc"]), "val_acc": float(r["val_acc"])}
 
 
 def _degrees(graph: GraphData) -> np.ndarray:
@@ -301,16 +331,25 @@ def _mean_std(a: np.ndarray) -> tuple[float, float]:
 
 
 def summarize(result: ComparisonResult) -> dict[str, Any]:
-    """Mean +- std per (mechanism, epsilon); per epsilon the Welch two-tailed t-test of the target
-    against the best other mechanism (highest mean; ``None`` fields when not computable)."""
-    from scipy import stats
-
-    cells: dict[str, dict[str, dict[str, float]]] = {}
+    """Mean +- std per (mechanism, epsilon), with the feature-only floor, the model chosen by
+    validation accuracy and the paired t-test of the GNN against the floor (``floor``); per
+    epsilon the paired two-tailed t-test of the target against the best other mechanism (highest
+    mean; runs are paired by their training seed; ``None`` fields when not computable)."""
+    cells: dict[str, dict[str, dict[str, Any]]] = {}
     for name in result.mechanisms:
         cells[name] = {}
         for eps in result.epsilons:
-            mean, std = _mean_std(result.accuracies(name, eps))
-            cells[name][repr(eps)] = {"mean": mean, "std": std}
+            acc = result.accuracies(name, eps)
+            mean, std = _mean_std(acc)
+            cell: dict[str, Any] = {"mean": mean, "std": std}
+            floor = result.accuracies(name, eps, "feature_only_acc")
+            if floor.size == acc.size and floor.size:
+                fm, fs = _mean_std(floor)
+                sm, ss = _mean_std(result.accuracies(name, eps, "selected_acc"))
+                cell["feature_only"] = {"mean": fm, "std": fs}
+                cell["selected"] = {"mean": sm, "std": ss}
+                cell["vs_feature_only"] = paired_test(acc.tolist(), floor.tolist())
+            cells[name][repr(eps)] = cell
     clean_mean, clean_std = _mean_std(result.accuracies(CLEAN, None))
     tests: dict[str, dict[str, Any]] = {}
     others = [m for m in result.mechanisms if m != result.target]
@@ -322,11 +361,12 @@ def summarize(result: ComparisonResult) -> dict[str, Any]:
         best = max(others, key=lambda m: cells[m][key]["mean"])
         a, b = result.accuracies(result.target, eps), result.accuracies(best, eps)
         t = p = None
-        if a.size > 1 and b.size > 1 and (a.std() > 0 or b.std() > 0):
-            res = stats.ttest_ind(a, b, equal_var=False)
-            t, p = float(res.statistic), float(res.pvalue)
+        if a.size == b.size and a.size > 1:
+            pt = paired_test(a.tolist(), b.tolist())
+            t, p = pt["statistic"], pt["pvalue"]
         tests[key] = {"best_baseline": best, "t": t, "p": p}
-    out: dict[str, Any] = {"cells": cells, "clean": {"mean": clean_mean, "std": clean_std}, "t_tests": tests}
+    out: dict[str, Any] = {"cells": cells, "clean": {"mean": clean_mean, "std": clean_std}, "t_tests": tests,
+                           "test": "paired t-test (scipy.stats.ttest_rel), run i against run i"}
     if result.attacks:  # ROC-AUC of each attack per cell (0.5: chance)
         out["attacks"] = {}
         for attack in result.attacks:
@@ -361,7 +401,21 @@ def comparison_markdown(title: str, result: ComparisonResult) -> str:
     for k in eps_keys:
         t = s["t_tests"][k]
         tt.append("n/a" if t["p"] is None else f"vs {t['best_baseline']}: t = {t['t']:.2f}, p = {t['p']:.3g}")
-    lines.append(f"| Welch t-test, {result.target} vs best other | " + " | ".join(tt) + " |")
+    lines.append(f"| paired t-test, {result.target} vs best other | " + " | ".join(tt) + " |")
+    if all("feature_only" in s["cells"][m][k] for m in result.mechanisms for k in eps_keys):
+        lines += ["", "## The feature-only floor: the same model over no edges, and the GNN against it", "",
+                  "Floor and the model chosen per run by validation accuracy (GNN or floor), mean +- std; "
+                  "GNN - floor with the p of a paired t-test (scipy.stats.ttest_rel).", "",
+                  head, "|---|" + "---|" * len(eps_keys)]
+        for name in result.mechanisms:
+            row = []
+            for k in eps_keys:
+                c = s["cells"][name][k]
+                f, sel, d = c["feature_only"], c["selected"], c["vs_feature_only"]
+                p = "" if d["pvalue"] is None else f", p = {d['pvalue']:.3g}"
+                row.append(f"floor {f['mean']:.3f} +- {f['std']:.3f}; chosen {sel['mean']:.3f}; "
+                           f"GNN - floor {d['mean_difference']:+.3f}{p}")
+            lines.append(f"| {name} | " + " | ".join(row) + " |")
     for attack, a in s.get("attacks", {}).items():
         lines += ["", f"## {attack}: ROC-AUC against the raw graph (mean +- std over {result.runs} runs; "
                   "0.5 = chance, lower = more private)", "", head, "|---|" + "---|" * len(eps_keys)]
@@ -390,12 +444,23 @@ def utility_plot_png(title: str, result: ComparisonResult) -> bytes:
     xs = np.array(result.epsilons)
     for k, (ylabel, cells, clean) in enumerate(panels):
         ax = fig.add_subplot(1, len(panels), k + 1)
+        colors = {}
         for name in result.mechanisms:
             means = np.array([cells[name][repr(e)]["mean"] for e in result.epsilons])
             stds = np.array([cells[name][repr(e)]["std"] for e in result.epsilons])
-            ax.errorbar(xs, means, yerr=stds, marker="o", capsize=3,
-                        linewidth=2.5 if name == result.target else 1.2, label=name)
+            bars = ax.errorbar(xs, means, yerr=stds, marker="o", capsize=3,
+                               linewidth=2.5 if name == result.target else 1.2, label=name)
+            colors[name] = bars[0].get_color()
         ax.axhline(clean["mean"], color="black", linestyle="--", linewidth=1, label="clean graph")
+        if k == 0 and all("feature_only" in cells[m][repr(e)] for m in result.mechanisms for e in result.epsilons):
+            floors = {m: [cells[m][repr(e)]["feature_only"]["mean"] for e in result.epsilons] for m in result.mechanisms}
+            if result.scope == "edges":  # the features are untouched: one floor for every mechanism
+                ax.plot(xs, next(iter(floors.values())), color="grey", linestyle=":", linewidth=1.5,
+                        label="feature-only floor (no edges)")
+            else:
+                for m in result.mechanisms:
+                    ax.plot(xs, floors[m], color=colors[m], linestyle=":", linewidth=1)
+                ax.plot([], [], color="grey", linestyle=":", label="feature-only floor (dotted, per mechanism)")
         if k:
             ax.axhline(0.5, color="grey", linestyle=":", linewidth=1, label="chance")
         ax.set_xscale("log", base=2)

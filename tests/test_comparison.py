@@ -58,7 +58,7 @@ def test_summary_and_t_test_match_scipy():
     assert s["cells"]["b"]["1.0"]["mean"] == pytest.approx(np.mean(acc["b"]))
     assert s["cells"]["b"]["1.0"]["std"] == pytest.approx(np.std(acc["b"], ddof=1))
     t = s["t_tests"]["1.0"]
-    ref = stats.ttest_ind(acc["a"], acc["b"], equal_var=False)
+    ref = stats.ttest_rel(acc["a"], acc["b"])  # runs are paired by their training seed
     assert t["best_baseline"] == "b"  # the best OTHER mechanism by mean
     assert t["t"] == pytest.approx(ref.statistic) and t["p"] == pytest.approx(ref.pvalue)
     md = comparison_markdown("T", r)
@@ -67,6 +67,30 @@ def test_summary_and_t_test_match_scipy():
     assert "vs b: t = " in md and "| clean graph | 0.800 +- 0.000 |" in md
     png = utility_plot_png("T", r)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+def test_every_cell_has_its_feature_only_floor(small):
+    """A features comparison trains the floor on each cell's private features; an edges
+    comparison once per run (the features are untouched), the same in every cell. The table
+    and the summary carry it with the paired test of the GNN against it."""
+    r = _run(small)
+    cell = [x for x in r.records if x["mechanism"] == "laplace" and x["epsilon"] == 1.0]
+    assert all({"feature_only_acc", "selected_acc"} <= set(x) for x in cell)
+    assert all(x["selected_acc"] in (x["test_acc"], x["feature_only_acc"]) for x in cell)
+    assert not any("feature_only_acc" in x for x in r.records if x["mechanism"] == "clean")
+    s = summarize(r)["cells"]["laplace"]["1.0"]
+    assert s["vs_feature_only"]["test"].startswith("paired t-test") and s["vs_feature_only"]["runs"] == 2
+    assert "## The feature-only floor" in comparison_markdown("T", r)
+    e = _run(small, scope="edges", mechanisms={"dprr": {}, "warner_rr": {}}, target="dprr", epsilons=[1.0])
+    floors = {m: list(e.accuracies(m, 1.0, "feature_only_acc")) for m in ("dprr", "warner_rr")}
+    assert floors["dprr"] == floors["warner_rr"] and len(floors["dprr"]) == 2
+    g, _ = small
+    from privgraph.seeding import partition_seeds, stage_seed
+    from privgraph.training import feature_only_kwargs, fit_node_classifier
+
+    ts = partition_seeds(stage_seed(np.random.SeedSequence(5), "train"), 2)[0]
+    ref = fit_node_classifier(g, seed=ts, eval_y=g.y, **feature_only_kwargs(dict(TRAIN))).result["test_acc"]
+    assert floors["dprr"][0] == ref  # the model over no edges, on the raw features, with run 0's seed
 
 
 def test_bad_comparisons_are_refused(small):
