@@ -89,7 +89,7 @@ def test_ledger_and_metrics_are_prefect_artifacts(harness, tmp_path):
     assert "| privatize.edges | dprr | edges | edge_ldp | 2 | edge_dp 4 | 3 disjoint |" in ledger_md
     assert res["version"] in ledger_md
     metrics_md = by_key["sbm-small-metrics"][0]["data"]
-    assert "| private |" in metrics_md and "clean" not in metrics_md  # raw-data figures are not shareable
+    assert "| private (GNN) |" in metrics_md and "| private, no edges (feature-only floor) |" in metrics_md and "clean" not in metrics_md  # raw-data figures are not shareable
     private_md = by_key["sbm-small-private-evaluation"][0]["data"]
     assert private_md.startswith("# PRIVATE EVALUATION") and "trained on the raw graph" in private_md
     assert "PRIVATE EVALUATION" in by_key["sbm-small-private-evaluation"][0]["description"]
