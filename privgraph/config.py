@@ -200,10 +200,14 @@ class EvaluateConfig(_Strict):
     lr: Float = Field(default=0.01, gt=0)
     weight_decay: Float = Field(default=5e-4, ge=0)
     dropout: Float = Field(default=0.5, ge=0, lt=1)
-    aggr: Literal["mean", "gcn"] = "mean"
+    aggr: Literal["mean", "gcn", "sum"] = Field(
+        default="mean", description="mean | gcn (GCN), mean (GraphSAGE, GAT), sum (GIN: its default)")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     patience: Int | None = Field(default=50, ge=1)
-    model: Literal["gcn", "sage"] = Field(default="gcn", description="GNN: GCN or GraphSAGE (mean)")
+    model: Literal["gcn", "sage", "gat", "gin"] = Field(
+        default="gcn",
+        description="GNN: GCN, GraphSAGE (mean), GAT (8 attention heads; hidden a multiple of 8) or GIN-0 (sum)",
+    )
     kprop_features: int = Field(
         default=0, ge=0, strict=True,
         description="LPGNN KProp steps on the private features before training (0: off)",
@@ -215,6 +219,10 @@ class EvaluateConfig(_Strict):
     drop: bool = Field(
         default=False, strict=True,
         description="LPGNN Drop: propagate predictions too; stop above the label RR accuracy bound",
+    )
+    feature_dim: Int | None = Field(
+        default=None, ge=1,
+        description="train on the first k principal axes of DENSE (e.g. privatized) features: post-processing, d/k times cheaper first layer",
     )
     graph_report: bool = Field(
         default=True, strict=True,
@@ -228,13 +236,34 @@ class EvaluateConfig(_Strict):
     def train_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of :func:`privgraph.training.fit_node_classifier` this section sets."""
         return self.model_dump(include={"epochs", "hidden", "lr", "weight_decay", "dropout", "aggr", "device",
-                                        "patience", "model", "kprop_features", "kprop_labels", "drop"})
+                                        "patience", "model", "kprop_features", "kprop_labels", "drop",
+                                        "feature_dim"})
 
     @model_validator(mode="after")
-    def _sage_is_mean(self) -> EvaluateConfig:
-        if self.model == "sage" and self.aggr != "mean":
+    def _aggr_fits_model(self) -> EvaluateConfig:
+        """Only the GCN takes aggr 'gcn', only GIN 'sum' (its default: GIN-0 sums); GAT splits
+        ``hidden`` over its 8 heads."""
+        if self.model == "gin":
+            if "aggr" in self.model_fields_set and self.aggr != "sum":
+                raise ValueError(f"model 'gin' sums (GIN-0): set aggr to 'sum' or leave it out (got {self.aggr!r})")
+            object.__setattr__(self, "aggr", "sum")
+            return self
+        if self.aggr == "sum":
+            raise ValueError(f"aggr 'sum' is GIN's (model 'gin'); model {self.model!r} takes 'mean'"
+                             + (" or 'gcn'" if self.model == "gcn" else ""))
+        takes_mean_only = {
+            "sage": "aggregates by mean",
+            "gat": "aggregates by attention-weighted mean",
+        }
+        if self.model in takes_mean_only and self.aggr != "mean":
             raise ValueError(
-                f"model 'sage' aggregates by mean: set aggr to 'mean' (got {self.aggr!r})"
+                f"model {self.model!r} {takes_mean_only[self.model]}: set aggr to 'mean' "
+                f"(got {self.aggr!r})"
+            )
+        if self.model == "gat" and self.hidden % 8:  # privgraph.models.GAT's default heads
+            raise ValueError(
+                f"model 'gat' splits hidden over its 8 attention heads: set hidden to a multiple "
+                f"of 8 (got {self.hidden})"
             )
         return self
 

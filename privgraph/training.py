@@ -1,7 +1,8 @@
 """Training and evaluation loops: how useful is a (privatized) graph for node classification?
 
-:func:`train_node_classifier` trains a :class:`~privgraph.models.GCN` or a
-:class:`~privgraph.models.GraphSAGE` in full batch on a :class:`~privgraph.graph.GraphData` and
+:func:`train_node_classifier` trains a :class:`~privgraph.models.GCN`, a
+:class:`~privgraph.models.GraphSAGE`, a :class:`~privgraph.models.GAT` or a
+:class:`~privgraph.models.GIN` in full batch on a :class:`~privgraph.graph.GraphData` and
 reports accuracies at the epoch of best validation accuracy, optionally with LPGNN's denoising
 (KProp on the features, KProp on the labels, the Drop algorithm for labels under randomized
 response); :func:`evaluate_utility` compares a private graph with its clean original over several
@@ -27,10 +28,10 @@ import torch.nn.functional as F
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.features.label_rr import label_rr_keep_probability
-from privgraph.models import GCN, GraphSAGE, KProp
+from privgraph.models import GAT, GCN, GIN, GraphSAGE, KProp
 from privgraph.models.gcn import quiet_sparse_beta
 from privgraph.progress import ProgressCallback, ProgressTracker
-from privgraph.seeding import as_seed_sequence, partition_seeds
+from privgraph.seeding import as_seed_sequence, partition_seeds, stage_seed
 
 __all__ = [
     "DENOISING_OPTIONS",
@@ -42,6 +43,7 @@ __all__ = [
     "evaluate_utility",
     "feature_only_kwargs",
     "paired_test",
+    "principal_basis",
     "fit_node_classifier",
     "train_node_classifier",
     "TrainedClassifier",
@@ -49,7 +51,7 @@ __all__ = [
 
 _MASKS = ("train_mask", "val_mask", "test_mask")
 _SPARSE_DENSITY = 0.1
-MODELS: dict[str, type[torch.nn.Module]] = {"gcn": GCN, "sage": GraphSAGE}
+MODELS: dict[str, type[torch.nn.Module]] = {"gcn": GCN, "sage": GraphSAGE, "gat": GAT, "gin": GIN}
 #: the edge sets a model can be trained over; "none" is the feature-only floor
 EDGE_SETS = ("all", "public", "private", "none")
 # the options of train_node_classifier that denoise a PRIVATE graph; evaluate_utility does not
@@ -118,6 +120,29 @@ def _model_input(x: torch.Tensor) -> torch.Tensor:
         with quiet_sparse_beta():
             return x.to_sparse_csr()
     return x - x.mean(dim=0, keepdim=True)
+
+
+def principal_basis(
+    x: torch.Tensor, dim: int, generator: torch.Generator, *, power_iterations: int = 3, oversample: int = 16
+) -> torch.Tensor:
+    r"""An orthonormal basis ``[d, dim]`` of the top-``dim`` right singular subspace of ``x``
+    ``[n, d]`` (for centred ``x``: its first ``dim`` principal axes).
+
+    The randomized range finder with subspace iteration (Halko, Martinsson & Tropp, SIAM Review
+    2011, Alg. 4.4 and 5.1): :math:`\mathbf{Q} = \mathrm{orth}((\mathbf{X}\mathbf{X}^\top)^q
+    \mathbf{X}\boldsymbol{\Omega})` for a Gaussian :math:`\boldsymbol{\Omega}` of
+    ``dim + oversample`` columns drawn from ``generator`` (never torch's global state), then the
+    exact SVD of the small :math:`\mathbf{Q}^\top \mathbf{X}`. Cost O(n d (dim + oversample)
+    (2 q + 2)), no ``d x d`` matrix. Applied to released features it is post-processing.
+    """
+    n, d = x.shape
+    k = min(int(dim) + int(oversample), d, n)
+    omega = torch.randn(d, k, generator=generator, device=x.device, dtype=x.dtype)
+    q = torch.linalg.qr(x @ omega).Q
+    for _ in range(int(power_iterations)):
+        q = torch.linalg.qr(x @ torch.linalg.qr(x.T @ q).Q).Q
+    _, _, vh = torch.linalg.svd(q.T @ x, full_matrices=False)
+    return vh[: min(int(dim), vh.shape[0])].T.contiguous()
 
 
 def _check_number(
@@ -225,6 +250,7 @@ class TrainedClassifier:
     kprop_features: int
     center: torch.Tensor | None  # the training input's column mean (dense input), None: sparse input
     result: dict[str, Any]
+    projection: torch.Tensor | None = None  # [d, feature_dim] principal axes applied after centring
     _query_net: torch.nn.Module | None = dataclasses.field(default=None, repr=False)
 
     @property
@@ -256,7 +282,14 @@ class TrainedClassifier:
         if self.center is None:
             with quiet_sparse_beta():
                 return xt.to_sparse_csr()
-        return xt - self.center.to(self.device, torch.float64)
+        xt = xt - self.center.to(self.device, torch.float64)
+        return xt if self.projection is None else xt @ self.projection.to(self.device, torch.float64)
+
+    def input_row(self, row: torch.Tensor) -> torch.Tensor:
+        """What adding ``row`` to one node's features adds to its row of a dense prepared input
+        (without KProp the transform is affine: the row itself, or its projection)."""
+        row = row.to(self.device, torch.float64)
+        return row if self.projection is None else row @ self.projection.to(self.device, torch.float64)
 
     def _edges(self, edge_index: torch.Tensor | np.ndarray | None) -> torch.Tensor:
         return self.edge_index if edge_index is None else torch.as_tensor(edge_index).to(self.device)
@@ -283,7 +316,7 @@ def fit_node_classifier(
     lr: float = 0.01,
     weight_decay: float = 5e-4,
     dropout: float = 0.5,
-    aggr: str = "mean",
+    aggr: str | None = None,
     device: str = "auto",
     patience: int | None = 50,
     eval_y: np.ndarray | None = None,
@@ -293,9 +326,11 @@ def fit_node_classifier(
     drop: bool = False,
     label_epsilon: float | None = None,
     label_classes: int | None = None,
+    feature_dim: int | None = None,
 ) -> dict[str, Any]:
-    r"""Train a 2-layer GNN (:class:`~privgraph.models.GCN` or
-    :class:`~privgraph.models.GraphSAGE`) on ``graph.train_mask`` in full batch.
+    r"""Train a 2-layer GNN (:class:`~privgraph.models.GCN`, :class:`~privgraph.models.GraphSAGE`,
+    :class:`~privgraph.models.GAT` or :class:`~privgraph.models.GIN`) on ``graph.train_mask`` in
+    full batch.
 
     Adam with cross-entropy on the training nodes; after every epoch the model is evaluated
     without dropout, and the parameters of the epoch with the best validation accuracy (ties:
@@ -337,16 +372,18 @@ def fit_node_classifier(
             dropout masks). Same seed, same graph, same arguments: bit-identical results on CPU.
         edges (str): which edges to propagate over: ``"all"``, ``"public"``, ``"private"`` or
             ``"none"`` (default: ``"all"``). ``"none"`` is the feature-only floor: every node's
-            closed neighbourhood is itself, so the GCN (mean or symmetric) and GraphSAGE become
-            MLPs of the same architecture, initial parameters and dropout draws; KProp needs edges
-            and is refused with it.
+            closed neighbourhood is itself, so the GCN (mean or symmetric), GraphSAGE, GAT and GIN
+            become MLPs of the same architecture, initial parameters and dropout draws; KProp
+            needs edges and is refused with it.
         hidden (int): hidden channels (default: ``64``).
         epochs (int): maximum number of epochs (default: ``200``).
         lr (float): Adam learning rate (default: ``0.01``).
         weight_decay (float): Adam L2 penalty on all parameters (default: ``5e-4``).
         dropout (float): dropout before each layer, in ``[0, 1)`` (default: ``0.5``).
-        aggr (str): the GCN's ``"mean"`` (average aggregation) or ``"gcn"``; GraphSAGE takes
-            ``"mean"`` only (default: ``"mean"``).
+        aggr (str, optional): the GCN's ``"mean"`` (average aggregation) or ``"gcn"``; GraphSAGE
+            and GAT (attention-weighted mean) take ``"mean"`` only; GIN ``"sum"`` only (GIN-0).
+            ``None``: the model's own (``"sum"`` for GIN, ``"mean"`` for the others)
+            (default: ``None``).
         device (str): see :func:`choose_device` (default: ``"auto"``).
         patience (int, optional): early-stopping patience in epochs; ``None`` runs all ``epochs``
             (default: ``50``).
@@ -354,7 +391,8 @@ def fit_node_classifier(
             of ``graph.y`` (training and model selection always use ``graph.y``).
             :func:`evaluate_utility` passes the clean labels here, so that noise a label mechanism
             put on the private graph's test labels is measured rather than scored against.
-        model (str): ``"gcn"`` or ``"sage"`` (default: ``"gcn"``).
+        model (str): ``"gcn"``, ``"sage"``, ``"gat"`` (8 heads; ``hidden`` a multiple of 8) or
+            ``"gin"`` (default: ``"gcn"``).
         kprop_features (int): KProp steps :math:`K_x \ge 0` on the features (default: ``0``).
         kprop_labels (int): KProp steps :math:`K_y \ge 0` on the labels (default: ``0``).
         drop (bool): train with Drop (default: ``False``).
@@ -364,6 +402,14 @@ def fit_node_classifier(
         label_classes (int, optional): the PUBLIC number of classes :math:`c` of that randomized
             response (default: ``None``: ``graph.meta["num_classes"]``, else the size of the
             output layer).
+        feature_dim (int, optional): project DENSE features (after centring and KProp) onto
+            their first ``feature_dim`` principal axes (:func:`principal_basis`, drawn from a
+            stream of ``seed`` of its own, so the model's parameters and dropout draws are those
+            of the unprojected run) when they have more columns than that; sparse features are
+            used as they are. A function of the features given (for a version: the release), so
+            post-processing; it cuts the first layer's cost by ``d / feature_dim`` (MUSAE
+            Facebook's 4,714 privatized columns: see ``benchmarks/training.py``). ``None``: off
+            (default: ``None``).
 
     Returns:
         TrainedClassifier: the model at the selected epoch (:meth:`TrainedClassifier.query`) and
@@ -392,6 +438,8 @@ def fit_node_classifier(
         _check_number(label_epsilon, "label_epsilon", low=0, low_inclusive=False)
     if label_classes is not None:
         _check_number(label_classes, "label_classes", low=2, low_inclusive=True, integer=True)
+    if feature_dim is not None:
+        _check_number(feature_dim, "feature_dim", low=1, low_inclusive=True, integer=True)
     if eval_y is not None:
         eval_y = np.asarray(eval_y)
         if eval_y.shape != graph.y.shape or not np.issubdtype(eval_y.dtype, np.integer):
@@ -421,6 +469,12 @@ def fit_node_classifier(
         x = _model_input(x_prop)
     else:
         x = _model_input(data.x).to(dev)
+    projection = None
+    if feature_dim is not None and x.layout == torch.strided and x.shape[1] > feature_dim:
+        g_proj = torch.Generator(device=dev)
+        g_proj.manual_seed(_torch_seed(stage_seed(as_seed_sequence(seed), "feature_projection")))
+        projection = principal_basis(x, int(feature_dim), g_proj)
+        x = x @ projection
     y = data.y.to(dev)
     y_test = y if eval_y is None else torch.from_numpy(eval_y.astype(np.int64)).to(dev)
     idx = {name: torch.from_numpy(np.flatnonzero(getattr(graph, name))).to(dev) for name in _MASKS}
@@ -441,7 +495,8 @@ def fit_node_classifier(
     g.manual_seed(_torch_seed(seed))
     # built on the CPU from a throwaway generator, moved, then drawn on `dev` from the run's own
     net = model_cls(
-        graph.num_features, hidden, num_classes, dropout=dropout, aggr=aggr, cached=True,
+        int(x.shape[1]), hidden, num_classes, dropout=dropout, cached=True,
+        **({} if aggr is None else {"aggr": aggr}),
         generator=torch.Generator().manual_seed(0),
     ).to(dev)
     net.reset_parameters(g)
@@ -510,7 +565,7 @@ def fit_node_classifier(
         res["drop_stopped"] = stopped
     center = None if x.layout == torch.sparse_csr else (x_prop if kprop_features else data.x.to(dev)).mean(dim=0).detach()
     return TrainedClassifier(net=net, x=data.x, edge_index=edge_index, kprop_features=int(kprop_features),
-                             center=center, result=res)
+                             center=center, result=res, projection=projection)
 
 
 #: The key of :func:`evaluate_utility`'s result that holds what was computed from the raw graph.
