@@ -106,7 +106,7 @@ def _query_scaled_row(
 ) -> torch.Tensor:
     """The API's answer for ``feats`` with row ``u`` scaled by ``1 + delta``, from the prepared
     input ``xp`` changed in place and restored (CSR: row ``u``'s stored values; dense, centred by a
-    fixed mean: ``delta * x_u`` added to row ``u``)."""
+    fixed mean (and projected): ``delta * x_u`` (projected) added to row ``u``)."""
     if xp.layout == torch.sparse_csr:
         crow, vals = xp.crow_indices(), xp.values()
         a, b = int(crow[u]), int(crow[u + 1])
@@ -117,7 +117,7 @@ def _query_scaled_row(
         finally:
             vals[a:b] = saved
     saved = xp[u].clone()
-    xp[u] += delta * feats[u].to(xp.device)
+    xp[u] += delta * model.input_row(feats[u])
     try:
         return model.forward_prepared(xp, ei)
     finally:

@@ -1,0 +1,76 @@
+"""What training on privatized features costs, as JSON lines: epochs/s and test accuracy of the
+GCN on the full released feature matrix against the same model on its first k principal axes
+(``evaluate.feature_dim``), measured in the same run.
+
+The release is FeatureRR (eps 1, 2 bins, uniform theta: the ``facebook`` pipeline's features):
+dense, so the first layer costs O(n d hidden) per pass. Projection onto k principal axes of the
+release (post-processing) makes it O(n k hidden), plus a one-off randomized SVD (``proj_s``).
+Each line: dataset, feature_dim (``null``: the full matrix, the reference), seconds per epoch,
+epochs/s, the speed-up against the reference, the projection's seconds and the test accuracy
+(mean over ``--runs`` seeds, against the raw labels). CPU, or CUDA when present (``device``).
+
+Run: ``PRIVGRAPH_DATA_ROOT=../shared/datasets python benchmarks/training.py [--datasets facebook cora] [--dims 512 256 128] [--runs 2] [--epochs 100]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from privgraph.datasets import data_root, load_dataset
+from privgraph.mechanisms.features.feature_rr import FeatureRR
+from privgraph.seeding import noise_generator
+from privgraph.training import fit_node_classifier
+
+
+def _emit(record: dict) -> None:
+    print(json.dumps(record), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--datasets", nargs="+", default=["facebook", "cora"])
+    ap.add_argument("--dims", nargs="+", type=int, default=[512, 256, 128])
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--epochs", type=int, default=100)
+    ap.add_argument("--epsilon", type=float, default=1.0)
+    args = ap.parse_args()
+    for name in args.datasets:
+        g = load_dataset(name, root=data_root(), rho=0.2)
+        release = FeatureRR(epsilon=args.epsilon, bins=2).privatize(g, noise_generator(0))
+        ref_spe = None
+        for dim in [None, *args.dims]:
+            spe, accs, proj = [], [], []
+            for run in range(args.runs):
+                t0 = time.perf_counter()
+                m = fit_node_classifier(release, seed=run, epochs=args.epochs, patience=None, eval_y=g.y,
+                                        feature_dim=dim)
+                t = time.perf_counter() - t0
+                if dim is not None:  # the projection's own cost, timed apart
+                    x = release.x - release.x.mean(axis=0, keepdims=True)
+                    import torch
+
+                    from privgraph.training import principal_basis
+
+                    t1 = time.perf_counter()
+                    principal_basis(torch.from_numpy(x), dim, torch.Generator().manual_seed(run))
+                    proj.append(time.perf_counter() - t1)
+                spe.append((t - (proj[-1] if proj else 0.0)) / m.result["epochs_run"])
+                accs.append(m.result["test_acc"])
+            s = float(np.median(spe))
+            if dim is None:
+                ref_spe = s
+            _emit({"bench": "training/feature_dim", "dataset": name, "nodes": g.num_nodes,
+                   "features": int(g.num_features), "release": f"feature_rr eps {args.epsilon}",
+                   "feature_dim": dim, "epochs": args.epochs, "runs": args.runs,
+                   "seconds_per_epoch": round(s, 4), "epochs_per_s": round(1.0 / s, 2),
+                   "speedup_vs_full": round(ref_spe / s, 2), "proj_s": round(float(np.median(proj)), 2) if proj else 0.0,
+                   "test_acc_mean": round(float(np.mean(accs)), 4), "test_acc": [round(a, 4) for a in accs],
+                   "device": m.result["device"]})
+
+
+if __name__ == "__main__":
+    main()
