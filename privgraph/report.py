@@ -72,7 +72,8 @@ def metrics_markdown(pipeline: str, version: str, metrics: dict[str, Any]) -> st
 UTILITY_ROWS = (
     ("private", "private (GNN)"),
     ("feature_only", "private, no edges (feature-only floor)"),
-    ("selected", "private, GNN or floor chosen by validation accuracy"),
+    ("public_edges", "private, public edges only"),
+    ("selected", "private, the model chosen by validation accuracy"),
 )
 
 
@@ -89,7 +90,8 @@ def private_evaluation_markdown(pipeline: str, version: str, owner_only: dict[st
     lines += ["| model | test accuracy (mean) | std |", "|---|---|---|"]
     for key, label in (("clean", "trained on the raw graph"), ("private_on_raw_labels", "trained on the version, raw test labels"),
                        ("feature_only_on_raw_labels", "the version without edges (floor), raw test labels"),
-                       ("selected_on_raw_labels", "GNN or floor by validation, raw test labels")):
+                       ("public_edges_on_raw_labels", "the version's public edges only, raw test labels"),
+                       ("selected_on_raw_labels", "the model chosen by validation, raw test labels")):
         m = owner_only.get(key)
         if m:
             lines.append(f"| {label} | {m['test_acc_mean']:.4f} | {m['test_acc_std']:.4f} |")

@@ -625,8 +625,10 @@ def evaluate_utility(
         equal to ``private`` where the test labels are public). Beside ``private`` (the GNN):
         ``feature_only``, the floor (the same model, seeds and epochs on the version without any
         edge: :func:`feature_only_kwargs`; a GNN below it would do better ignoring the graph),
-        ``selected`` (per run, whichever of the two has the higher validation accuracy on the
-        version's own labels, and which it was) and ``gnn_vs_feature_only``
+        where the version has public AND private edges ``public_edges`` (the same model over its
+        public edges only: what the released private edges add), ``selected`` (per run, whichever
+        candidate has the highest validation accuracy on the version's own labels, and which it
+        was: ``feature_only``, ``public_edges`` or ``gnn``) and ``gnn_vs_feature_only``
         (:func:`paired_test`); each again on the raw labels under :data:`OWNER_ONLY`. Each summary has
         ``test_acc_mean``, ``test_acc_std`` (sample standard deviation, ``ddof=1``; ``0.0`` for one
         run) and the per-run ``test_acc`` list.
@@ -665,8 +667,12 @@ def evaluate_utility(
     seeds = partition_seeds(as_seed_sequence(seed_sequence), int(runs))
     clean_kwargs = {k: v for k, v in train_kwargs.items() if k not in DENOISING_OPTIONS}
     floor_kwargs = feature_only_kwargs(train_kwargs)
-    clean_res, private_res, floor_res = [], [], []
-    tracker = ProgressTracker("training", 3 * int(runs), progress)
+    # the version's public edges alone: a candidate wherever it also has (released) private edges
+    public_kwargs = ({**train_kwargs, "edges": "public"}
+                     if train_kwargs.get("edges", "all") == "all" and private.edges_public.shape[1]
+                     and private.edges_private.shape[1] else None)
+    clean_res, private_res, floor_res, public_res = [], [], [], []
+    tracker = ProgressTracker("training", (3 + (public_kwargs is not None)) * int(runs), progress)
     for i, s in enumerate(seeds):
         clean_res.append(train_node_classifier(clean, seed=s, **clean_kwargs))
         tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
@@ -674,14 +680,25 @@ def evaluate_utility(
         tracker.advance(detail=f"private graph, run {i + 1}/{runs}")
         floor_res.append(train_node_classifier(private, seed=s, eval_y=clean.y, **floor_kwargs))
         tracker.advance(detail=f"private graph without edges (feature-only floor), run {i + 1}/{runs}")
-    # per run, the model of higher validation accuracy (on the version's own labels; ties: the floor)
-    chosen = [p if p["val_acc"] > f["val_acc"] else f for p, f in zip(private_res, floor_res, strict=True)]
+        if public_kwargs is not None:
+            public_res.append(train_node_classifier(private, seed=s, eval_y=clean.y, **public_kwargs))
+            tracker.advance(detail=f"private graph, public edges only, run {i + 1}/{runs}")
+    # per run, the model of highest validation accuracy on the version's own labels (ties: the
+    # simpler one: the floor, then the public edges alone, then the GNN over all edges)
+    candidates = [("feature_only", floor_res), ("public_edges", public_res), ("gnn", private_res)]
+    chosen, models = [], []
+    for i in range(int(runs)):
+        name, res = max(((n, r[i]) for n, r in candidates if r), key=lambda c: c[1]["val_acc"])
+        chosen.append(res)
+        models.append(name)
+    extra = {"public_edges": _summary([r["test_acc_own_labels"] for r in public_res])} if public_res else {}
+    extra_raw = {"public_edges_on_raw_labels": _summary([r["test_acc"] for r in public_res])} if public_res else {}
     return {
         "runs": int(runs),
         "private": _summary([r["test_acc_own_labels"] for r in private_res]),
         "feature_only": _summary([r["test_acc_own_labels"] for r in floor_res]),
-        "selected": {**_summary([r["test_acc_own_labels"] for r in chosen]),
-                     "models": ["gnn" if c is p else "feature_only" for c, p in zip(chosen, private_res, strict=True)]},
+        **extra,
+        "selected": {**_summary([r["test_acc_own_labels"] for r in chosen]), "models": models},
         "gnn_vs_feature_only": paired_test([r["test_acc_own_labels"] for r in private_res],
                                            [r["test_acc_own_labels"] for r in floor_res]),
         "device": clean_res[0]["device"],
@@ -690,6 +707,7 @@ def evaluate_utility(
             "clean": _summary([r["test_acc"] for r in clean_res]),
             "private_on_raw_labels": _summary([r["test_acc"] for r in private_res]),
             "feature_only_on_raw_labels": _summary([r["test_acc"] for r in floor_res]),
+            **extra_raw,
             "selected_on_raw_labels": _summary([r["test_acc"] for r in chosen]),
             "gnn_vs_feature_only_on_raw_labels": paired_test([r["test_acc"] for r in private_res],
                                                              [r["test_acc"] for r in floor_res]),

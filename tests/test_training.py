@@ -289,3 +289,34 @@ def test_evaluate_utility_reports_each_training_with_k_of_n(noisy_graph):
     assert len({e.key for e in events}) == 1
     assert events[-1].line().startswith("training 6/6, done in ")
     assert res == evaluate_utility(noisy_graph, noisy_graph, runs=2, seed_sequence=4, device="cpu", **FAST)
+
+
+def test_the_public_edges_alone_are_a_candidate_when_the_released_private_edges_are_noise(graph):
+    """A version with public edges and (released) private edges: evaluate_utility also trains the
+    same model over the public edges alone (``public_edges``) and chooses per run among floor,
+    public edges and all edges by validation accuracy. Private edges that are pure noise make the
+    GNN over all edges worse than the public edges alone; the choice follows validation."""
+    noise = np.random.default_rng(5).integers(0, graph.num_nodes, (2, 4000))
+    noise = np.unique(np.sort(noise[:, noise[0] != noise[1]], axis=0), axis=1)
+    pub = {tuple(e) for e in graph.edges_public.T}
+    noise = noise[:, [tuple(e) not in pub for e in noise.T]]
+    version = graph.replace(edges_private=noise)
+    events: list = []
+    res = evaluate_utility(version, graph, runs=3, seed_sequence=2, device="cpu", progress=events.append, **FAST)
+    assert events[-1].total == 12  # clean, all edges, floor, public edges: 4 per run
+    gnn, pub_only, floor, sel = res["private"], res["public_edges"], res["feature_only"], res["selected"]
+    assert pub_only["test_acc_mean"] > gnn["test_acc_mean"] + 0.1, (pub_only, gnn)
+    assert pub_only["test_acc_mean"] > floor["test_acc_mean"], (pub_only, floor)
+    assert set(sel["models"]) <= {"feature_only", "public_edges", "gnn"} and "public_edges" in sel["models"]
+    by_name = {"feature_only": floor, "public_edges": pub_only, "gnn": gnn}
+    assert sel["test_acc"] == [by_name[m]["test_acc"][i] for i, m in enumerate(sel["models"])]
+    assert "public_edges_on_raw_labels" in res[OWNER_ONLY]
+    # the same model over the public edges is fit_node_classifier(edges="public") with the run's seed
+    from privgraph.seeding import as_seed_sequence, partition_seeds
+    from privgraph.training import fit_node_classifier
+
+    s0 = partition_seeds(as_seed_sequence(2), 3)[0]
+    assert fit_node_classifier(version, seed=s0, edges="public", device="cpu", **FAST).result["test_acc_own_labels"] \
+        == pub_only["test_acc"][0]
+    # a version without private edges has no such candidate
+    assert "public_edges" not in evaluate_utility(graph, graph, runs=1, seed_sequence=0, device="cpu", **FAST)

@@ -87,8 +87,8 @@ def test_the_flow_run_page_shows_its_name_tags_ledger_and_metrics(tmp_path, monk
         with listening(events.append):  # what the CLI's progress bar is fed
             res = privatize_flow(pipeline=PIPELINE, config_path=str(cfg))
         version, name = res["version"], f"{PIPELINE}/{res['version']}"
-        # one run: the clean graph, the version and its feature-only floor (3 trainings)
-        assert [(e.task, e.done, e.total) for e in events] == [("training", k, 3) for k in range(4)]
+        # one run: the clean graph, the version, its feature-only floor and its public edges alone
+        assert [(e.task, e.done, e.total) for e in events] == [("training", k, 4) for k in range(5)]
 
         # through the API: the run's name and tags, the subflow's name, the artifacts on the run
         (run,) = asyncio.run(_post("/flow_runs/filter", {"flow_runs": {"name": {"any_": [name]}}, "limit": 5}))
