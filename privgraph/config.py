@@ -84,6 +84,10 @@ class DatasetConfig(_Strict):
         default=None, description="fraction of edges made private (papers: 0.05, 0.1, 0.2)"
     )
     split_seed: Int = Field(default=0, ge=0, description="seed of the simulated public/private split")
+    node_split_seed: Int = Field(
+        default=0, ge=0,
+        description="seed of a random node split (options train / val); like split_seed, never in a manifest",
+    )
     root: str | None = Field(default=None, description="data root; default $PRIVGRAPH_DATA_ROOT")
     options: dict[str, Any] = Field(default_factory=dict, description="loader-specific options")
 

@@ -17,5 +17,6 @@ def ingest(dataset: DatasetConfig) -> GraphData:
     """Load the configured dataset (raw graph: never cached, never persisted)."""
     root = None if dataset.root is None else Path(dataset.root)
     return load_dataset(
-        dataset.name, root=root, rho=dataset.rho, split_seed=dataset.split_seed, **dataset.options
+        dataset.name, root=root, rho=dataset.rho, split_seed=dataset.split_seed,
+        node_split_seed=dataset.node_split_seed, **dataset.options
     )

@@ -84,6 +84,10 @@ DATASETS: dict[str, Callable[..., GraphData]] = {
 }
 
 
+#: the node-split options every dataset takes (a seeded random train / val / rest-test split,
+#: seeded by ``node_split_seed``, which is configuration like ``split_seed``, never an option)
+SPLIT_OPTIONS = ("train", "val")
+
 #: name -> the loader function whose keyword arguments are that dataset's options
 _OPTION_SOURCES: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "cora": (load_planetoid, ("name", "root")),
@@ -101,7 +105,11 @@ def check_dataset_options(name: str, options: Mapping[str, Any]) -> None:
     The options of a dataset are its loader's keyword arguments (``generic``: ``edges`` required,
     ``features``, ``labels``, ``num_nodes``, ``private_column``; ``sbm``: ``num_nodes`` required
     and :func:`sbm_graph`'s others; Planetoid: ``cache_dir``, ``download``; ``facebook``:
-    ``train``, ``val``, ``node_split_seed``).
+    ``train``, ``val``).
+
+    Every dataset also takes :data:`SPLIT_OPTIONS` (``train``, ``val``: fractions of a seeded
+    random node split that replaces the loader's own; LPGNN uses 0.5 / 0.25); its seed is
+    ``node_split_seed`` of :func:`load_dataset` (``dataset.node_split_seed``), never an option.
 
     Raises:
         ValueError: ``"options.<key>: ..."`` for the first unknown or missing option.
@@ -109,8 +117,14 @@ def check_dataset_options(name: str, options: Mapping[str, Any]) -> None:
     key = name.lower()
     if key not in _OPTION_SOURCES:
         raise ValueError(f"unknown dataset {name!r}; known datasets: {sorted(DATASETS)}")
+    if "node_split_seed" in options:
+        raise ValueError("options.node_split_seed: a split seed is configuration, not a dataset option: "
+                         "set dataset.node_split_seed (kept out of every manifest, like split_seed)")
+    _split_fractions(options)
     fn, positional = _OPTION_SOURCES[key]
-    params = {k: p for k, p in inspect.signature(fn).parameters.items() if k not in positional}
+    params = {k: p for k, p in inspect.signature(fn).parameters.items()
+              if k not in positional and k != "node_split_seed"}
+    params.update({k: inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None) for k in SPLIT_OPTIONS})
     for opt in options:
         if opt not in params:
             raise ValueError(
@@ -127,12 +141,29 @@ def check_dataset_options(name: str, options: Mapping[str, Any]) -> None:
         raise ValueError(f"options.num_nodes: expected a number, got {str(options['num_nodes']).lower()}")
 
 
+def _split_fractions(options: Mapping[str, Any]) -> tuple[float, float] | None:
+    """``(train, val)`` of a configured random node split (a missing one: LPGNN's 0.5 / 0.25),
+    or ``None`` when neither is set. ValueError ``options.<key>: ...`` on a bad fraction."""
+    if not any(k in options for k in SPLIT_OPTIONS):
+        return None
+    out = []
+    for k, default in zip(SPLIT_OPTIONS, (0.5, 0.25)):
+        v = options.get(k, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < float(v) < 1.0:
+            raise ValueError(f"options.{k}: a node fraction in (0, 1), got {v!r}")
+        out.append(float(v))
+    if out[0] + out[1] >= 1.0:
+        raise ValueError(f"options.val: train + val must leave test nodes (< 1), got {out[0]:g} + {out[1]:g}")
+    return out[0], out[1]
+
+
 def load_dataset(
     name: str,
     *,
     root: Path | None = None,
     rho: float | None = None,
     split_seed: int = 0,
+    node_split_seed: int = 0,
     **options: Any,
 ) -> GraphData:
     """Load a dataset by name and optionally make a random fraction ``rho`` of its edges private.
@@ -141,6 +172,10 @@ def load_dataset(
     (options ``edges``, ``features``, ``labels``, ``num_nodes``, ``private_column``: see
     :func:`load_generic`; relative file paths are read under the data root), ``sbm`` (options of
     :func:`sbm_graph`).
+
+    With ``train`` / ``val`` among the options (every dataset), the loader's node split is replaced
+    by :func:`random_node_split` with those fractions (the other one LPGNN's 0.5 / 0.25), seeded
+    by ``node_split_seed``; ``meta["split"]`` says so (without the seed).
 
     With ``rho`` set, :func:`split_public_private` marks exactly ``round(rho * m)`` edges private
     (seeded by ``split_seed``). With ``rho=None`` the loader's marking stands: all edges public,
@@ -153,7 +188,18 @@ def load_dataset(
     key = name.lower()
     if key not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; known datasets: {sorted(DATASETS)}")
+    fractions = _split_fractions(options)
+    options = {k: v for k, v in options.items() if k not in SPLIT_OPTIONS}
+    if key == "facebook":  # its loader draws this split itself (the same function and seed)
+        options["node_split_seed"] = node_split_seed
+        if fractions is not None:
+            options["train"], options["val"] = fractions
     graph = DATASETS[key](data_root() if root is None else Path(root), **options)
+    if fractions is not None and key != "facebook":
+        train, val = fractions
+        masks = random_node_split(graph.num_nodes, train=train, val=val, seed=node_split_seed)
+        meta = {**graph.meta, "split": f"random node split {train:g}/{val:g}/{1 - train - val:g} (seeded)"}
+        graph = graph.replace(train_mask=masks[0], val_mask=masks[1], test_mask=masks[2], meta=meta)
     if rho is not None:
         if graph.edges_private.shape[1]:
             raise ValueError(
