@@ -104,7 +104,7 @@ def test_ledger_and_metrics_are_prefect_artifacts(harness, tmp_path):
     assert on_parent == {"sbm-small-ledger", "sbm-small-metrics"}
     (sub,) = _runs_named(f"sbm-small/{res['version']}/evaluate")
     assert sub["parent_task_run_id"] is not None and "evaluate" in sub["tags"]
-    assert {a["key"] for a in _artifacts_of(sub["id"])} == {"sbm-small-private-evaluation"}
+    assert {a["key"] for a in _artifacts_of(sub["id"])} == {"sbm-small-private-evaluation", "sbm-small-private-structure"}
 
 
 def test_a_refused_run_keeps_its_staging_name_and_its_tags(harness, tmp_path):
