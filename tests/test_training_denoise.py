@@ -191,7 +191,7 @@ def test_num_classes_for_the_bound(noisy_graph):
 
 def test_refuses_bad_options(graph):
     bad = [
-        ({"model": "gat"}, "model must be one of"),
+        ({"model": "transformer"}, "model must be one of"),
         ({"kprop_features": -1}, "kprop_features"),
         ({"kprop_features": 1.5}, "kprop_features"),
         ({"kprop_labels": True}, "kprop_labels"),
@@ -253,7 +253,7 @@ def test_config_fields():
         ({"kprop_labels": 2.5}, "pipelines.cora.evaluate.kprop_labels: .*integer"),
         ({"kprop_labels": True}, "pipelines.cora.evaluate.kprop_labels: .*integer"),
         ({"drop": "sometimes"}, "pipelines.cora.evaluate.drop: .*boolean"),
-        ({"model": "gat"}, "pipelines.cora.evaluate.model: .*'gcn' or 'sage'"),
+        ({"model": "transformer"}, "pipelines.cora.evaluate.model: .*'gcn', 'sage', 'gat' or 'gin'"),
         ({"model": "sage", "aggr": "gcn"}, "pipelines.cora.evaluate: model 'sage' aggregates by"),
     ],
 )
