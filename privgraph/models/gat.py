@@ -27,9 +27,7 @@ from privgraph.models.gcn import (
     _check_generator,
     _check_positive_int,
     _fresh_generator,
-    _FixedSpMM,
-    quiet_sparse_beta,
-    sparse_csr_transpose,
+    sparse_aware_linear,
 )
 
 __all__ = ["GAT"]
@@ -42,24 +40,6 @@ def _check_attention_mean(aggr: Any) -> str:
             "symmetric normalisation use the GCN (model 'gcn', aggr 'gcn')"
         )
     return "mean"
-
-
-def _sparse_aware_linear(owner: Module, x: Tensor, weight: Tensor) -> Tensor:
-    """``x @ weight.T`` for dense or sparse (CSR/COO) ``x``.
-
-    With a CSR ``x`` in a differentiable forward, the product's backward uses ``x``'s transpose,
-    computed once and kept in ``owner._x_cache`` while ``owner.cached`` (torch's own backward of a
-    CSR product transposes ``x`` on every call).
-    """
-    if x.layout == torch.sparse_coo:
-        with quiet_sparse_beta():
-            x = x.coalesce().to_sparse_csr()
-    if x.layout == torch.sparse_csr and torch.is_grad_enabled() and not x.requires_grad:
-        t, c = sparse_csr_transpose(x, owner._x_cache)
-        if owner.cached:
-            owner._x_cache = c
-        return _FixedSpMM.apply(weight.t(), x, t)
-    return x @ weight.t()
 
 
 class GAT(Module):
@@ -219,7 +199,7 @@ class GAT(Module):
         for i, conv in enumerate(self.convs):
             x = self.dropout(x, generator)
             h_, c_ = conv.heads, conv.out_channels
-            h = _sparse_aware_linear(self, x, conv.lin.weight).view(n, h_, c_)  # W x, per head
+            h = sparse_aware_linear(self, x, conv.lin.weight).view(n, h_, c_)  # W x, per head
             score = (h * conv.att_src).sum(dim=-1)[src] + (h * conv.att_dst).sum(dim=-1)[dst]
             alpha = softmax(F.leaky_relu(score, conv.negative_slope), dst, num_nodes=n)
             alpha = self.attention_dropout(alpha, generator)  # [edges, heads]

@@ -194,6 +194,24 @@ class _FixedSpMM(torch.autograd.Function):
         return (ctx.op_t @ grad if ctx.needs_input_grad[0] else None), None, None
 
 
+def sparse_aware_linear(owner: Module, x: Tensor, weight: Tensor) -> Tensor:
+    """``x @ weight.T`` for dense or sparse (CSR/COO) ``x``.
+
+    With a CSR ``x`` in a differentiable forward, the product's backward uses ``x``'s transpose,
+    computed once and kept in ``owner._x_cache`` while ``owner.cached`` (torch's own backward of a
+    CSR product transposes ``x`` on every call).
+    """
+    if x.layout == torch.sparse_coo:
+        with quiet_sparse_beta():
+            x = x.coalesce().to_sparse_csr()
+    if x.layout == torch.sparse_csr and torch.is_grad_enabled() and not x.requires_grad:
+        t, c = sparse_csr_transpose(x, owner._x_cache)
+        if owner.cached:
+            owner._x_cache = c
+        return _FixedSpMM.apply(weight.t(), x, t)
+    return x @ weight.t()
+
+
 class GraphConvolution(MessagePassing):
     r"""The graph convolution of the GCN, with average or symmetric neighbourhood normalisation.
 

@@ -18,7 +18,6 @@ from torch import Tensor
 from torch.nn import Linear, Module, ModuleList, ReLU, Sequential
 from torch_geometric.nn import GINConv
 
-from privgraph.models.gat import _sparse_aware_linear
 from privgraph.models.gcn import (
     GeneratorDropout,
     _check_generator,
@@ -27,6 +26,7 @@ from privgraph.models.gcn import (
     _fresh_generator,
     _FixedSpMM,
     quiet_sparse_beta,
+    sparse_aware_linear,
 )
 
 __all__ = ["GIN"]
@@ -198,7 +198,7 @@ class GIN(Module):
         for i, conv in enumerate(self.convs):
             x = self.dropout(x, generator)
             lin1, lin2 = conv.nn[0], conv.nn[2]
-            h = _sparse_aware_linear(self, x, lin1.weight)  # X W_1^T
+            h = sparse_aware_linear(self, x, lin1.weight)  # X W_1^T
             h = _FixedSpMM.apply(h, op, op_t) + lin1.bias  # (A + I) X W_1^T + b_1
             x = lin2(h.relu())
             if i < self.num_layers - 1:

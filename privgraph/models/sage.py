@@ -25,7 +25,7 @@ from privgraph.models.gcn import (
     _fresh_generator,
     _FixedSpMM,
     quiet_sparse_beta,
-    sparse_csr_transpose,
+    sparse_aware_linear,
 )
 
 __all__ = ["GraphSAGE"]
@@ -168,23 +168,6 @@ class GraphSAGE(Module):
             self._cache = (edge_index, op, op_t)
         return op, op_t
 
-    def _sparse_transpose(self, x: Tensor) -> Tensor:
-        """``x.t()`` as CSR; with ``cached``, the sparsity structure is transposed only once."""
-        t, c = sparse_csr_transpose(x, self._x_cache)
-        if self.cached:
-            self._x_cache = c
-        return t
-
-    def _linear(self, x: Tensor, weight: Tensor) -> Tensor:
-        """``x @ weight.T`` for dense or sparse ``x``."""
-        if x.layout == torch.sparse_coo:
-            with quiet_sparse_beta():
-                x = x.coalesce().to_sparse_csr()
-        if x.layout == torch.sparse_csr and torch.is_grad_enabled() and not x.requires_grad:
-            # torch's backward of a CSR product re-transposes x every call; do it once
-            return _FixedSpMM.apply(weight.t(), x, self._sparse_transpose(x))
-        return x @ weight.t()
-
     def forward(
         self, x: Tensor, edge_index: Tensor, *, generator: torch.Generator | None = None
     ) -> Tensor:
@@ -195,7 +178,7 @@ class GraphSAGE(Module):
             x = self.dropout(x, generator)
             o = conv.out_channels
             # one product for both weights: [W_2; W_1] -> columns [:o] aggregated, [o:] the root
-            h = self._linear(x, torch.cat([conv.lin_l.weight, conv.lin_r.weight], dim=0))
+            h = sparse_aware_linear(self, x, torch.cat([conv.lin_l.weight, conv.lin_r.weight], dim=0))
             x = _FixedSpMM.apply(h[:, :o].contiguous(), op, op_t) + h[:, o:] + conv.lin_l.bias
             if i < self.num_layers - 1:
                 x = x.relu()
