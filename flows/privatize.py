@@ -68,7 +68,7 @@ def privatize_flow(
             stage="scores.labels", mechanism="label_rr", guarantee=scores.guarantee,
             partitions=tuple(range(len(parts.parts))), params={"epsilon": scores.guarantee.epsilon},
         ))
-    policy = BudgetPolicy(cfg.budget)
+    policy = BudgetPolicy(cfg.budget, cfg.budget_delta)
     report = validate(result.graph, result.ledger, policy, result.stats.get("feature_range"))
     publish_ledger(pipeline, None, result.ledger.to_dict(), report.to_dict())
     enforce(report)  # exit code 3, nothing written

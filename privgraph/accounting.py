@@ -26,9 +26,14 @@ sets and must not be mixed in one ledger.
 :class:`BudgetPolicy` caps each scope and checks BEFORE spending (like dp_accounting's
 ``supports``/``compose`` and diffprivlib's ``BudgetAccountant.check``/``spend``).
 
-Renyi-DP entries (``GuaranteeKind.RDP``) can be recorded but not yet composed: RDP accounting
-arrives with GAP training. Approximate-DP entries (``delta > 0``) are likewise refused by
-:meth:`PrivacyLedger.spent` rather than silently dropping their delta.
+Approximate-DP entries (``delta > 0``, e.g. GAP's Gaussian aggregation perturbation, whose
+mechanism converts its RDP curve to one (epsilon, delta) with ``dp-accounting``) compose by the
+basic composition theorem: epsilons add and deltas add, sequentially, and the maximum counts
+across disjoint partitions (:meth:`PrivacyLedger.spent_delta`). This is sound for any mix with
+pure entries (delta 0); it is looser than composing several Gaussian entries' RDP curves first,
+which a run with one Gaussian entry per scope does not need. Renyi-DP entries
+(``GuaranteeKind.RDP``, an RDP curve without a conversion) can be recorded but are refused by
+:meth:`PrivacyLedger.spent`: a mechanism states the (epsilon, delta) it converts to instead.
 
 This module imports neither torch nor prefect nor dask.
 """
@@ -60,7 +65,8 @@ LEDGER_FORMAT = "privgraph.ledger/2"
 #: version 1 did not record the scope-unit epsilon, see :meth:`Guarantee.from_dict`).
 READABLE_LEDGER_FORMATS = ("privgraph.ledger/1", LEDGER_FORMAT)
 
-_RDP_MESSAGE = "RDP accounting arrives with GAP training; RDP entries cannot be composed yet"
+_RDP_MESSAGE = ("RDP entries are not composed by the ledger: the mechanism records the (epsilon, delta) "
+                "its accountant converts the RDP curve to")
 
 
 class UnsupportedCompositionError(PrivgraphError):
@@ -325,10 +331,24 @@ class PrivacyLedger:
         Entries compose sequentially where they cover the same partition (or the whole graph)
         and in parallel across disjoint partitions; see the module docstring.
 
+        Entries with ``delta > 0`` compose by basic composition (their epsilons add like pure
+        ones; :meth:`spent_delta` gives the delta that goes with this epsilon).
+
         Raises:
-            UnsupportedCompositionError: the selected entries are RDP, or an entry has
-                ``delta > 0``.
+            UnsupportedCompositionError: the selected entries are RDP.
         """
+        selected = self._selected(scope, kind)
+        if kind is None:
+            return _compose_pure(selected, lambda e: e.guarantee.ledger_epsilon)
+        return _compose_pure(selected, lambda e: e.epsilon)
+
+    def spent_delta(self, scope: Scope | str, kind: GuaranteeKind | str | None = None) -> float:
+        """The delta that goes with :meth:`spent`'s epsilon (0.0 for pure entries only): deltas add
+        where entries cover the same partition and the maximum counts across disjoint ones
+        (basic composition; the same partition rule as the epsilons)."""
+        return _compose_pure(self._selected(scope, kind), lambda e: e.guarantee.delta)
+
+    def _selected(self, scope: Scope | str, kind: GuaranteeKind | str | None) -> list[LedgerEntry]:
         scope = Scope(scope)
         selected = [e for e in self._entries if e.scope is scope]
         if kind is not None:
@@ -336,33 +356,27 @@ class PrivacyLedger:
             selected = [e for e in selected if e.kind is kind]
         if any(e.kind is GuaranteeKind.RDP for e in selected):
             raise UnsupportedCompositionError(f"scope {scope.value!r}: {_RDP_MESSAGE}")
-        approx = [e for e in selected if e.guarantee.delta > 0]
-        if approx:
-            e = approx[0]
-            raise UnsupportedCompositionError(
-                f"scope {scope.value!r}: entry {e.stage}/{e.mechanism} has delta="
-                f"{e.guarantee.delta}; the ledger composes pure eps-DP only"
-            )
-        if kind is None:
-            return _compose_pure(selected, lambda e: e.guarantee.ledger_epsilon)
-        return _compose_pure(selected, lambda e: e.epsilon)
+        return selected
 
     def summary(self) -> list[dict[str, Any]]:
         """One row per scope with entries, in the scope's unit: ``scope``, ``kind`` (the unit,
-        e.g. ``edge_dp``), ``epsilon`` (:meth:`spent`), ``entries``, ``note``.
+        e.g. ``edge_dp``), ``epsilon`` (:meth:`spent`), ``delta`` (:meth:`spent_delta`),
+        ``entries``, ``note``.
 
-        ``epsilon`` is ``None`` (and ``note`` says why) where the entries cannot be composed.
+        ``epsilon`` and ``delta`` are ``None`` (and ``note`` says why) where the entries cannot be composed.
         """
         rows = []
         for scope in Scope:
             count = sum(1 for e in self._entries if e.scope is scope)
             if not count:
                 continue
+            delta: float | None
             try:
                 eps: float | None = self.spent(scope)
+                delta = self.spent_delta(scope)
                 note = ""
             except UnsupportedCompositionError as err:
-                eps, note = None, str(err)
+                eps, delta, note = None, None, str(err)
             local = [k for k in self.kinds(scope) if k is not SCOPE_UNITS[scope]]
             if local and eps is not None:
                 note = (
@@ -371,7 +385,7 @@ class PrivacyLedger:
                 )
             rows.append(
                 {"scope": scope.value, "kind": SCOPE_UNITS[scope].value, "epsilon": eps,
-                 "entries": count, "note": note}
+                 "delta": delta, "entries": count, "note": note}
             )
         return rows
 
@@ -401,51 +415,76 @@ class PrivacyLedger:
             cells = (e.stage, e.mechanism, e.scope.value, e.kind.value, repr(e.epsilon),
                      _fmt_partitions(e.partitions))
             lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
-        lines += ["", "| scope | kind | spent epsilon |", "|---|---|---:|"]
+        lines += ["", "| scope | kind | spent epsilon | spent delta |", "|---|---|---:|---:|"]
         for row in self.summary():
             eps = "n/a" if row["epsilon"] is None else repr(row["epsilon"])
-            lines.append(f"| {row['scope']} | {row['kind']} | {_md_cell(eps)} |")
+            delta = "n/a" if row["delta"] is None else repr(row["delta"])
+            lines.append(f"| {row['scope']} | {row['kind']} | {_md_cell(eps)} | {_md_cell(delta)} |")
         return "\n".join(lines) + "\n"
 
 
 # -- budget caps ---------------------------------------------------------------------------------
+def _scope_map(caps: Mapping[str | Scope, Any], name: str) -> dict[Scope, Any]:
+    if not isinstance(caps, Mapping):
+        raise TypeError(f"{name} must be a mapping of scope -> value, got {type(caps).__name__}")
+    known = [s.value for s in Scope]
+    out: dict[Scope, Any] = {}
+    for key, cap in caps.items():
+        try:
+            scope = Scope(key)
+        except ValueError:
+            raise ValueError(f"unknown budget scope {key!r}; known scopes: {known}") from None
+        if scope in out:
+            raise ValueError(f"budget scope {scope.value!r} is given twice")
+        out[scope] = cap
+    return out
+
+
 class BudgetPolicy:
-    """Epsilon caps per scope; scopes without a cap are not limited.
+    """Epsilon (and delta) caps per scope; scopes without a cap are not limited.
 
     Args:
         caps (Mapping[str | Scope, float]): e.g. ``{"features": 4.0, "edges": 2.0}``.
+        delta_caps (Mapping[str | Scope, float], optional): the delta a capped scope may spend,
+            e.g. ``{"edges": 1e-5}``; a capped scope without one admits pure DP only (delta 0).
 
     Raises:
         TypeError: ``caps`` is not a mapping or a cap is not a real number.
-        ValueError: an unknown scope name, a scope given twice, or a cap that is NaN, infinite
-            or <= 0.
+        ValueError: an unknown scope name, a scope given twice, a cap that is NaN, infinite
+            or <= 0, or a delta cap outside (0, 1) or on a scope without an epsilon cap.
 
     A cap applies to the composed spend of its scope (:meth:`PrivacyLedger.spent`); a scope
     holding entries of several kinds cannot be checked against one cap, and the checks raise
     :class:`UnsupportedCompositionError` for it.
     """
 
-    def __init__(self, caps: Mapping[str | Scope, float]) -> None:
-        if not isinstance(caps, Mapping):
-            raise TypeError(f"caps must be a mapping of scope -> epsilon, got {type(caps).__name__}")
-        known = [s.value for s in Scope]
-        self._caps: dict[Scope, float] = {}
-        for key, cap in caps.items():
-            try:
-                scope = Scope(key)
-            except ValueError:
-                raise ValueError(f"unknown budget scope {key!r}; known scopes: {known}") from None
-            if scope in self._caps:
-                raise ValueError(f"budget scope {scope.value!r} is given twice")
-            self._caps[scope] = check_epsilon(cap, f"caps[{scope.value!r}]")
+    def __init__(
+        self, caps: Mapping[str | Scope, float], delta_caps: Mapping[str | Scope, float] | None = None
+    ) -> None:
+        self._caps: dict[Scope, float] = {
+            s: check_epsilon(c, f"caps[{s.value!r}]") for s, c in _scope_map(caps, "caps").items()
+        }
+        self._delta_caps: dict[Scope, float] = {}
+        for s, d in _scope_map(delta_caps or {}, "delta_caps").items():
+            if s not in self._caps:
+                raise ValueError(f"delta_caps[{s.value!r}]: the scope has no epsilon cap")
+            if isinstance(d, bool) or not isinstance(d, numbers.Real) or not (0.0 < float(d) < 1.0):
+                raise ValueError(f"delta_caps[{s.value!r}] must be in (0, 1), got {d!r}")
+            self._delta_caps[s] = float(d)
 
     @property
     def caps(self) -> dict[Scope, float]:
         return dict(self._caps)
 
+    @property
+    def delta_caps(self) -> dict[Scope, float]:
+        """The delta cap of every capped scope (0.0: pure DP only)."""
+        return {s: self._delta_caps.get(s, 0.0) for s in self._caps}
+
     def __repr__(self) -> str:
         inner = ", ".join(f"{s.value!r}: {c!r}" for s, c in self._caps.items())
-        return f"BudgetPolicy({{{inner}}})"
+        deltas = ", ".join(f"{s.value!r}: {c!r}" for s, c in self._delta_caps.items())
+        return f"BudgetPolicy({{{inner}}}" + (f", delta_caps={{{deltas}}})" if deltas else ")")
 
     def check(self, ledger: PrivacyLedger) -> list[str]:
         """Human-readable violations of the caps (empty when ``ledger`` is within them)."""
@@ -457,6 +496,12 @@ class BudgetPolicy:
             if total > cap:
                 out.append(
                     f"scope {scope.value!r}: spent epsilon {total!r} exceeds the cap {cap!r}"
+                )
+            delta, delta_cap = ledger.spent_delta(scope), self._delta_caps.get(scope, 0.0)
+            if delta > delta_cap:
+                out.append(
+                    f"scope {scope.value!r}: spent delta {delta!r} exceeds the delta cap {delta_cap!r}"
+                    + ("" if delta_cap else " (no delta cap: pure DP only)")
                 )
         return out
 

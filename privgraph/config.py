@@ -303,6 +303,10 @@ class PipelineConfig(_Strict):
     edges: MechanismConfig | None = None
     labels: MechanismConfig | None = None
     budget: dict[Literal["features", "edges", "labels"], Float] = Field(default_factory=dict)
+    budget_delta: dict[Literal["features", "edges", "labels"], Float] = Field(
+        default_factory=dict,
+        description="the delta a capped scope may spend (approximate DP, e.g. gap); without one a scope admits pure DP only",
+    )
     partitions: PartitionConfig = PartitionConfig()
     executor: Literal["serial", "dask"] = "dask"
     dask: DaskConfig = DaskConfig()
@@ -326,6 +330,15 @@ class PipelineConfig(_Strict):
         for scope, cap in v.items():
             _finite_positive(cap, f"budget cap for {scope}")
         return {k: float(c) for k, c in v.items()}
+
+    @model_validator(mode="after")
+    def _delta_caps(self) -> PipelineConfig:
+        for scope, d in self.budget_delta.items():
+            if scope not in self.budget:
+                raise ValueError(f"budget_delta.{scope}: the scope has no epsilon cap in 'budget'")
+            if not (0.0 < d < 1.0):
+                raise ValueError(f"budget_delta.{scope} must be in (0, 1), got {d}")
+        return self
 
     @model_validator(mode="after")
     def _something_to_do(self) -> PipelineConfig:

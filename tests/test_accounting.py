@@ -143,21 +143,45 @@ def test_a_local_edge_guarantee_must_state_its_edge_level_figure():
     assert g.ledger_epsilon == pytest.approx(2.0) and g.ledger_epsilon >= 2.0
 
 
-def test_rdp_is_not_composed_yet():
+def test_rdp_entries_are_not_composed():
     ledger = PrivacyLedger([entry(1.0, scope=E, kind=GuaranteeKind.RDP, mechanism="gap")])
-    with pytest.raises(UnsupportedCompositionError, match="RDP accounting arrives with GAP"):
+    with pytest.raises(UnsupportedCompositionError, match="RDP entries are not composed"):
         ledger.spent(E)
-    with pytest.raises(UnsupportedCompositionError, match="GAP training"):
+    with pytest.raises(UnsupportedCompositionError, match="converts the RDP curve"):
         ledger.spent(E, kind=GuaranteeKind.RDP)
     row = ledger.summary()[0]
-    assert row["epsilon"] is None and "GAP" in row["note"]
+    assert row["epsilon"] is None and row["delta"] is None and "RDP" in row["note"]
 
 
-def test_approximate_dp_is_not_silently_dropped():
+def test_approximate_dp_composes_by_basic_composition():
     g = Guarantee(GuaranteeKind.EDGE_DP, 1.0, E, delta=1e-6)
-    ledger = PrivacyLedger([LedgerEntry("s", "m", g)])
-    with pytest.raises(UnsupportedCompositionError, match="delta"):
-        ledger.spent(E)
+    ledger = PrivacyLedger([
+        LedgerEntry("s", "gap", g, partitions=(0, 1)),
+        LedgerEntry("t", "gap", Guarantee(GuaranteeKind.EDGE_DP, 0.5, E, delta=3e-6), partitions=(1,)),
+        LedgerEntry("u", "edge_rr", Guarantee(GuaranteeKind.EDGE_DP, 0.25, E)),
+    ])
+    # partition 1 holds all three: epsilons add, deltas add; pure entries add no delta
+    assert ledger.spent(E) == 1.75
+    assert ledger.spent_delta(E) == pytest.approx(4e-6)
+    row = ledger.summary()[0]
+    assert row["epsilon"] == 1.75 and row["delta"] == pytest.approx(4e-6)
+    assert PrivacyLedger([entry(1.0)]).spent_delta(Scope.FEATURES) == 0.0
+    assert "| spent delta |" in ledger.to_markdown()
+
+
+def test_a_capped_scope_admits_delta_only_under_a_delta_cap():
+    ledger = PrivacyLedger([LedgerEntry("s", "gap", Guarantee(GuaranteeKind.EDGE_DP, 1.0, E, delta=1e-5))])
+    [violation] = BudgetPolicy({"edges": 2.0}).check(ledger)
+    assert "spent delta 1e-05 exceeds the delta cap 0.0 (no delta cap: pure DP only)" in violation
+    assert BudgetPolicy({"edges": 2.0}, {"edges": 1e-5}).check(ledger) == []
+    [violation] = BudgetPolicy({"edges": 2.0}, {"edges": 1e-6}).check(ledger)
+    assert "exceeds the delta cap 1e-06" in violation
+    assert BudgetPolicy({"edges": 2.0}, {"edges": 1e-5}).delta_caps == {E: 1e-5}
+    with pytest.raises(ValueError, match="no epsilon cap"):
+        BudgetPolicy({"features": 1.0}, {"edges": 1e-5})
+    for bad in (0.0, 1.0, -1e-5, float("nan"), True):
+        with pytest.raises(ValueError, match=r"delta_caps\['edges'\] must be in \(0, 1\)"):
+            BudgetPolicy({"edges": 1.0}, {"edges": bad})
 
 
 def test_summary_one_row_per_scope():
@@ -338,7 +362,7 @@ def test_markdown_table():
     assert lines[0] == "| stage | mechanism | scope | kind | epsilon | partitions |"
     assert "| privatize | feature_rr | features | feature_ldp | 0.5 | 0-2, 5 |" in lines
     assert "a\\|b" in md and "| all |" in md
-    assert "| features | feature_ldp | 0.75 |" in lines
+    assert "| features | feature_ldp | 0.75 | 0.0 |" in lines
 
 
 def test_accounting_is_torch_free():

@@ -3,10 +3,10 @@
 Two expectation suites run in one ephemeral great-expectations context before anything is
 published:
 
-* ``budget``: one row per ledger scope with the spent epsilon (composed by
-  :class:`~privgraph.accounting.PrivacyLedger`) and the cap of the pipeline's
+* ``budget``: one row per ledger scope with the spent epsilon and delta (composed by
+  :class:`~privgraph.accounting.PrivacyLedger`) and the caps of the pipeline's
   :class:`~privgraph.accounting.BudgetPolicy`; every scope that spends must have a cap, and
-  spent <= cap.
+  spent <= cap; a scope spends delta > 0 only under its delta cap (``budget_delta``).
 * ``output``: the released edges are canonical (``0 <= src < dst < n``) and the released features
   lie in the mechanisms' output range ([0, 1] for the feature mechanisms).
 
@@ -50,6 +50,9 @@ class ValidationReport:
                 out.append(f"{where}: spends epsilon {b['spent']:g} but pipelines.yaml sets no budget cap for it")
             elif b["spent"] > b["cap"]:
                 out.append(f"{where}: spent epsilon {b['spent']:g} exceeds the cap {b['cap']:g}")
+            if b["spent"] is not None and b["cap"] is not None and b["delta_spent"] > b["delta_cap"]:
+                cap = f"the delta cap {b['delta_cap']:g}" if b["delta_cap"] else "no delta cap (budget_delta): pure DP only"
+                out.append(f"{where}: spent delta {b['delta_spent']:g} exceeds {cap}")
         out += [
             f"{r['suite']}.{r['expectation']}: {r['detail']}"
             for r in self.results
@@ -60,8 +63,10 @@ class ValidationReport:
 
 def _budget_rows(ledger: PrivacyLedger, policy: BudgetPolicy) -> list[dict[str, Any]]:
     rows = []
+    delta_caps = policy.delta_caps
     for row in ledger.summary():
         cap = policy.caps.get(row["scope"])
+        delta_cap = delta_caps.get(row["scope"])
         rows.append(
             {
                 "scope": row["scope"],
@@ -69,6 +74,9 @@ def _budget_rows(ledger: PrivacyLedger, policy: BudgetPolicy) -> list[dict[str, 
                 # None: the scope's entries cannot be composed into one number (fails below)
                 "spent": float("nan") if row["epsilon"] is None else float(row["epsilon"]),
                 "cap": float("nan") if cap is None else float(cap),
+                "delta_spent": float("nan") if row["delta"] is None else float(row["delta"]),
+                # a capped scope without a delta cap admits pure DP only
+                "delta_cap": float("nan") if delta_cap is None else float(delta_cap),
             }
         )
     return rows
@@ -133,7 +141,7 @@ def run_checkpoint(
 
     ctx = _context()
     budget = _budget_rows(ledger, policy)
-    budget_df = pd.DataFrame(budget, columns=["scope", "kind", "spent", "cap"])
+    budget_df = pd.DataFrame(budget, columns=["scope", "kind", "spent", "cap", "delta_spent", "delta_cap"])
     results = _run_suite(
         ctx,
         "budget",
@@ -144,6 +152,9 @@ def run_checkpoint(
             gx.expectations.ExpectColumnValuesToBeBetween(column="spent", min_value=0),
             gx.expectations.ExpectColumnPairValuesAToBeGreaterThanB(
                 column_A="cap", column_B="spent", or_equal=True
+            ),
+            gx.expectations.ExpectColumnPairValuesAToBeGreaterThanB(
+                column_A="delta_cap", column_B="delta_spent", or_equal=True
             ),
         ],
     )
@@ -169,7 +180,7 @@ def run_checkpoint(
             ],
         )
     for r in budget:  # JSON-safe: NaN is written as null
-        for k in ("cap", "spent"):
+        for k in ("cap", "spent", "delta_cap", "delta_spent"):
             if r[k] != r[k]:
                 r[k] = None
     return ValidationReport(success=all(r["success"] for r in results), results=results, budget=budget)
