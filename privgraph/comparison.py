@@ -40,7 +40,7 @@ from privgraph.partition import Partitioning
 from privgraph.privatize import privatize_graph
 from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import partition_seeds, stage_seed
-from privgraph.training import feature_only_kwargs, fit_node_classifier, paired_test
+from privgraph.training import feature_only_kwargs, fit_node_classifier, paired_test, version_kwargs
 
 __all__ = [
     "ComparisonResult",
@@ -198,7 +198,7 @@ def run_comparison(
         also gets its feature-only floor (``floor``: that model's ``{"test_acc", "val_acc"}``
         on the same graph and seed, trained here when None) and the accuracy of the one of the
         two with the higher validation accuracy (ties: the floor)."""
-        model = fit_node_classifier(g, seed=seed, **kw)
+        model = fit_node_classifier(g, seed=seed, **version_kwargs(g, kw))
         gnn = model.result
         rec: dict[str, Any] = {"test_acc": float(gnn["test_acc"])}
         if cell:

@@ -341,6 +341,15 @@ class PipelineConfig(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _gap_versions_are_not_attacked(self) -> PipelineConfig:
+        if self.edges is not None and self.edges.mechanism == "gap" and self.evaluate.attacks:
+            raise ValueError(
+                "evaluate.attacks: a gap version releases aggregates, not edges, and the attacks query a "
+                "model trained over a version's edges; attacks on GAP's classifier are not built: remove them"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _something_to_do(self) -> PipelineConfig:
         if self.features is None and self.edges is None and self.labels is None:
             raise ValueError("a pipeline needs at least one of 'features', 'edges' or 'labels'")
@@ -386,6 +395,10 @@ class ComparisonConfig(_Strict):
     def _target_listed(self) -> ComparisonConfig:
         if self.target not in self.mechanisms:
             raise ValueError(f"target {self.target!r} is not among mechanisms {sorted(self.mechanisms)}")
+        gap = [label for label, e in self.mechanisms.items() if (e or {}).get("mechanism", label) == "gap"]
+        if gap and (self.evaluate.attacks if self.evaluate is not None else False):
+            raise ValueError(f"evaluate.attacks: mechanisms {gap} release aggregates, not edges; attacks on "
+                             "GAP's classifier are not built: remove the attacks")
         if self.evaluate is not None and any(a.name == "attribute" for a in self.evaluate.attacks):
             raise ValueError("evaluate.attacks: 'attribute' attacks a release, not a model; a comparison does "
                              "not run it (list it in a pipeline's evaluate)")

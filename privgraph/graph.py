@@ -143,6 +143,10 @@ class GraphData:
         edges_private (np.ndarray): int64 ``[2, m_pri]`` undirected edges, ``u < v``.
         train_mask, val_mask, test_mask (np.ndarray, optional): boolean ``[n]`` node splits.
         meta (dict): names, feature bounds, provenance. Never holds private rows.
+        aggregates (np.ndarray, optional): float32 ``[K + 1, n, d]``, the hop-wise node
+            aggregates an aggregation-perturbation release (GAP) publishes in place of private
+            edges: hop 0 the encoded features, hop ``k`` the noisy aggregate of hop ``k - 1``
+            (default: ``None``).
 
     Edges given as ``(v, u)`` with ``v > u`` are an error, not silently flipped: use
     :meth:`from_edges` to build from arbitrary-order edge lists.
@@ -161,6 +165,7 @@ class GraphData:
     val_mask: np.ndarray | None = None
     test_mask: np.ndarray | None = None
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    aggregates: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.num_nodes, bool) or not isinstance(self.num_nodes, (int, np.integer)):
@@ -177,6 +182,22 @@ class GraphData:
         self._validate_y()
         for name in ("train_mask", "val_mask", "test_mask"):
             self._validate_mask(name)
+        self._validate_aggregates()
+
+    def _validate_aggregates(self) -> None:
+        if self.aggregates is None:
+            return
+        a = np.asarray(self.aggregates)
+        if a.ndim != 3 or a.shape[0] < 2 or a.shape[1] != self.num_nodes:
+            raise GraphValidationError(
+                f"aggregates must have shape [hops + 1 >= 2, num_nodes={self.num_nodes}, d], got {list(a.shape)}"
+            )
+        if not np.issubdtype(a.dtype, np.floating):
+            raise GraphValidationError(f"aggregates must be floating point, got {a.dtype}")
+        bad = np.flatnonzero(~np.isfinite(a).all(axis=(0, 2)))
+        if bad.size:
+            raise GraphValidationError(f"aggregates: non-finite values at nodes {_rows(bad)}")
+        self.aggregates = np.ascontiguousarray(a, dtype=np.float32)
 
     # -- validation -------------------------------------------------------------------------
     def _validate_edges(self, name: str, e: np.ndarray) -> None:
@@ -363,8 +384,10 @@ class GraphData:
             raise ValueError("keyed_digest: key must be at least 16 bytes")
         h = hmac.new(bytes(key), digestmod=hashlib.sha256)
         h.update(f"n={self.num_nodes}".encode())
-        for name in ("x", "y", "edges_public", "edges_private", "train_mask", "val_mask", "test_mask"):
+        for name in ("x", "y", "edges_public", "edges_private", "train_mask", "val_mask", "test_mask", "aggregates"):
             a = getattr(self, name)
+            if name == "aggregates" and a is None:
+                continue  # graphs without aggregates keep their digests
             h.update(name.encode())
             if a is not None:
                 a = np.ascontiguousarray(a)
@@ -398,6 +421,8 @@ class GraphData:
             "num_classes": self.num_classes,
             "num_edges_public": int(self.edges_public.shape[1]),
             "num_edges_private": int(self.edges_private.shape[1]),
+            **({} if self.aggregates is None else {"aggregate_hops": int(self.aggregates.shape[0] - 1),
+                                                    "aggregate_dim": int(self.aggregates.shape[2])}),
         }
 
     def __repr__(self) -> str:

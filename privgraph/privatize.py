@@ -226,6 +226,31 @@ def _privatize_edges(
     return released, stats
 
 
+def _privatize_edges_aggregates(
+    graph: GraphData, released: GraphData, mechanism: Any, root: np.random.SeedSequence, device: str
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """GAP: encode the RELEASED features and labels (an MLP reading no edge: post-processing),
+    then the mechanism's noisy hop-wise aggregates over all edges; the private edges themselves
+    are not released."""
+    from privgraph.training import encode_features
+
+    missing = [m for m in ("train_mask", "val_mask") if getattr(graph, m) is None]
+    if missing or released.y is None or released.x is None:
+        raise ConfigError(
+            f"{mechanism.name}: its encoder trains on the released features and the labels of the "
+            f"training nodes; the graph lacks {missing or ['x or y']}"
+        )
+    no_edges = np.zeros((2, 0), np.int64)
+    view = released.replace(edges_public=no_edges, edges_private=no_edges)
+    encoded = encode_features(
+        view, seed=stage_seed(root, "edges.encoder"), dim=mechanism.encoder_dim,
+        epochs=mechanism.encoder_epochs, device=device,
+    )
+    candidates = graph.private_nodes()
+    aggregates = mechanism.aggregate(encoded, graph.edges("all"), candidates, noise_generator(stage_seed(root, "edges")))
+    return aggregates.astype(np.float32), {"private_nodes": int(candidates.size)}
+
+
 def privatize_graph(
     graph: GraphData,
     *,
@@ -236,13 +261,16 @@ def privatize_graph(
     root_seed: np.random.SeedSequence,
     executor: Executor | None = None,
     stage: str = "privatize",
+    device: str = "auto",
 ) -> PrivatizationResult:
     """Apply the feature, edge and label mechanisms per partition and return the private graph.
 
     The returned graph keeps the public edges as they are and replaces ``edges_private`` by the
     privatized release of the private edges; ``x`` is replaced by the privatized features.
     Labels, splits and the public edges are released unchanged (they are public in this setting;
-    the manifest says so).
+    the manifest says so). An aggregation-perturbation mechanism (GAP: ``releases_aggregates``)
+    releases ``aggregates`` instead of private edges; its encoder trains on ``device`` over the
+    released features and labels.
 
     Raises:
         ConfigError: the graph has private edges but no edge mechanism is given (they would be
@@ -273,17 +301,31 @@ def privatize_graph(
             "be stored as they are; add an 'edges' mechanism (nonpriv_part drops them)"
         )
     release: dict[str, dict[str, Any]] = {}
+    if labels is not None:
+        if labels.scope is not Scope.LABELS:
+            raise ValueError(f"{labels!r} does not protect labels")
+        # before the edges, which may read the released labels (GAP's encoder); recorded last
+        changes["y"] = _privatize_labels(graph, labels, parts, root_seed, executor)
     if edges is not None:
         if edges.scope is not Scope.EDGES:
             raise ValueError(f"{edges!r} does not protect edges")
         n_max = int(graph.private_nodes().size)
-        params = edges.params_for(n_max) if n_max > 1 and hasattr(edges, "params_for") else edges.params()
-        released, estats = _privatize_edges(graph, edges, parts, root_seed, executor)
-        private_record = {"edges": estats.pop("_private")} if "_private" in estats else {}
-        release["edges"] = estats.pop("_release", {})
-        changes["edges_private"] = released
-        if getattr(edges, "all_edges_private", False):
-            changes["edges_public"] = np.zeros((2, 0), dtype=np.int64)
+        params = (edges.params_for(n_max) if hasattr(edges, "params_for") and (n_max > 1 or edges.guarantee.delta)
+                  else edges.params())
+        if getattr(edges, "releases_aggregates", False):
+            aggregates, estats = _privatize_edges_aggregates(
+                graph, graph.replace(**changes), edges, root_seed, device
+            )
+            changes["aggregates"] = aggregates
+            changes["edges_private"] = np.zeros((2, 0), dtype=np.int64)
+            release["edges"] = {"aggregates": list(aggregates.shape)}
+        else:
+            released, estats = _privatize_edges(graph, edges, parts, root_seed, executor)
+            private_record = {"edges": estats.pop("_private")} if "_private" in estats else {}
+            release["edges"] = estats.pop("_release", {})
+            changes["edges_private"] = released
+            if getattr(edges, "all_edges_private", False):
+                changes["edges_public"] = np.zeros((2, 0), dtype=np.int64)
         stats["edges"] = estats
         ledger.record(
             LedgerEntry(
@@ -292,9 +334,6 @@ def privatize_graph(
             )
         )
     if labels is not None:
-        if labels.scope is not Scope.LABELS:
-            raise ValueError(f"{labels!r} does not protect labels")
-        changes["y"] = _privatize_labels(graph, labels, parts, root_seed, executor)
         ledger.record(
             LedgerEntry(
                 stage=f"{stage}.labels", mechanism=labels.name, guarantee=labels.guarantee,

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from privgraph.graph import GraphData
 from privgraph.mechanisms.features.label_rr import label_rr_keep_probability
-from privgraph.models import GAT, GCN, GIN, GraphSAGE, KProp
+from privgraph.models import GAT, GCN, GIN, GAPClassifier, GraphSAGE, KProp
 from privgraph.models.gcn import quiet_sparse_beta
 from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import as_seed_sequence, partition_seeds, stage_seed
@@ -40,8 +40,10 @@ __all__ = [
     "OWNER_ONLY",
     "choose_device",
     "drop_bound",
+    "encode_features",
     "evaluate_utility",
     "feature_only_kwargs",
+    "version_kwargs",
     "paired_test",
     "principal_basis",
     "fit_node_classifier",
@@ -51,7 +53,10 @@ __all__ = [
 
 _MASKS = ("train_mask", "val_mask", "test_mask")
 _SPARSE_DENSITY = 0.1
-MODELS: dict[str, type[torch.nn.Module]] = {"gcn": GCN, "sage": GraphSAGE, "gat": GAT, "gin": GIN}
+MODELS: dict[str, type[torch.nn.Module]] = {
+    "gcn": GCN, "sage": GraphSAGE, "gat": GAT, "gin": GIN,
+    "gap": GAPClassifier,  # over a GAP version's released aggregates (graph.aggregates), no edges
+}
 #: the edge sets a model can be trained over; "none" is the feature-only floor
 EDGE_SETS = ("all", "public", "private", "none")
 # the options of train_node_classifier that denoise a PRIVATE graph; evaluate_utility does not
@@ -235,6 +240,27 @@ def train_node_classifier(graph: GraphData, **kwargs: Any) -> dict[str, Any]:
     return fit_node_classifier(graph, **kwargs).result
 
 
+def encode_features(
+    graph: GraphData, *, seed: int | np.random.SeedSequence, dim: int = 16, epochs: int = 100,
+    device: str = "auto",
+) -> np.ndarray:
+    """GAP's encoder (Sajadmanesh et al. 2023, Algorithm 2 lines 1-2): an MLP trained on the
+    features and the training labels of ``graph`` without any edge, whose hidden layer of width
+    ``dim`` (after ReLU) is the node encoding; float32 ``[n, dim]``.
+
+    It is the feature-only floor's model (the 2-layer GCN over no edges: ``x -> dim -> classes``,
+    :func:`fit_node_classifier` with ``edges="none"``, model selection on the validation labels),
+    so given a version's released features and labels it is post-processing.
+    """
+    trained = fit_node_classifier(graph, seed=seed, edges="none", model="gcn", aggr="mean", hidden=dim,
+                                  epochs=epochs, device=device)
+    net = trained._net64()
+    no_edges = torch.zeros((2, 0), dtype=torch.long, device=trained.device)
+    with torch.no_grad():
+        h = net.convs[0](trained.prepare(edge_index=no_edges), no_edges).relu()
+    return h.cpu().numpy().astype(np.float32)
+
+
 @dataclasses.dataclass
 class TrainedClassifier:
     """A trained node classifier as a black box: :meth:`query` answers the class posteriors for
@@ -391,8 +417,10 @@ def fit_node_classifier(
             of ``graph.y`` (training and model selection always use ``graph.y``).
             :func:`evaluate_utility` passes the clean labels here, so that noise a label mechanism
             put on the private graph's test labels is measured rather than scored against.
-        model (str): ``"gcn"``, ``"sage"``, ``"gat"`` (8 heads; ``hidden`` a multiple of 8) or
-            ``"gin"`` (default: ``"gcn"``).
+        model (str): ``"gcn"``, ``"sage"``, ``"gat"`` (8 heads; ``hidden`` a multiple of 8),
+            ``"gin"``, or ``"gap"``: GAP's classification module
+            (:class:`~privgraph.models.GAPClassifier`) over ``graph.aggregates``, with
+            ``edges="none"`` (default: ``"gcn"``).
         kprop_features (int): KProp steps :math:`K_x \ge 0` on the features (default: ``0``).
         kprop_labels (int): KProp steps :math:`K_y \ge 0` on the labels (default: ``0``).
         drop (bool): train with Drop (default: ``False``).
@@ -454,6 +482,17 @@ def fit_node_classifier(
         num_classes = max(num_classes, int(eval_y.max()) + 1)
 
     _check_choice(edges, "edges", EDGE_SETS)
+    model_kwargs: dict[str, Any] = {} if aggr is None else {"aggr": aggr}
+    if model == "gap":  # GAP's classification module reads the released aggregates, no edge
+        if graph.aggregates is None:
+            raise ValueError("train_node_classifier: model 'gap' trains on a GAP version's aggregates; "
+                             "this graph has none")
+        if edges != "none" or kprop_features or kprop_labels or feature_dim is not None:
+            raise ValueError("train_node_classifier: model 'gap' reads no edges (edges='none') and takes "
+                             "no KProp or feature_dim")
+        a = graph.aggregates
+        graph = graph.replace(x=np.ascontiguousarray(a.transpose(1, 0, 2).reshape(a.shape[1], -1)))
+        model_kwargs["hops"] = int(a.shape[0])
     if edges == "none" and (kprop_features or kprop_labels):
         raise ValueError("train_node_classifier: edges='none' (the feature-only floor) cannot run KProp, which "
                          "propagates over edges; set kprop_features = kprop_labels = 0")
@@ -470,6 +509,8 @@ def fit_node_classifier(
     else:
         x = _model_input(data.x).to(dev)
     projection = None
+    if model == "gap":
+        x = data.x.to(dev)  # unit rows already: no centring
     if feature_dim is not None and x.layout == torch.strided and x.shape[1] > feature_dim:
         g_proj = torch.Generator(device=dev)
         g_proj.manual_seed(_torch_seed(stage_seed(as_seed_sequence(seed), "feature_projection")))
@@ -495,8 +536,7 @@ def fit_node_classifier(
     g.manual_seed(_torch_seed(seed))
     # built on the CPU from a throwaway generator, moved, then drawn on `dev` from the run's own
     net = model_cls(
-        int(x.shape[1]), hidden, num_classes, dropout=dropout, cached=True,
-        **({} if aggr is None else {"aggr": aggr}),
+        int(x.shape[1]), hidden, num_classes, dropout=dropout, cached=True, **model_kwargs,
         generator=torch.Generator().manual_seed(0),
     ).to(dev)
     net.reset_parameters(g)
@@ -625,8 +665,10 @@ def evaluate_utility(
         equal to ``private`` where the test labels are public). Beside ``private`` (the GNN):
         ``feature_only``, the floor (the same model, seeds and epochs on the version without any
         edge: :func:`feature_only_kwargs`; a GNN below it would do better ignoring the graph),
-        where the version has public AND private edges ``public_edges`` (the same model over its
-        public edges only: what the released private edges add), ``selected`` (per run, whichever
+        where the version has public AND private edges (or GAP's aggregates) ``public_edges``
+        (the same model over its public edges only: what the released private edges add); for a
+        GAP version (``private.aggregates``) ``private`` is GAP's classification module over the
+        aggregates (model ``"gap"``, the floor's other settings), ``selected`` (per run, whichever
         candidate has the highest validation accuracy on the version's own labels, and which it
         was: ``feature_only``, ``public_edges`` or ``gnn``) and ``gnn_vs_feature_only``
         (:func:`paired_test`); each again on the raw labels under :data:`OWNER_ONLY`. Each summary has
@@ -668,15 +710,17 @@ def evaluate_utility(
     clean_kwargs = {k: v for k, v in train_kwargs.items() if k not in DENOISING_OPTIONS}
     floor_kwargs = feature_only_kwargs(train_kwargs)
     # the version's public edges alone: a candidate wherever it also has (released) private edges
+    released_private = private.edges_private.shape[1] or private.aggregates is not None
     public_kwargs = ({**train_kwargs, "edges": "public"}
                      if train_kwargs.get("edges", "all") == "all" and private.edges_public.shape[1]
-                     and private.edges_private.shape[1] else None)
+                     and released_private else None)
+    private_kwargs = version_kwargs(private, train_kwargs)
     clean_res, private_res, floor_res, public_res = [], [], [], []
     tracker = ProgressTracker("training", (3 + (public_kwargs is not None)) * int(runs), progress)
     for i, s in enumerate(seeds):
         clean_res.append(train_node_classifier(clean, seed=s, **clean_kwargs))
         tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
-        private_res.append(train_node_classifier(private, seed=s, eval_y=clean.y, **train_kwargs))
+        private_res.append(train_node_classifier(private, seed=s, eval_y=clean.y, **private_kwargs))
         tracker.advance(detail=f"private graph, run {i + 1}/{runs}")
         floor_res.append(train_node_classifier(private, seed=s, eval_y=clean.y, **floor_kwargs))
         tracker.advance(detail=f"private graph without edges (feature-only floor), run {i + 1}/{runs}")
@@ -713,6 +757,17 @@ def evaluate_utility(
                                                              [r["test_acc"] for r in floor_res]),
         },
     }
+
+
+def version_kwargs(version: GraphData, train_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The training arguments of a version's GNN: ``train_kwargs`` as they are, except for a GAP
+    version (``version.aggregates``), whose GNN is GAP's classification module (model ``"gap"``)
+    over the aggregates with the floor's other settings (no edges, KProp, ``aggr`` or
+    ``feature_dim``)."""
+    if version.aggregates is None:
+        return dict(train_kwargs)
+    out = {k: v for k, v in feature_only_kwargs(train_kwargs).items() if k not in ("aggr", "feature_dim")}
+    return {**out, "model": "gap"}
 
 
 def feature_only_kwargs(train_kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -35,5 +35,5 @@ def privatize(
     with logged_executor(config.executor, config.dask, name) as ex:
         return privatize_graph(
             graph, features=features, edges=edges, labels=labels, partitioning=partitioning,
-            root_seed=root_seed, executor=ex,
+            root_seed=root_seed, executor=ex, device=config.evaluate.device,
         )

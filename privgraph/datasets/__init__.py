@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from privgraph.datasets.generic import load_generic
 from privgraph.datasets.musae import load_musae_facebook
 from privgraph.datasets.planetoid import load_planetoid
@@ -25,6 +27,7 @@ __all__ = [
     "PATH_OPTIONS",
     "check_dataset_options",
     "data_root",
+    "drop_cut_edges",
     "load_dataset",
     "load_generic",
     "load_musae_facebook",
@@ -87,6 +90,10 @@ DATASETS: dict[str, Callable[..., GraphData]] = {
 #: the node-split options every dataset takes (a seeded random train / val / rest-test split,
 #: seeded by ``node_split_seed``, which is configuration like ``split_seed``, never an option)
 SPLIT_OPTIONS = ("train", "val")
+#: Every dataset's option that removes the edges between nodes of different split parts (train,
+#: val, test; nodes in none form a part of their own): the inductive protocol of paper 001's
+#: experiments ("edges between nodes in the two sets were removed").
+CUT_EDGES_OPTION = "drop_cut_edges"
 
 #: name -> the loader function whose keyword arguments are that dataset's options
 _OPTION_SOURCES: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
@@ -124,7 +131,10 @@ def check_dataset_options(name: str, options: Mapping[str, Any]) -> None:
     fn, positional = _OPTION_SOURCES[key]
     params = {k: p for k, p in inspect.signature(fn).parameters.items()
               if k not in positional and k != "node_split_seed"}
-    params.update({k: inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None) for k in SPLIT_OPTIONS})
+    params.update({k: inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None)
+                   for k in (*SPLIT_OPTIONS, CUT_EDGES_OPTION)})
+    if not isinstance(options.get(CUT_EDGES_OPTION, False), bool):
+        raise ValueError(f"options.{CUT_EDGES_OPTION}: expected true or false, got {options[CUT_EDGES_OPTION]!r}")
     for opt in options:
         if opt not in params:
             raise ValueError(
@@ -157,6 +167,23 @@ def _split_fractions(options: Mapping[str, Any]) -> tuple[float, float] | None:
     return out[0], out[1]
 
 
+def drop_cut_edges(graph: GraphData) -> GraphData:
+    """``graph`` without the edges (public or private) whose endpoints lie in different parts of
+    its node split (``train_mask``, ``val_mask``, ``test_mask``; nodes in none are one more part):
+    paper 001's inductive protocol. How many were dropped is not recorded (the private ones are
+    private)."""
+    if graph.train_mask is None:
+        raise ValueError(f"options.{CUT_EDGES_OPTION}: the graph has no node split to cut along")
+    part = np.full(graph.num_nodes, 3, dtype=np.int8)
+    for i, name in enumerate(("train_mask", "val_mask", "test_mask")):
+        m = getattr(graph, name)
+        if m is not None:
+            part[m] = i
+    keep_pub = part[graph.edges_public[0]] == part[graph.edges_public[1]]
+    keep_pri = part[graph.edges_private[0]] == part[graph.edges_private[1]]
+    return graph.replace(edges_public=graph.edges_public[:, keep_pub], edges_private=graph.edges_private[:, keep_pri])
+
+
 def load_dataset(
     name: str,
     *,
@@ -172,6 +199,9 @@ def load_dataset(
     (options ``edges``, ``features``, ``labels``, ``num_nodes``, ``private_column``: see
     :func:`load_generic`; relative file paths are read under the data root), ``sbm`` (options of
     :func:`sbm_graph`).
+
+    With ``drop_cut_edges: true`` (every dataset) the edges between split parts are removed
+    (:func:`drop_cut_edges`), after the split and before ``rho``.
 
     With ``train`` / ``val`` among the options (every dataset), the loader's node split is replaced
     by :func:`random_node_split` with those fractions (the other one LPGNN's 0.5 / 0.25), seeded
@@ -189,7 +219,8 @@ def load_dataset(
     if key not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; known datasets: {sorted(DATASETS)}")
     fractions = _split_fractions(options)
-    options = {k: v for k, v in options.items() if k not in SPLIT_OPTIONS}
+    drop_cut = bool(options.get(CUT_EDGES_OPTION, False))
+    options = {k: v for k, v in options.items() if k not in (*SPLIT_OPTIONS, CUT_EDGES_OPTION)}
     if key == "facebook":  # its loader draws this split itself (the same function and seed)
         options["node_split_seed"] = node_split_seed
         if fractions is not None:
@@ -200,6 +231,8 @@ def load_dataset(
         masks = random_node_split(graph.num_nodes, train=train, val=val, seed=node_split_seed)
         meta = {**graph.meta, "split": f"random node split {train:g}/{val:g}/{1 - train - val:g} (seeded)"}
         graph = graph.replace(train_mask=masks[0], val_mask=masks[1], test_mask=masks[2], meta=meta)
+    if drop_cut:
+        graph = drop_cut_edges(graph)
     if rho is not None:
         if graph.edges_private.shape[1]:
             raise ValueError(

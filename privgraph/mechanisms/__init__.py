@@ -21,7 +21,17 @@ from privgraph.mechanisms.base import (
     check_probability,
     epsilon_upper,
 )
-from privgraph.mechanisms.edges import DPRR, EdgeRand, EdgeRR, LapGraph, LocalLap, NonPrivPart, PrivHRG, WarnerRR
+from privgraph.mechanisms.edges import (
+    DPRR,
+    AggregationPerturbation,
+    EdgeRand,
+    EdgeRR,
+    LapGraph,
+    LocalLap,
+    NonPrivPart,
+    PrivHRG,
+    WarnerRR,
+)
 from privgraph.mechanisms.features import (
     DuchiMechanism,
     FeatureRR,
@@ -70,6 +80,7 @@ MECHANISMS: dict[str, type] = {
         NonPrivPart,
         EdgeRR,
         PrivHRG,
+        AggregationPerturbation,
     )
 }
 

@@ -14,6 +14,8 @@ Objects written by :func:`graph_to_objects`:
   Public rows come first, then private rows, each sorted by ``(src, dst)``, so the order of the
   rows cannot reveal the order in which a mechanism produced its edges (e.g. true edges first).
 * ``splits.npz``: the boolean ``train_mask`` / ``val_mask`` / ``test_mask`` present.
+* ``aggregates.npy``: float32 ``[K + 1, n, d]``, the hop-wise noisy aggregates of an
+  aggregation-perturbation release (GAP), only when the graph has them.
 * ``graph.json``: ``{"format": "privgraph.graph/1", "num_nodes": n, "objects": [...]}``, so that
   the objects describe themselves (an artifact without features cannot tell ``n`` otherwise,
   and a staged version without a manifest can still be read).
@@ -44,6 +46,7 @@ __all__ = [
     "LABELS",
     "EDGES",
     "SPLITS",
+    "AGGREGATES",
     "GRAPH_INFO",
 ]
 
@@ -51,6 +54,7 @@ FEATURES = "features.npy"
 LABELS = "labels.npy"
 EDGES = "edges.parquet"
 SPLITS = "splits.npz"
+AGGREGATES = "aggregates.npy"
 GRAPH_INFO = "graph.json"
 GRAPH_FORMAT = "privgraph.graph/1"
 
@@ -122,6 +126,8 @@ def graph_to_objects(graph: GraphData) -> dict[str, bytes]:
     masks = {m: getattr(graph, m) for m in _MASKS if getattr(graph, m) is not None}
     if masks:
         objects[SPLITS] = _npz_bytes(masks)
+    if graph.aggregates is not None:
+        objects[AGGREGATES] = _npy_bytes(graph.aggregates)
     info = {"format": GRAPH_FORMAT, "num_nodes": graph.num_nodes, "objects": sorted(objects)}
     objects[GRAPH_INFO] = (json.dumps(info, sort_keys=True) + "\n").encode()
     return objects
@@ -193,6 +199,8 @@ def objects_to_graph(objects: Mapping[str, bytes], num_nodes: int | None = None)
         kwargs["x"] = _load_npy(objects[FEATURES], FEATURES)
     if LABELS in objects:
         kwargs["y"] = _load_npy(objects[LABELS], LABELS)
+    if AGGREGATES in objects:
+        kwargs["aggregates"] = _load_npy(objects[AGGREGATES], AGGREGATES)
     if SPLITS in objects:
         try:
             with np.load(io.BytesIO(objects[SPLITS]), allow_pickle=False) as npz:

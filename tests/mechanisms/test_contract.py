@@ -32,6 +32,7 @@ VALID_PARAMS: dict[str, dict[str, Any]] = {
     "lapgraph": {"count_share": 0.05},
     "edge_rr": {"rounds": 2},
     "priv_hrg": {},
+    "gap": {"encoder_dim": 4},
 }
 
 # Mechanisms that read no private data and take no budget (their guarantee is epsilon 0).
@@ -95,7 +96,7 @@ class TestMechanismContract:
         assert isinstance(g, Guarantee)
         assert math.isfinite(g.epsilon) and g.epsilon >= 0.7
         assert g.scope is type(m).scope
-        assert g.check(g.epsilon) and not g.check(0.7 * (1 - 1e-9))
+        assert g.check(g.epsilon, g.delta) and not g.check(0.7 * (1 - 1e-9), g.delta)
         assert Guarantee.from_dict(json.loads(json.dumps(g.to_dict()))) == g
 
     def test_repr(self, name: str) -> None:

@@ -10,6 +10,7 @@ from privgraph.mechanisms.edges.dprr import (
 )
 from privgraph.mechanisms.edges.edge_rand import EdgeRand
 from privgraph.mechanisms.edges.edge_rr import EdgeRR
+from privgraph.mechanisms.edges.gap import AggregationPerturbation
 from privgraph.mechanisms.edges.lapgraph import LapGraph
 from privgraph.mechanisms.edges.local_lap import LocalLap
 from privgraph.mechanisms.edges.nonpriv_part import NonPrivPart
@@ -17,6 +18,7 @@ from privgraph.mechanisms.edges.priv_hrg import PrivHRG
 from privgraph.mechanisms.edges.warner_rr import WarnerRR
 
 __all__ = [
+    "AggregationPerturbation",
     "DPRR",
     "EdgeRand",
     "EdgeRR",

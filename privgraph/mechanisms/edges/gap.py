@@ -1,0 +1,251 @@
+r"""GAP's aggregation perturbation (PMA) and the follow-up's similarity-weighted aggregation:
+hop-wise noisy aggregates of encoded node features, released in place of the private edges.
+
+Sajadmanesh, Shamsabadi, Bellet & Gatica-Perez, "GAP: Differentially Private Graph Neural Networks
+with Aggregation Perturbation" (USENIX Security 2023), and paper 001 ("Investigating Differentially
+Private GNNs with Weighted Aggregations", Algorithm 2, Lemma 1, Theorem 1). Edge-level privacy.
+
+The encoder (an MLP trained on the RELEASED features and labels, no edge read) is post-processing
+and lives in :func:`privgraph.training.encode_features`; this module is the part that reads the
+private edges.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from privgraph.mechanisms.base import (
+    MAX_EXACT_EPSILON,
+    EpsilonRange,
+    Guarantee,
+    GuaranteeKind,
+    Scope,
+    check_generator,
+    check_int,
+)
+from privgraph.mechanisms.gaussian_noise import gaussian_on_grid, grid_sensitivity
+
+__all__ = [
+    "AggregationPerturbation",
+    "WEIGHTS",
+    "noise_multiplier",
+    "normalize_rows",
+    "similarity_weights",
+]
+
+#: Aggregation weights: ``"sum"`` is GAP's PMA (every edge weight 1); ``"similarity"`` the
+#: follow-up's Algorithm 2 (sigmoid of the cosine similarity of the encoded features).
+WEIGHTS = ("sum", "similarity")
+#: Edge-level L2 sensitivity of one hop on an UNDIRECTED graph: one edge {u, v} adds a unit-norm
+#: row (times a weight in [0, 1]) to the aggregate of u AND of v. Paper 001's Lemma 1 (and GAP's)
+#: state 1, which holds for one directed edge; privgraph's edges are undirected.
+HOP_SENSITIVITY = math.sqrt(2.0)
+_MAX_DELTA = 0.1
+
+
+def normalize_rows(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (float64); an all-zero row stays zero (its norm is then <= 1)."""
+    x = np.asarray(x, dtype=np.float64)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0)
+
+
+def similarity_weights(x_unit: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    r"""Paper 001's Algorithm 2 weights, :math:`\mathrm{sigmoid}(\check{x}_u \check{x}_v^{\top})`,
+    one per undirected edge (the cosine similarity of unit rows, so each weight lies in
+    :math:`[\sigma(-1), \sigma(1)] \subset (0, 1)`, as Lemma 1 needs)."""
+    dots = np.einsum("ij,ij->i", x_unit[edges[0]], x_unit[edges[1]])
+    return 1.0 / (1.0 + np.exp(-dots))
+
+
+def noise_multiplier(epsilon: float, delta: float, hops: int) -> tuple[float, float]:
+    """``(z, eps_z)``: the smallest noise multiplier ``z`` (std / sensitivity) for which ``hops``
+    adaptive Gaussian mechanisms compose to (``epsilon``, ``delta``)-DP by the RDP accountant of
+    ``dp-accounting`` (Mironov's RDP of the Gaussian, alpha / (2 z^2) per hop, over its default
+    orders, converted at ``delta``), and the epsilon the accountant gives at ``z`` (<= epsilon)."""
+    from dp_accounting import GaussianDpEvent, SelfComposedDpEvent, calibrate_dp_mechanism
+    from dp_accounting.rdp import RdpAccountant
+
+    def event(z: float) -> Any:
+        return SelfComposedDpEvent(GaussianDpEvent(z), hops)
+
+    z = float(calibrate_dp_mechanism(RdpAccountant, event, epsilon, delta))
+    acc = RdpAccountant()
+    acc.compose(event(z))
+    eps_z = float(acc.get_epsilon(delta))
+    while eps_z > epsilon:  # the calibration's tolerance must never understate the loss
+        z = math.nextafter(z, math.inf) * (1 + 1e-9)
+        acc = RdpAccountant()
+        acc.compose(event(z))
+        eps_z = float(acc.get_epsilon(delta))
+    return z, eps_z
+
+
+class AggregationPerturbation:
+    r"""GAP's aggregation perturbation module: ``hops`` noisy aggregations of the encoded features,
+    released in place of the private edges.
+
+    With :math:`\check{X}^{(0)}` the row-normalised encoder output (a function of the released
+    features and labels only) and :math:`W` the weighted adjacency of ALL edges (weights 1, or
+    paper 001's similarity weights), for :math:`k = 1 .. K`:
+
+    .. math::
+        X^{(k)} = W \check{X}^{(k-1)}, \qquad
+        \tilde{X}^{(k)}_v = X^{(k)}_v + \mathcal{N}_{\mathbb{Z}\gamma}(0, \sigma^2 I)
+        \ (v \in V_{pri}), \qquad
+        \check{X}^{(k)} = \tilde{X}^{(k)} / \lVert \tilde{X}^{(k)} \rVert_{\text{row}},
+
+    GAP's Algorithm 2 lines 3-4, paper 001's Algorithm 2 lines 4-8. The release is
+    :math:`[\check{X}^{(0)}, ..., \check{X}^{(K)}]`.
+
+    Privacy. One private edge :math:`\{u, v\}` moves rows ``u`` and ``v`` of one hop's aggregate
+    by at most ``w <= 1`` times a unit row each: L2 sensitivity :math:`\sqrt{2}` (paper 001's
+    Lemma 1 states 1, which holds for a single DIRECTED edge; privgraph's edges are undirected).
+    The aggregate is rounded to the public grid :math:`\gamma = 2^{-20}` and takes discrete
+    Gaussian noise (:func:`~privgraph.mechanisms.gaussian_noise.gaussian_on_grid`; floating-point
+    Gaussian noise leaks through its low bits), which adds :math:`\gamma \sqrt{2d}` to the
+    sensitivity (:func:`~privgraph.mechanisms.gaussian_noise.grid_sensitivity`). The discrete
+    Gaussian has the continuous one's RDP curve :math:`\alpha \Delta^2 / (2 \sigma^2)` (Canonne,
+    Kamath & Steinke 2020), each hop's input is the previous hop's release (adaptive composition;
+    Theorem 1 of paper 001): with :math:`\sigma = z \Delta`, ``K`` hops are
+    :math:`(\alpha, K \alpha / (2 z^2))`-RDP, and :func:`noise_multiplier` picks the smallest ``z``
+    for which ``dp-accounting``'s RDP accountant converts this to (``epsilon``, ``delta``)-edge DP.
+    Rows of nodes without a private edge depend on private edges only through released hops
+    (post-processing) and take no noise; :math:`V_{pri}` is public, as for every privgraph edge
+    mechanism.
+
+    Args:
+        epsilon (float): the edge-level budget, in ``[2^-10, 50]``.
+        delta (float): the approximate-DP delta, in ``(0, 0.1]`` (default: ``1e-5``; the
+            pipeline's ``budget_delta`` caps it).
+        hops (int): ``K >= 1`` aggregation steps (default: ``1``, paper 001's setting; GAP
+            uses up to 5).
+        weights (str): ``"sum"`` (GAP's PMA) or ``"similarity"`` (paper 001's Algorithm 2)
+            (default: ``"sum"``).
+        encoder_dim (int): the encoder's output width ``d`` (default: ``16``, GAP's).
+        encoder_epochs (int): the encoder's training epochs (default: ``100``).
+        grid_exponent (int): the release grid :math:`2^{-\text{grid\_exponent}}` (default: ``20``).
+
+    Shapes:
+        - input: encoded features ``[n, d]``, all edges ``[2, m]`` (``u < v``), ``V_pri``
+        - output: aggregates ``[K + 1, n, d]`` (float32 in the stored version)
+    """
+
+    name: ClassVar[str] = "gap"
+    scope: ClassVar[Scope] = Scope.EDGES
+    epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
+        low=2.0**-10,
+        high=MAX_EXACT_EPSILON,
+        note=(
+            "the Gaussian noise multiplier is calibrated by dp-accounting's RDP accountant; below "
+            "2^-10 it exceeds 10^4 and the aggregates are noise; no privgraph budget exceeds 50"
+        ),
+    )
+    #: the private edges are replaced by the aggregates, not by edges
+    releases_aggregates: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        delta: float = 1e-5,
+        hops: int = 1,
+        weights: str = "sum",
+        encoder_dim: int = 16,
+        encoder_epochs: int = 100,
+        grid_exponent: int = 20,
+    ) -> None:
+        self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
+        if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0.0 < float(delta) <= _MAX_DELTA):
+            raise ValueError(f"gap: delta must be in (0, {_MAX_DELTA}], got {delta!r}")
+        self.delta = float(delta)
+        self.hops = check_int(hops, "hops", minimum=1)
+        if self.hops > 10:
+            raise ValueError(f"gap: hops must be at most 10, got {self.hops}")
+        if weights not in WEIGHTS:
+            raise ValueError(f"gap: weights must be one of {list(WEIGHTS)}, got {weights!r}")
+        self.weights = weights
+        self.encoder_dim = check_int(encoder_dim, "encoder_dim", minimum=1)
+        self.encoder_epochs = check_int(encoder_epochs, "encoder_epochs", minimum=1)
+        self.grid_exponent = check_int(grid_exponent, "grid_exponent", minimum=8)
+        if self.grid_exponent > 30:
+            raise ValueError(f"gap: grid_exponent must be at most 30, got {self.grid_exponent}")
+        self.sensitivity = grid_sensitivity(HOP_SENSITIVITY, 2 * self.encoder_dim, self.grid_exponent)
+        self.noise_multiplier, self.accountant_epsilon = noise_multiplier(self.epsilon, self.delta, self.hops)
+        self.sigma = self.noise_multiplier * self.sensitivity
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return Guarantee(
+            kind=GuaranteeKind.EDGE_DP,
+            epsilon=self.epsilon,  # >= the accountant's epsilon at the calibrated noise
+            delta=self.delta,
+            scope=Scope.EDGES,
+            assumptions=(
+                "V_pri (nodes with private edges) is public; rows of other nodes take no noise",
+                "the encoder reads only released features and labels (post-processing)",
+                "edges are undirected: one edge moves two rows of each hop (L2 sensitivity sqrt 2)",
+                "discrete Gaussian noise on a 2^-grid_exponent grid; rounding adds "
+                "2^-grid_exponent sqrt(2 d) to the sensitivity",
+                "RDP of K adaptive Gaussian mechanisms converted to (epsilon, delta) by dp-accounting",
+                "public edges are released as they are; private edges are not released",
+            ),
+        )
+
+    def params(self) -> dict[str, Any]:
+        """The constructor's parameters (they rebuild this mechanism)."""
+        return {
+            "epsilon": self.epsilon, "delta": self.delta, "hops": self.hops, "weights": self.weights,
+            "encoder_dim": self.encoder_dim, "encoder_epochs": self.encoder_epochs,
+            "grid_exponent": self.grid_exponent,
+        }
+
+    def params_for(self, n_max: int) -> dict[str, Any]:
+        """:meth:`params` plus ``|V_pri|`` (the rows that take noise) and the accountant's
+        parameters, for the ledger."""
+        return {
+            **self.params(), "private_nodes": check_int(n_max, "n_max", minimum=0),
+            "accountant": {
+                "library": "dp-accounting", "accountant": "RdpAccountant (default orders)",
+                "event": f"SelfComposedDpEvent(GaussianDpEvent(noise_multiplier), {self.hops})",
+                "noise_multiplier": self.noise_multiplier, "epsilon_at_noise": self.accountant_epsilon,
+                "sensitivity": self.sensitivity, "sigma": self.sigma,
+            },
+        }
+
+    def __repr__(self) -> str:
+        return (f"AggregationPerturbation(epsilon={self.epsilon!r}, delta={self.delta!r}, hops={self.hops}, "
+                f"weights={self.weights!r}, sigma={self.sigma:.4g})")
+
+    def aggregate(
+        self, encoded: np.ndarray, edges: np.ndarray, private_nodes: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
+        """The release ``[K + 1, n, d]`` (float64): hop 0 the unit rows of ``encoded``, hop ``k``
+        the noisy, row-normalised aggregate of hop ``k - 1`` over ``edges`` (all edges, ``u < v``);
+        noise on the rows of ``private_nodes`` (sorted ids of V_pri) only."""
+        rng = check_generator(rng)
+        x = np.asarray(encoded)
+        if x.ndim != 2 or x.shape[1] != self.encoder_dim:
+            raise ValueError(f"gap: encoded features must be [n, {self.encoder_dim}], got {list(x.shape)}")
+        if not np.isfinite(x).all():
+            raise ValueError("gap: encoded features must be finite")
+        n = x.shape[0]
+        e = np.asarray(edges, dtype=np.int64)
+        h = normalize_rows(x)
+        w = similarity_weights(h, e) if self.weights == "similarity" else np.ones(e.shape[1])
+        adj = sp.coo_matrix(
+            (np.concatenate([w, w]), (np.concatenate([e[0], e[1]]), np.concatenate([e[1], e[0]]))), shape=(n, n)
+        ).tocsr()
+        rows = np.asarray(private_nodes, dtype=np.int64)
+        out = [h]
+        for _ in range(self.hops):
+            agg = np.asarray(adj @ h, dtype=np.float64)
+            if rows.size:
+                agg[rows] = gaussian_on_grid(agg[rows], self.sigma, rng, grid_exponent=self.grid_exponent)
+            h = normalize_rows(agg)
+            out.append(h)
+        return np.stack(out)
