@@ -413,9 +413,14 @@ class DPRR:
     )
     scope: ClassVar[Scope] = Scope.EDGES
 
-    def __init__(self, *, epsilon: float, alpha: float = 0.9) -> None:
+    def __init__(self, *, epsilon: float, alpha: float = 0.9, n_max: int | None = None) -> None:
         self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         self.alpha = check_probability(alpha, "alpha", open_low=True)
+        # paper 004 (Sec. V-A) on multi-graph data: "n_max is the maximum number of nodes (users)
+        # in all graphs": one public, dataset-wide n_max instead of each graph's |V_pri|
+        self.n_max = None if n_max is None else check_int(n_max, "n_max", minimum=2)
+        if self.n_max is not None:
+            self.allocate(self.n_max)  # refuse an unusable split now, before any data is read
         # the part of Eq. 8 that alpha already decides: eps2 <= alpha eps (eps1 <= epsilon <= 50)
         high_eps2 = self.alpha * self.epsilon
         if high_eps2 < self.rr_range.low:
@@ -423,8 +428,9 @@ class DPRR:
 
     # -- public parameters --------------------------------------------------------------------
     def allocate(self, n_max: int) -> tuple[float, float]:
-        """The budget split of Eq. 8 for ``n_max = |V_pri|``: ``(eps1, eps2)``, ``eps1 + eps2 = epsilon``."""
-        n_max = check_int(n_max, "n_max", minimum=2)
+        """The budget split of Eq. 8 for ``n_max = |V_pri|`` (or the configured dataset-wide
+        ``n_max``, which then takes precedence): ``(eps1, eps2)``, ``eps1 + eps2 = epsilon``."""
+        n_max = check_int(n_max if self.n_max is None else self.n_max, "n_max", minimum=2)
         eps1 = max(math.sqrt(8.0 / (n_max - 1)), (1.0 - self.alpha) * self.epsilon)
         eps2 = self.epsilon - eps1
         while eps2 > 0 and eps1 + eps2 > self.epsilon:  # never let float rounding overspend
@@ -463,15 +469,18 @@ class DPRR:
 
     def params(self) -> dict[str, Any]:
         """Public parameters for the manifest (``eps1``/``eps2`` depend on ``n_max``: :meth:`params_for`)."""
-        return {"epsilon": self.epsilon, "alpha": self.alpha}
+        return {"epsilon": self.epsilon, "alpha": self.alpha,
+                **({} if self.n_max is None else {"n_max": self.n_max})}
 
     def params_for(self, n_max: int) -> dict[str, Any]:
-        """:meth:`params` plus ``n_max`` and the Eq. 8 split ``eps1``, ``eps2``."""
+        """:meth:`params` plus ``n_max`` (the one Eq. 8 used) and the Eq. 8 split ``eps1``, ``eps2``."""
         eps1, eps2 = self.allocate(n_max)
-        return {**self.params(), "n_max": int(n_max), "eps1": eps1, "eps2": eps2}
+        used = int(n_max) if self.n_max is None else self.n_max
+        return {**self.params(), "n_max": used, "eps1": eps1, "eps2": eps2}
 
     def __repr__(self) -> str:
-        return f"DPRR(epsilon={self.epsilon!r}, alpha={self.alpha!r})"
+        n_max = "" if self.n_max is None else f", n_max={self.n_max!r}"
+        return f"DPRR(epsilon={self.epsilon!r}, alpha={self.alpha!r}{n_max})"
 
     # -- privatization ------------------------------------------------------------------------
     def privatize_nodes(
