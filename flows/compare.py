@@ -17,12 +17,13 @@ from prefect import flow
 
 from flows.reporting import comparison_tags, label_flow_run, publish_comparison
 from privgraph.comparison import comparison_info, comparison_objects, summarize
+from privgraph.graph_comparison import graph_comparison_objects, summarize_graph_comparison
 from privgraph.config import load_config
 from privgraph.errors import ConfigError
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage.private_record import write_private_report
-from tasks.compare import compare
-from tasks.ingest import ingest
+from tasks.compare import compare, graph_compare
+from tasks.ingest import ingest, ingest_graph_set
 from tasks.partition import partition
 from tasks.scores import score
 
@@ -62,3 +63,34 @@ def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | No
         name, str(folder), objects["table.md"].decode(), objects["utility.png"], objects.get("degrees.png")
     )
     return {"comparison": name, "report": str(folder), "private": True, "summary": summarize(result)}
+
+
+@flow(name="graph-compare", flow_run_name="graph-compare/{name}")
+def graph_compare_flow(name: str, config_path: str = "pipelines.yaml") -> dict[str, Any]:
+    """Run the graph-classification comparison ``name`` (``graph_comparisons:``): ingest the graph
+    set, privatize every graph with each mechanism at each epsilon and cross-validate GIN-0; the
+    table, results and plot are a PRIVATE report (scored on raw labels), like every comparison."""
+    from privgraph.storage.manifest import code_version
+
+    cfg = load_config(config_path)
+    gcfg = cfg.graph_comparison(name)
+    if gcfg is None:
+        raise ConfigError(f"graph_comparisons.{name}: no such graph comparison")
+    label_flow_run(tags=["privgraph", f"comparison:{name}", "task:graph-classification",
+                         *(f"mechanism:{m}" for m in gcfg.mechanisms)])
+    root = as_seed_sequence(gcfg.seed)  # None: fresh OS entropy; never written anywhere
+    graph_set = ingest_graph_set(gcfg.dataset)
+    result = graph_compare(graph_set, gcfg, stage_seed(root, "graph-compare"), name=name)
+    title = gcfg.description or f"{name}: edge mechanisms per graph on {graph_set.name}, GIN-0"
+    objects = graph_comparison_objects(title, result)
+    info = {
+        "kind": "graph-comparison", "description": gcfg.description, "code_version": code_version(),
+        "dataset": {"name": gcfg.dataset.name, "options": gcfg.dataset.options,
+                    "private_fraction": gcfg.dataset.private_fraction, **graph_set.summary()},
+        "mechanisms": dict(gcfg.mechanisms), "epsilons": list(gcfg.epsilons), "folds": gcfg.folds,
+        "epochs": gcfg.epochs, "summary": summarize_graph_comparison(result),
+    }
+    folder = write_private_report(gcfg.private_records, name, objects, info)
+    publish_comparison(name, str(folder), objects["table.md"].decode(), objects["utility.png"])
+    return {"comparison": name, "report": str(folder), "private": True, "kind": "graph-classification",
+            "summary": summarize_graph_comparison(result)}

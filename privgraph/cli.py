@@ -279,7 +279,10 @@ def compare(
     with _errors():
         from privgraph.config import load_config
 
-        load_config(config).comparison(name)  # fail fast on config errors
+        cfg = load_config(config)
+        if cfg.graph_comparison(name) is not None:
+            return _graph_compare(name, config, as_json)
+        cfg.comparison(name)  # fail fast on config errors
         from flows.compare import compare_flow
         from flows.server import prefect_api
         from privgraph.progress import rich_progress
@@ -315,6 +318,32 @@ def compare(
         for mech, cells in a["cells"].items():
             t.add_row(mech, *[f"{cells[k]['mean']:.3f} +- {cells[k]['std']:.3f}" for k in eps_keys])
         t.add_row("clean graph", *[f"{a['clean']['mean']:.3f} +- {a['clean']['std']:.3f}"] * len(eps_keys))
+        out.print(t)
+
+
+def _graph_compare(name: str, config: Path, as_json: bool) -> None:
+    """``privgraph compare`` of a graph-classification comparison (``graph_comparisons:``)."""
+    from flows.compare import graph_compare_flow
+    from flows.server import prefect_api
+    from privgraph.progress import rich_progress
+
+    _quiet_prefect()
+    t0 = time.perf_counter()
+    with prefect_api(), rich_progress(err, status=f"running graph comparison [bold]{escape(name)}[/]", transient=True):
+        res = graph_compare_flow(name=name, config_path=str(config))
+    res["seconds"] = round(time.perf_counter() - t0, 2)
+    if as_json:
+        print(json.dumps(res, sort_keys=True))
+        return
+    out.print(f"[bold green]stored private report[/] {escape(str(res['report']))} ({res['seconds']} s; owner only, scored on raw data)")
+    s = res["summary"]
+    eps_keys = list(next(iter(s["cells"].values())))
+    for metric, title in (("acc", "accuracy"), ("auc", "ROC AUC")):
+        t = Table("mechanism", *[f"eps {k}" for k in eps_keys], title=f"GIN-0 {title}, mean +- std over {s['folds']} folds")
+        for mech, cells in s["cells"].items():
+            t.add_row(mech, *[f"{cells[k][metric + '_mean']:.3f} +- {cells[k][metric + '_std']:.3f}" for k in eps_keys])
+        f = s["nonpriv_full"]
+        t.add_row("NonPriv-Full", *[f"{f[metric + '_mean']:.3f} +- {f[metric + '_std']:.3f}"] * len(eps_keys))
         out.print(t)
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from privgraph.attacks.suite import AttackProbe
 from privgraph.config import mechanism_entry
 from privgraph.graph import GraphData
-from privgraph.mechanisms import build_mechanism
+from privgraph.mechanisms import build_at_epsilon, takes_epsilon
 from privgraph.mechanisms.base import Scope
 from privgraph.parallel import Executor
 from privgraph.partition import Partitioning
@@ -127,23 +127,10 @@ def _check_inputs(
         name, p, use_scores = mechanism_entry(label, params)
         if use_scores and theta is None:
             raise ValueError(f"mechanisms.{label}: use_scores needs scores (theta); none were computed")
-        m = _build(name, {**p, "theta": theta} if use_scores else p, float(epsilons[0]))  # validates early
+        m = build_at_epsilon(name, {**p, "theta": theta} if use_scores else p, float(epsilons[0]))  # validates early
         if m.scope is not sc:
             raise ValueError(f"mechanisms.{label}: {name!r} protects {m.scope.value}, not {sc.value}")
     return sc
-
-
-def _takes_epsilon(name: str) -> bool:
-    import inspect
-
-    from privgraph.mechanisms import MECHANISMS
-
-    return "epsilon" in inspect.signature(MECHANISMS[name]).parameters
-
-
-def _build(name: str, params: Mapping[str, Any], eps: float) -> Any:
-    """The mechanism at ``eps``; a mechanism without a budget (NonPriv-Part) ignores it."""
-    return build_mechanism(name, {**params, "epsilon": eps} if _takes_epsilon(name) else dict(params))
 
 
 def run_comparison(
@@ -232,7 +219,7 @@ def run_comparison(
         registry, params, use_scores = mechanism_entry(name, entry)
         if use_scores:
             params = {**params, "theta": theta}
-        constant = not _takes_epsilon(registry)  # spends no budget: one set of runs serves every eps
+        constant = not takes_epsilon(registry)  # spends no budget: one set of runs serves every eps
         for eps in epsilons:
             eps = float(eps)
             if constant and eps != float(epsilons[0]):
@@ -243,7 +230,7 @@ def run_comparison(
                 cells.advance(runs, detail=f"{name} eps={eps:g}: no budget, runs of eps={float(epsilons[0]):g} reused",
                               timed=False)
                 continue
-            mech = _build(registry, params, eps)
+            mech = build_at_epsilon(registry, params, eps)
             priv_seeds = partition_seeds(stage_seed(root_seed, f"{name}/{eps!r}"), runs)
             for i, (ps, ts) in enumerate(zip(priv_seeds, train_seeds, strict=True)):
                 mech_kw = {"features": mech if sc is Scope.FEATURES else None,

@@ -6,7 +6,6 @@ YAML path of the fault, e.g. ``pipelines.cora.features.epsilon: must be finite, 
 
 from __future__ import annotations
 
-import inspect
 import math
 import re
 from collections.abc import Mapping
@@ -413,9 +412,52 @@ class ComparisonConfig(_Strict):
         return ev.model_copy(update={"attacks": [a for a in ev.attacks if a.name != "attribute"]})
 
 
+class GraphSetConfig(_Strict):
+    """A multi-graph dataset for graph classification (paper 004's experiment)."""
+
+    name: Literal["tu", "graph_families"] = Field(
+        description="tu: a TUDataset in PyG's raw layout under $PRIVGRAPH_DATA_ROOT/tu (or root); graph_families: offline synthetic families")
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="tu: {name: REDDIT-BINARY}; graph_families: {num_graphs, families, min_nodes, max_nodes, m_range, seed}")
+    root: str | None = None
+    private_fraction: Float = Field(default=1.0, gt=0, le=1, description="fraction of each graph's users that are private (1 - alpha)")
+    split_seed: Int = Field(default=0, ge=0, description="seeds the (public) choice of private users; never written to a report")
+
+
+class GraphComparisonConfig(_Strict):
+    """A graph-classification comparison (``privgraph compare NAME``): every graph's private edges
+    privatized by each mechanism at each epsilon, GIN-0 cross-validated on each release against
+    NonPriv-Full (privgraph.graph_comparison)."""
+
+    description: str = ""
+    dataset: GraphSetConfig
+    target: str
+    mechanisms: dict[str, dict[str, Any] | None]
+    epsilons: list[Float] = Field(min_length=1)
+    folds: Int = Field(default=10, ge=2)
+    epochs: Int = Field(default=100, ge=1)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    executor: Literal["serial", "dask"] = "dask"
+    dask: DaskConfig = DaskConfig()
+    seed: Int | None = Field(default=None, ge=0)
+    private_records: str = "./private-records"
+
+    @model_validator(mode="after")
+    def _target_listed(self) -> GraphComparisonConfig:
+        if self.target not in self.mechanisms:
+            raise ValueError(f"target {self.target!r} is not among mechanisms {sorted(self.mechanisms)}")
+        for e in self.epsilons:
+            if not (math.isfinite(e) and e > 0):
+                raise ValueError(f"every epsilon must be finite and > 0, got {e}")
+        return self
+
+
 class PipelinesConfig(_Strict):
     pipelines: dict[str, PipelineConfig]
     comparisons: dict[str, ComparisonConfig] = Field(default_factory=dict)
+    graph_comparisons: dict[str, GraphComparisonConfig] = Field(
+        default_factory=dict, description="graph-classification comparisons (paper 004): `privgraph compare NAME`")
 
     @field_validator("pipelines")
     @classmethod
@@ -441,12 +483,22 @@ class PipelinesConfig(_Strict):
                     f"comparisons.{name}.pipeline: no such pipeline {c.pipeline!r}; defined: "
                     f"{', '.join(sorted(self.pipelines))}"
                 )
+        for name in self.graph_comparisons:
+            if not _NAME.match(name):
+                raise ValueError(f"graph comparison name {name!r} must be lowercase letters, digits, '-' or '_'")
+            if name in self.pipelines or name in self.comparisons:
+                raise ValueError(f"graph comparison {name!r} has the name of a pipeline or comparison; their reports would mix")
         return self
+
+    def graph_comparison(self, name: str) -> GraphComparisonConfig | None:
+        """The graph-classification comparison ``name``, or ``None`` when ``name`` is not one."""
+        return self.graph_comparisons.get(name)
 
     def comparison(self, name: str) -> ComparisonConfig:
         if name not in self.comparisons:
+            defined = sorted(self.comparisons) + sorted(self.graph_comparisons)
             raise ConfigError(
-                f"comparisons.{name}: no such comparison; defined: {', '.join(sorted(self.comparisons)) or 'none'}"
+                f"comparisons.{name}: no such comparison; defined: {', '.join(defined) or 'none'}"
             )
         return self.comparisons[name]
 
@@ -489,7 +541,7 @@ def mechanism_entry(label: str, params: Mapping[str, Any]) -> tuple[str, dict[st
 
 def _check_mechanisms(cfg: PipelinesConfig) -> None:
     """Build every mechanism once so that unknown names and bad parameters fail at load time."""
-    from privgraph.mechanisms import MECHANISMS, build_mechanism
+    from privgraph.mechanisms import MECHANISMS, build_at_epsilon, build_mechanism
 
     for pname, p in cfg.pipelines.items():
         for scope in ("features", "edges", "labels"):
@@ -527,11 +579,42 @@ def _check_mechanisms(cfg: PipelinesConfig) -> None:
                 raise ConfigError(f"{where}.use_scores: neither the comparison nor pipeline {c.pipeline!r} sets scores")
             if use_scores and mname != "feature_rr":
                 raise ConfigError(f"{where}.use_scores: only feature_rr takes the scores' theta")
-            takes_eps = "epsilon" in inspect.signature(MECHANISMS[mname]).parameters
             try:
-                build_mechanism(mname, {**params, "epsilon": c.epsilons[0]} if takes_eps else params)
+                build_at_epsilon(mname, params, c.epsilons[0])
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{where}: {exc}") from None
+
+
+def _check_graph_comparisons(cfg: PipelinesConfig) -> None:
+    """Every graph comparison's mechanisms built once (edge mechanisms that release edges per graph)
+    and its dataset options checked, before anything is read."""
+    from privgraph.datasets import check_graph_set_options
+    from privgraph.mechanisms import MECHANISMS, build_at_epsilon
+
+    for cname, c in cfg.graph_comparisons.items():
+        for label, entry in c.mechanisms.items():
+            where = f"graph_comparisons.{cname}.mechanisms.{label}"
+            if "epsilon" in (entry or {}):
+                raise ConfigError(f"{where}.epsilon: set the budgets in epsilons, not per mechanism")
+            try:
+                mname, params, use_scores = mechanism_entry(label, entry or {})
+            except ValueError as exc:
+                raise ConfigError(f"graph_comparisons.{cname}.{exc}") from None
+            cls = MECHANISMS.get(mname)
+            if cls is None or cls.scope.value != "edges" or getattr(cls, "releases_aggregates", False) \
+                    or getattr(cls, "all_edges_private", False) or use_scores:
+                known = ", ".join(k for k, cl in MECHANISMS.items() if cl.scope.value == "edges"
+                                  and not getattr(cl, "releases_aggregates", False) and not getattr(cl, "all_edges_private", False))
+                raise ConfigError(f"{where}: {mname!r} is not a per-graph edge mechanism; known: {known}")
+            try:
+                build_at_epsilon(mname, {**params, **({"n_max": 2 ** 20} if mname == "dprr" and "n_max" not in params else {})},
+                                 c.epsilons[0])
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        try:
+            check_graph_set_options(c.dataset.name, c.dataset.options)
+        except ValueError as exc:
+            raise ConfigError(f"graph_comparisons.{cname}.dataset.{exc}") from None
 
 
 def _check_datasets(cfg: PipelinesConfig) -> None:
@@ -562,6 +645,7 @@ def parse_config(data: Any, *, source: str = "pipelines.yaml") -> PipelinesConfi
         raise ConfigError(f"{_path(err['loc']) or source}: {msg}{more}") from None
     _check_mechanisms(cfg)
     _check_datasets(cfg)
+    _check_graph_comparisons(cfg)
     from privgraph.disclosure import declare_public
 
     for name, p in cfg.pipelines.items():

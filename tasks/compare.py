@@ -7,7 +7,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from privgraph.comparison import ComparisonResult, run_comparison
-from privgraph.config import ComparisonConfig, PipelineConfig
+from privgraph.config import ComparisonConfig, GraphComparisonConfig, PipelineConfig
+from privgraph.datasets.graph_set import GraphSet
+from privgraph.graph_comparison import GraphComparisonResult, run_graph_comparison
 from privgraph.graph import GraphData
 from privgraph.partition import Partitioning
 from tasks.observe import logged_executor, prefect_progress
@@ -33,4 +35,18 @@ def compare(
             graph, scope=config.scope, mechanisms=config.mechanisms, epsilons=config.epsilons,
             runs=config.runs, target=config.target, partitioning=partitioning, root_seed=root_seed,
             executor=ex, train_kwargs=train_kwargs, progress=prefect_progress(), theta=theta, attacks=ev.attacks,
+        )
+
+
+@task(name="graph-compare", cache_policy=NO_CACHE, persist_result=False)
+def graph_compare(
+    graph_set: GraphSet, config: GraphComparisonConfig, root_seed: np.random.SeedSequence, name: str | None = None,
+) -> GraphComparisonResult:
+    """Each mechanism x epsilon: the graphs privatized per graph on the configured executor (Dask:
+    spread over its workers), then GIN-0 cross-validated; progress to the task's log."""
+    with logged_executor(config.executor, config.dask, name) as ex:
+        return run_graph_comparison(
+            graph_set, mechanisms=config.mechanisms, epsilons=config.epsilons, target=config.target,
+            root_seed=root_seed, folds=config.folds, epochs=config.epochs, executor=ex,
+            device=config.device, progress=prefect_progress(),
         )

@@ -7,8 +7,9 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from privgraph.config import DatasetConfig
-from privgraph.datasets import load_dataset
+from privgraph.config import DatasetConfig, GraphSetConfig
+from privgraph.datasets import load_dataset, load_graph_set
+from privgraph.datasets.graph_set import GraphSet
 from privgraph.graph import GraphData
 
 
@@ -20,3 +21,11 @@ def ingest(dataset: DatasetConfig) -> GraphData:
         dataset.name, root=root, rho=dataset.rho, split_seed=dataset.split_seed,
         node_split_seed=dataset.node_split_seed, **dataset.options
     )
+
+
+@task(name="ingest-graph-set", cache_policy=NO_CACHE, persist_result=False)
+def ingest_graph_set(dataset: GraphSetConfig) -> GraphSet:
+    """Load the configured multi-graph dataset (raw graphs: never cached, never persisted)."""
+    root = None if dataset.root is None else Path(dataset.root)
+    return load_graph_set(dataset.name, root=root, private_fraction=dataset.private_fraction,
+                          split_seed=dataset.split_seed, **dataset.options)

@@ -27,7 +27,9 @@ __all__ = [
     "PATH_OPTIONS",
     "check_dataset_options",
     "data_root",
+    "check_graph_set_options",
     "drop_cut_edges",
+    "load_graph_set",
     "load_dataset",
     "load_generic",
     "load_musae_facebook",
@@ -241,3 +243,47 @@ def load_dataset(
             )
         graph = split_public_private(graph, rho, seed=split_seed)
     return graph
+
+
+#: The multi-graph datasets (graph classification) and the options each takes.
+GRAPH_SET_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "tu": (("name",), ()),  # (required, optional)
+    "graph_families": ((), ("num_graphs", "families", "min_nodes", "max_nodes", "m_range", "seed")),
+}
+
+
+def check_graph_set_options(name: str, options: Mapping[str, Any]) -> None:
+    """Refuse an unknown multi-graph dataset, unknown options and missing ones before anything
+    is read (``ValueError`` ``"options.<key>: ..."``)."""
+    if name not in GRAPH_SET_OPTIONS:
+        raise ValueError(f"name: unknown graph-set dataset {name!r}; known: {', '.join(GRAPH_SET_OPTIONS)}")
+    required, optional = GRAPH_SET_OPTIONS[name]
+    for opt in options:
+        if opt not in required + optional:
+            raise ValueError(f"options.{opt}: unknown option of {name!r}; its options: {', '.join(required + optional)}")
+    for opt in required:
+        if opt not in options:
+            raise ValueError(f"options.{opt}: required by {name!r} and not set")
+
+
+def load_graph_set(
+    name: str, *, root: Path | None = None, private_fraction: float = 1.0, split_seed: int = 0, **options: Any
+) -> Any:
+    """A :class:`~privgraph.datasets.graph_set.GraphSet`: ``tu`` reads ``options["name"]`` in PyG's
+    TUDataset raw layout under ``root`` (default ``$PRIVGRAPH_DATA_ROOT/tu``)
+    (:func:`~privgraph.datasets.tu.load_tu`); ``graph_families`` draws labelled synthetic families
+    (:func:`~privgraph.datasets.graph_families.synthetic_graph_set`; ``seed`` public, default 0).
+    Each graph's private users are a ``private_fraction`` of its nodes, seeded by ``split_seed``."""
+    check_graph_set_options(name, options)
+    if name == "tu":
+        from privgraph.datasets.tu import load_tu
+
+        return load_tu(data_root() / "tu" if root is None else Path(root), options["name"],
+                       private_fraction=private_fraction, split_seed=split_seed)
+    from privgraph.datasets.graph_families import synthetic_graph_set
+
+    opts = dict(options)
+    if "m_range" in opts:
+        opts["m_range"] = tuple(opts["m_range"])
+    return synthetic_graph_set(opts.pop("num_graphs", 200), seed=opts.pop("seed", 0), private_fraction=private_fraction,
+                               split_seed=split_seed, **opts)

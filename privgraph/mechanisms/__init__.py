@@ -46,7 +46,9 @@ from privgraph.mechanisms.features import (
 
 __all__ = [
     "MECHANISMS",
+    "build_at_epsilon",
     "build_mechanism",
+    "takes_epsilon",
     "DPRR",
     "FeatureRR",
     "Guarantee",
@@ -117,3 +119,14 @@ def build_mechanism(name: str, params: Mapping[str, Any]) -> Mechanism:
     if missing:
         raise ValueError(f"mechanism {name!r} needs parameter {missing[0]!r}")
     return cls(**params)
+
+
+def takes_epsilon(name: str) -> bool:
+    """Does the mechanism registered as ``name`` spend a budget (take ``epsilon``)?"""
+    return "epsilon" in inspect.signature(MECHANISMS[name]).parameters
+
+
+def build_at_epsilon(name: str, params: Mapping[str, Any], epsilon: float) -> Mechanism:
+    """The mechanism ``name`` at ``epsilon`` (a comparison cell); one without a budget
+    (NonPriv-Part) ignores it."""
+    return build_mechanism(name, {**params, "epsilon": epsilon} if takes_epsilon(name) else dict(params))
