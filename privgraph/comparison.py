@@ -40,7 +40,7 @@ from privgraph.partition import Partitioning
 from privgraph.privatize import privatize_graph
 from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import partition_seeds, stage_seed
-from privgraph.training import feature_only_kwargs, fit_node_classifier, paired_test, version_kwargs
+from privgraph.training import DENOISING_OPTIONS, feature_only_kwargs, fit_node_classifier, paired_test, version_kwargs
 
 __all__ = [
     "ComparisonResult",
@@ -54,7 +54,6 @@ __all__ = [
 ]
 
 CLEAN = "clean"
-_DENOISING = ("kprop_features", "kprop_labels", "drop", "label_epsilon", "label_classes")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,7 +202,7 @@ def run_comparison(
     curves: dict[str, dict[str, list[float]]] = {}
     true_degree = _degrees(graph) if sc is Scope.EDGES else None
     # the denoising options (LPGNN's KProp, Drop) apply to private graphs only, as in evaluate_utility
-    clean_kwargs = {k: v for k, v in kwargs.items() if k not in _DENOISING}
+    clean_kwargs = {k: v for k, v in kwargs.items() if k not in DENOISING_OPTIONS}
     baseline = ProgressTracker("clean baseline", runs, progress)
     for i, ts in enumerate(train_seeds):
         records.append({"mechanism": CLEAN, "epsilon": None, "run": i, **train(graph, ts, cell=False, **clean_kwargs)})

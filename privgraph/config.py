@@ -223,6 +223,10 @@ class EvaluateConfig(_Strict):
         default=False, strict=True,
         description="LPGNN Drop: propagate predictions too; stop above the label RR accuracy bound",
     )
+    kprop_search: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(
+        default=None, min_length=1,
+        description="LPGNN's search: every (K_x, K_y) of this grid trained, the best by validation accuracy on the version's labels (e.g. [0, 2, 4, 8, 16])",
+    )
     feature_dim: Int | None = Field(
         default=None, ge=1,
         description="train on the first k principal axes of DENSE (e.g. privatized) features: post-processing, d/k times cheaper first layer",
@@ -240,7 +244,13 @@ class EvaluateConfig(_Strict):
         """The keyword arguments of :func:`privgraph.training.fit_node_classifier` this section sets."""
         return self.model_dump(include={"epochs", "hidden", "lr", "weight_decay", "dropout", "aggr", "device",
                                         "patience", "model", "kprop_features", "kprop_labels", "drop",
-                                        "feature_dim"})
+                                        "feature_dim"} | ({"kprop_search"} if self.kprop_search else set()))
+
+    @model_validator(mode="after")
+    def _search_or_fixed_kprop(self) -> EvaluateConfig:
+        if self.kprop_search and (self.kprop_features or self.kprop_labels):
+            raise ValueError("kprop_search chooses kprop_features and kprop_labels per run: leave them out")
+        return self
 
     @model_validator(mode="after")
     def _aggr_fits_model(self) -> EvaluateConfig:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import numbers
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -61,7 +62,7 @@ MODELS: dict[str, type[torch.nn.Module]] = {
 EDGE_SETS = ("all", "public", "private", "none")
 # the options of train_node_classifier that denoise a PRIVATE graph; evaluate_utility does not
 # apply them to the clean baseline (LPGNN's setting: the non-private model has nothing to denoise)
-DENOISING_OPTIONS = ("kprop_features", "kprop_labels", "drop", "label_epsilon", "label_classes")
+DENOISING_OPTIONS = ("kprop_features", "kprop_labels", "drop", "label_epsilon", "label_classes", "kprop_search")
 _LOG_FLOOR = 1e-20  # log(p) of a propagated probability that is exactly zero
 # LPGNN's KProp operator (the authors' code: KProp(aggregator="add", normalize=True,
 # add_self_loops=False)): symmetric normalisation, the node itself excluded
@@ -353,6 +354,7 @@ def fit_node_classifier(
     label_epsilon: float | None = None,
     label_classes: int | None = None,
     feature_dim: int | None = None,
+    kprop_search: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     r"""Train a 2-layer GNN (:class:`~privgraph.models.GCN`, :class:`~privgraph.models.GraphSAGE`,
     :class:`~privgraph.models.GAT` or :class:`~privgraph.models.GIN`) on ``graph.train_mask`` in
@@ -439,6 +441,14 @@ def fit_node_classifier(
             Facebook's 4,714 privatized columns: see ``benchmarks/training.py``). ``None``: off
             (default: ``None``).
 
+        kprop_search (sequence of int, optional): LPGNN's search of the KProp steps: every
+            ``(K_x, K_y)`` of this grid (e.g. ``[0, 2, 4, 8, 16]``) is trained with the same seed and
+            the model with the highest validation accuracy against ``graph.y`` (the version's own,
+            possibly randomized, labels: no clean label is read; ties: the smaller
+            ``K_x + K_y``, then the smaller ``K_x``) is returned, its ``result["kprop"]`` the chosen
+            ``[K_x, K_y]``; ``kprop_features`` and ``kprop_labels`` must then be 0
+            (default: ``None``: no search).
+
     Returns:
         TrainedClassifier: the model at the selected epoch (:meth:`TrainedClassifier.query`) and
         its ``result``: ``test_acc``, ``val_acc``, ``train_acc`` (floats, at the selected epoch;
@@ -450,6 +460,25 @@ def fit_node_classifier(
         ValueError: a graph without ``x``, ``y`` or masks, an empty mask, multi-label ``y``, or a
             bad hyper-parameter.
     """
+    if kprop_search is not None:
+        grid = sorted({int(k) for k in kprop_search})
+        if not grid or any(k < 0 for k in grid) or any(isinstance(k, bool) for k in kprop_search):
+            raise ValueError(f"train_node_classifier: kprop_search must be a non-empty list of steps >= 0, got {kprop_search!r}")
+        if kprop_features or kprop_labels:
+            raise ValueError("train_node_classifier: kprop_search chooses kprop_features and kprop_labels; leave them 0")
+        args = dict(seed=seed, edges=edges, hidden=hidden, epochs=epochs, lr=lr, weight_decay=weight_decay,
+                    dropout=dropout, aggr=aggr, device=device, patience=patience, eval_y=eval_y, model=model,
+                    drop=drop, label_epsilon=label_epsilon, label_classes=label_classes, feature_dim=feature_dim)
+        best: tuple[tuple[float, int, int], TrainedClassifier] | None = None
+        for kx, ky in sorted(((kx, ky) for kx in grid for ky in grid), key=lambda k: (k[0] + k[1], k[0])):
+            trained = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, **args)
+            key = (trained.result["val_acc"], -(kx + ky), -kx)
+            if best is None or key > best[0]:
+                best = (key, trained)
+                trained.result["kprop"] = [kx, ky]
+        assert best is not None
+        best[1].result["kprop_searched"] = len(grid) ** 2
+        return best[1]
     _check_graph(graph)
     _check_number(hidden, "hidden", low=1, low_inclusive=True, integer=True)
     _check_number(epochs, "epochs", low=1, low_inclusive=True, integer=True)
@@ -739,7 +768,9 @@ def evaluate_utility(
     extra_raw = {"public_edges_on_raw_labels": _summary([r["test_acc"] for r in public_res])} if public_res else {}
     return {
         "runs": int(runs),
-        "private": _summary([r["test_acc_own_labels"] for r in private_res]),
+        "private": {**_summary([r["test_acc_own_labels"] for r in private_res]),
+                    # LPGNN's search: the [K_x, K_y] chosen per run on the version's own labels
+                    **({"kprop": [r["kprop"] for r in private_res]} if "kprop" in private_res[0] else {})},
         "feature_only": _summary([r["test_acc_own_labels"] for r in floor_res]),
         **extra,
         "selected": {**_summary([r["test_acc_own_labels"] for r in chosen]), "models": models},
@@ -774,7 +805,7 @@ def feature_only_kwargs(train_kwargs: dict[str, Any]) -> dict[str, Any]:
     """The training arguments of the feature-only floor: the same model, epochs and seeds over
     no edges (``edges="none"``), without KProp (which propagates over edges); Drop's stopping
     rule, which reads no edge, is kept."""
-    out = {k: v for k, v in train_kwargs.items() if k not in ("kprop_features", "kprop_labels", "edges")}
+    out = {k: v for k, v in train_kwargs.items() if k not in ("kprop_features", "kprop_labels", "kprop_search", "edges")}
     return {**out, "edges": "none"}
 
 

@@ -209,7 +209,7 @@ def test_refuses_bad_options(graph):
 # -- evaluate_utility ---------------------------------------------------------------------------
 def test_evaluate_utility_denoises_the_private_graph_only(noisy_graph):
     assert set(DENOISING_OPTIONS) == {
-        "kprop_features", "kprop_labels", "drop", "label_epsilon", "label_classes"
+        "kprop_features", "kprop_labels", "drop", "label_epsilon", "label_classes", "kprop_search"
     }
     base = evaluate_utility(noisy_graph, noisy_graph, runs=2, seed_sequence=9, **FAST)
     den = evaluate_utility(noisy_graph, noisy_graph, runs=2, seed_sequence=9, kprop_features=2,
@@ -367,3 +367,30 @@ def test_flows_pass_the_options_and_the_label_budget(tmp_path):
     for metrics in (res["metrics"], out["metrics"]):
         assert metrics["runs"] == 2 and len(metrics["private"]["test_acc"]) == 2
     assert out["metrics"] == res["metrics"]  # same seed, same version: same numbers
+
+
+# -- LPGNN's search of the KProp steps ----------------------------------------------------------
+def test_kprop_search_keeps_the_best_validation_accuracy_on_the_versions_labels(rr_graph, noisy_graph):
+    from privgraph.training import fit_node_classifier
+
+    kw = {**FAST, "model": "sage", "eval_y": noisy_graph.y, "seed": 3}
+    searched = fit_node_classifier(rr_graph, kprop_search=[0, 2], **kw).result
+    each = {(kx, ky): fit_node_classifier(rr_graph, kprop_features=kx, kprop_labels=ky, **kw).result
+            for kx in (0, 2) for ky in (0, 2)}
+    best = max(r["val_acc"] for r in each.values())
+    kx, ky = searched["kprop"]
+    assert searched["kprop_searched"] == 4 and each[(kx, ky)]["val_acc"] == best == searched["val_acc"]
+    assert searched["test_acc"] == each[(kx, ky)]["test_acc"]  # the same seed: the same model
+    # ties go to the fewest steps
+    assert all(r["val_acc"] < best or sum(k) >= kx + ky for k, r in each.items())
+    ev = evaluate_utility(rr_graph, noisy_graph, runs=2, seed_sequence=1, kprop_search=[0, 2], **{
+        k: v for k, v in FAST.items()}, model="sage")
+    assert len(ev["private"]["kprop"]) == 2 and all(len(k) == 2 for k in ev["private"]["kprop"])
+    with pytest.raises(ValueError, match="kprop_search chooses kprop_features"):
+        fit_node_classifier(rr_graph, kprop_search=[0, 2], kprop_labels=2, **kw)
+    with pytest.raises(ValueError, match="non-empty list of steps"):
+        fit_node_classifier(rr_graph, kprop_search=[], **kw)
+    with pytest.raises(ValueError, match="kprop_search chooses kprop_features and kprop_labels per run"):
+        EvaluateConfig(kprop_search=[0, 4], kprop_features=2)
+    assert EvaluateConfig(kprop_search=[0, 4]).train_kwargs()["kprop_search"] == [0, 4]
+    assert "kprop_search" not in EvaluateConfig().train_kwargs()
