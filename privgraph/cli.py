@@ -284,18 +284,11 @@ def compare(
             return _graph_compare(name, config, as_json)
         cfg.comparison(name)  # fail fast on config errors
         from flows.compare import compare_flow
-        from flows.server import prefect_api
-        from privgraph.progress import rich_progress
 
-        _quiet_prefect()
-        t0 = time.perf_counter()
-        with prefect_api(), rich_progress(err, status=f"running comparison [bold]{escape(name)}[/]", transient=True):
-            res = compare_flow(name=name, config_path=str(config), store=store)
-        res["seconds"] = round(time.perf_counter() - t0, 2)
-    if as_json:
-        print(json.dumps(res, sort_keys=True))
+        res = _run_comparison_flow(f"running comparison [bold]{escape(name)}[/]", compare_flow,
+                                   name=name, config_path=str(config), store=store)
+    if _reported(res, as_json):
         return
-    out.print(f"[bold green]stored private report[/] {escape(str(res['report']))} ({res['seconds']} s; owner only, scored on raw data)")
     s = res["summary"]
     eps_keys = list(next(iter(s["cells"].values())))
     t = Table("mechanism", *[f"eps {k}" for k in eps_keys], title="test accuracy, mean +- std")
@@ -321,21 +314,37 @@ def compare(
         out.print(t)
 
 
-def _graph_compare(name: str, config: Path, as_json: bool) -> None:
-    """``privgraph compare`` of a graph-classification comparison (``graph_comparisons:``)."""
-    from flows.compare import graph_compare_flow
+def _run_comparison_flow(status: str, flow: Any, **kwargs: Any) -> dict[str, Any]:
+    """Run a comparison flow against a temporary Prefect API with a progress bar; its result with
+    ``seconds``."""
     from flows.server import prefect_api
     from privgraph.progress import rich_progress
 
     _quiet_prefect()
     t0 = time.perf_counter()
-    with prefect_api(), rich_progress(err, status=f"running graph comparison [bold]{escape(name)}[/]", transient=True):
-        res = graph_compare_flow(name=name, config_path=str(config))
+    with prefect_api(), rich_progress(err, status=status, transient=True):
+        res = flow(**kwargs)
     res["seconds"] = round(time.perf_counter() - t0, 2)
+    return res
+
+
+def _reported(res: dict[str, Any], as_json: bool) -> bool:
+    """Print a comparison's JSON (then True: nothing more to print) or the line naming its report."""
     if as_json:
         print(json.dumps(res, sort_keys=True))
-        return
+        return True
     out.print(f"[bold green]stored private report[/] {escape(str(res['report']))} ({res['seconds']} s; owner only, scored on raw data)")
+    return False
+
+
+def _graph_compare(name: str, config: Path, as_json: bool) -> None:
+    """``privgraph compare`` of a graph-classification comparison (``graph_comparisons:``)."""
+    from flows.compare import graph_compare_flow
+
+    res = _run_comparison_flow(f"running graph comparison [bold]{escape(name)}[/]", graph_compare_flow,
+                               name=name, config_path=str(config))
+    if _reported(res, as_json):
+        return
     s = res["summary"]
     eps_keys = list(next(iter(s["cells"].values())))
     for metric, title in (("acc", "accuracy"), ("auc", "ROC AUC")):
