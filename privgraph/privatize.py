@@ -247,7 +247,10 @@ def _privatize_edges_aggregates(
         epochs=mechanism.encoder_epochs, device=device,
     )
     candidates = graph.private_nodes()
-    aggregates = mechanism.aggregate(encoded, graph.edges("all"), candidates, noise_generator(stage_seed(root, "edges")))
+    aggregates = mechanism.aggregate(
+        encoded, graph.edges("all"), candidates, noise_generator(stage_seed(root, "edges")),
+        labels=released.y, train_mask=graph.train_mask,
+    )
     return aggregates.astype(np.float32), {"private_nodes": int(candidates.size)}
 
 
@@ -319,6 +322,8 @@ def privatize_graph(
             changes["aggregates"] = aggregates
             changes["edges_private"] = np.zeros((2, 0), dtype=np.int64)
             release["edges"] = {"aggregates": list(aggregates.shape)}
+            if getattr(edges, "attention_record", None):  # learned weights: the DP training's noisy losses
+                release["edges"]["attention"] = edges.attention_record
         else:
             released, estats = _privatize_edges(graph, edges, parts, root_seed, executor)
             private_record = {"edges": estats.pop("_private")} if "_private" in estats else {}

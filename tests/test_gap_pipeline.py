@@ -80,6 +80,26 @@ def test_privatize_releases_aggregates_not_private_edges():
     np.testing.assert_array_equal(v1.aggregates[1][outside], v3.aggregates[1][outside])
 
 
+def test_learned_weights_train_on_the_private_edges_and_record_the_training():
+    """weights: learned (paper 001's Algorithm 1): one noisy hop; the ledger's entry carries the
+    attention's parameters and the composed accountant event; the stats its noisy losses; the
+    release is reproducible from the seed and moves with the private edges even outside V_pri
+    (through the DP-trained attention model only)."""
+    g = _sbm(rho=0.2)
+    params = {"epsilon": 4.0, "weights": "learned", "attention_steps": 3}
+    v, res = _gap_version(g, **params)
+    assert v.aggregates.shape == (2, g.num_nodes, 16)
+    [entry] = res.ledger.entries
+    assert entry.params["attention_steps"] == 3 and "SelfComposedDpEvent(GaussianDpEvent(16.0), 6)" in entry.params["accountant"]["event"]
+    assert res.release["edges"]["attention"]["steps"] == 3
+    assert len(res.release["edges"]["attention"]["noisy_train_loss"]) == 3
+    v2, _ = _gap_version(g, **params)
+    np.testing.assert_array_equal(v.aggregates, v2.aggregates)
+    v3, _ = _gap_version(g.replace(edges_private=g.edges_private[:, 1:]), **params)
+    outside = np.setdiff1d(np.arange(g.num_nodes), g.private_nodes())
+    assert not np.array_equal(v.aggregates[1][outside], v3.aggregates[1][outside])
+
+
 def test_the_encoder_reads_the_released_labels():
     """With a labels mechanism, GAP's encoder trains on the randomized labels: the aggregates'
     hop 0 changes with the label noise's seed even where the edges' noise is the same."""

@@ -38,8 +38,10 @@ __all__ = [
 ]
 
 #: Aggregation weights: ``"sum"`` is GAP's PMA (every edge weight 1); ``"similarity"`` the
-#: follow-up's Algorithm 2 (sigmoid of the cosine similarity of the encoded features).
-WEIGHTS = ("sum", "similarity")
+#: follow-up's Algorithm 2 (sigmoid of the cosine similarity of the encoded features);
+#: ``"learned"`` its Algorithm 1 (an attention model trained on the private edges with DP
+#: gradient descent, :mod:`privgraph.mechanisms.edges.gap_attention`; one hop only).
+WEIGHTS = ("sum", "similarity", "learned")
 #: Edge-level L2 sensitivity of one hop on an UNDIRECTED graph: one edge {u, v} adds a unit-norm
 #: row (times a weight in [0, 1]) to the aggregate of u AND of v. Paper 001's Lemma 1 (and GAP's)
 #: state 1, which holds for one directed edge; privgraph's edges are undirected.
@@ -62,17 +64,35 @@ def similarity_weights(x_unit: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-dots))
 
 
-def noise_multiplier(epsilon: float, delta: float, hops: int) -> tuple[float, float]:
+def noise_multiplier(epsilon: float, delta: float, hops: int, *, prior: tuple[int, float] | None = None) -> tuple[float, float]:
     """``(z, eps_z)``: the smallest noise multiplier ``z`` (std / sensitivity) for which ``hops``
     adaptive Gaussian mechanisms compose to (``epsilon``, ``delta``)-DP by the RDP accountant of
     ``dp-accounting`` (Mironov's RDP of the Gaussian, alpha / (2 z^2) per hop, over its default
-    orders, converted at ``delta``), and the epsilon the accountant gives at ``z`` (<= epsilon)."""
-    from dp_accounting import GaussianDpEvent, SelfComposedDpEvent, calibrate_dp_mechanism
+    orders, converted at ``delta``), and the epsilon the accountant gives at ``z`` (<= epsilon).
+    ``prior = (count, z0)``: ``count`` Gaussian mechanisms at multiplier ``z0`` run first (the
+    learned attention's training) and are composed with them.
+
+    Raises:
+        ValueError: ``prior`` alone spends ``epsilon`` or more at ``delta``."""
+    from dp_accounting import ComposedDpEvent, GaussianDpEvent, SelfComposedDpEvent, calibrate_dp_mechanism
     from dp_accounting.rdp import RdpAccountant
 
     def event(z: float) -> Any:
-        return SelfComposedDpEvent(GaussianDpEvent(z), hops)
+        hop_events = SelfComposedDpEvent(GaussianDpEvent(z), hops)
+        if prior is None:
+            return hop_events
+        return ComposedDpEvent([SelfComposedDpEvent(GaussianDpEvent(prior[1]), prior[0]), hop_events])
 
+    if prior is not None:
+        acc = RdpAccountant()
+        acc.compose(SelfComposedDpEvent(GaussianDpEvent(prior[1]), prior[0]))
+        spent = float(acc.get_epsilon(delta))
+        if spent >= epsilon:
+            raise ValueError(
+                f"gap: the attention's training ({prior[0] // 2} steps at noise multiplier {prior[1]:g}) alone "
+                f"spends epsilon {spent:.3f} at delta {delta:g}, not below epsilon {epsilon:g}: take fewer "
+                "attention_steps or a larger attention_noise_multiplier"
+            )
     z = float(calibrate_dp_mechanism(RdpAccountant, event, epsilon, delta))
     acc = RdpAccountant()
     acc.compose(event(z))
@@ -83,6 +103,12 @@ def noise_multiplier(epsilon: float, delta: float, hops: int) -> tuple[float, fl
         acc.compose(event(z))
         eps_z = float(acc.get_epsilon(delta))
     return z, eps_z
+
+
+def _check_positive(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"gap: {name} must be a finite number > 0, got {value!r}")
+    return float(value)
 
 
 class AggregationPerturbation:
@@ -124,11 +150,19 @@ class AggregationPerturbation:
             pipeline's ``budget_delta`` caps it).
         hops (int): ``K >= 1`` aggregation steps (default: ``1``, paper 001's setting; GAP
             uses up to 5).
-        weights (str): ``"sum"`` (GAP's PMA) or ``"similarity"`` (paper 001's Algorithm 2)
-            (default: ``"sum"``).
+        weights (str): ``"sum"`` (GAP's PMA), ``"similarity"`` (paper 001's Algorithm 2) or
+            ``"learned"`` (paper 001's Algorithm 1: attention weights trained with DP gradient
+            descent on the private edges; one hop) (default: ``"sum"``).
         encoder_dim (int): the encoder's output width ``d`` (default: ``16``, GAP's).
         encoder_epochs (int): the encoder's training epochs (default: ``100``).
         grid_exponent (int): the release grid :math:`2^{-\text{grid\_exponent}}` (default: ``20``).
+        attention_steps (int): ``"learned"`` only: the attention's full-batch DP steps
+            (default: ``10``); each is two Gaussian mechanisms.
+        attention_noise_multiplier (float): ``"learned"`` only: their noise multiplier
+            (default: ``16``); the release's aggregation takes the rest of the budget, and a
+            training that alone spends ``epsilon`` is refused.
+        attention_clip (float): ``"learned"`` only: the per-edge gradient clip (default: ``1``).
+        attention_learning_rate (float): ``"learned"`` only: Adam's step size (default: ``0.05``).
 
     Shapes:
         - input: encoded features ``[n, d]``, all edges ``[2, m]`` (``u < v``), ``V_pri``
@@ -158,6 +192,10 @@ class AggregationPerturbation:
         encoder_dim: int = 16,
         encoder_epochs: int = 100,
         grid_exponent: int = 20,
+        attention_steps: int = 10,
+        attention_noise_multiplier: float = 16.0,
+        attention_clip: float = 1.0,
+        attention_learning_rate: float = 0.05,
     ) -> None:
         self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0.0 < float(delta) <= _MAX_DELTA):
@@ -175,7 +213,18 @@ class AggregationPerturbation:
         if self.grid_exponent > 30:
             raise ValueError(f"gap: grid_exponent must be at most 30, got {self.grid_exponent}")
         self.sensitivity = grid_sensitivity(HOP_SENSITIVITY, 2 * self.encoder_dim, self.grid_exponent)
-        self.noise_multiplier, self.accountant_epsilon = noise_multiplier(self.epsilon, self.delta, self.hops)
+        self.attention_steps = check_int(attention_steps, "attention_steps", minimum=1)
+        if self.attention_steps > 10_000:
+            raise ValueError(f"gap: attention_steps must be at most 10000, got {self.attention_steps}")
+        self.attention_noise_multiplier = _check_positive(attention_noise_multiplier, "attention_noise_multiplier")
+        self.attention_clip = _check_positive(attention_clip, "attention_clip")
+        self.attention_learning_rate = _check_positive(attention_learning_rate, "attention_learning_rate")
+        prior = None
+        if self.weights == "learned":
+            if self.hops != 1:
+                raise ValueError(f"gap: learned attention weights aggregate one hop (paper 001), got hops={self.hops}")
+            prior = (2 * self.attention_steps, self.attention_noise_multiplier)
+        self.noise_multiplier, self.accountant_epsilon = noise_multiplier(self.epsilon, self.delta, self.hops, prior=prior)
         self.sigma = self.noise_multiplier * self.sensitivity
 
     @property
@@ -192,6 +241,9 @@ class AggregationPerturbation:
                 "discrete Gaussian noise on a 2^-grid_exponent grid; rounding adds "
                 "2^-grid_exponent sqrt(2 d) to the sensitivity",
                 "RDP of K adaptive Gaussian mechanisms converted to (epsilon, delta) by dp-accounting",
+                *(("learned weights: 2 x attention_steps more Gaussian mechanisms (full-batch DP "
+                   "gradient descent, per-edge clipping, no subsampling amplification) composed first",)
+                  if self.weights == "learned" else ()),
                 "public edges are released as they are; private edges are not released",
             ),
         )
@@ -202,6 +254,9 @@ class AggregationPerturbation:
             "epsilon": self.epsilon, "delta": self.delta, "hops": self.hops, "weights": self.weights,
             "encoder_dim": self.encoder_dim, "encoder_epochs": self.encoder_epochs,
             "grid_exponent": self.grid_exponent,
+            **({"attention_steps": self.attention_steps, "attention_noise_multiplier": self.attention_noise_multiplier,
+                "attention_clip": self.attention_clip, "attention_learning_rate": self.attention_learning_rate}
+               if self.weights == "learned" else {}),
         }
 
     def params_for(self, n_max: int) -> dict[str, Any]:
@@ -211,7 +266,9 @@ class AggregationPerturbation:
             **self.params(), "private_nodes": check_int(n_max, "n_max", minimum=0),
             "accountant": {
                 "library": "dp-accounting", "accountant": "RdpAccountant (default orders)",
-                "event": f"SelfComposedDpEvent(GaussianDpEvent(noise_multiplier), {self.hops})",
+                "event": (f"SelfComposedDpEvent(GaussianDpEvent(noise_multiplier), {self.hops})" if self.weights != "learned"
+                          else f"ComposedDpEvent([SelfComposedDpEvent(GaussianDpEvent({self.attention_noise_multiplier}), "
+                               f"{2 * self.attention_steps}), GaussianDpEvent(noise_multiplier)])"),
                 "noise_multiplier": self.noise_multiplier, "epsilon_at_noise": self.accountant_epsilon,
                 "sensitivity": self.sensitivity, "sigma": self.sigma,
             },
@@ -222,11 +279,13 @@ class AggregationPerturbation:
                 f"weights={self.weights!r}, sigma={self.sigma:.4g})")
 
     def aggregate(
-        self, encoded: np.ndarray, edges: np.ndarray, private_nodes: np.ndarray, rng: np.random.Generator
+        self, encoded: np.ndarray, edges: np.ndarray, private_nodes: np.ndarray, rng: np.random.Generator,
+        *, labels: np.ndarray | None = None, train_mask: np.ndarray | None = None,
     ) -> np.ndarray:
         """The release ``[K + 1, n, d]`` (float64): hop 0 the unit rows of ``encoded``, hop ``k``
         the noisy, row-normalised aggregate of hop ``k - 1`` over ``edges`` (all edges, ``u < v``);
-        noise on the rows of ``private_nodes`` (sorted ids of V_pri) only."""
+        noise on the rows of ``private_nodes`` (sorted ids of V_pri) only. ``"learned"`` weights
+        first train the attention model on the RELEASED ``labels`` of ``train_mask``."""
         rng = check_generator(rng)
         x = np.asarray(encoded)
         if x.ndim != 2 or x.shape[1] != self.encoder_dim:
@@ -236,11 +295,17 @@ class AggregationPerturbation:
         n = x.shape[0]
         e = np.asarray(edges, dtype=np.int64)
         h = normalize_rows(x)
-        w = similarity_weights(h, e) if self.weights == "similarity" else np.ones(e.shape[1])
-        adj = sp.coo_matrix(
-            (np.concatenate([w, w]), (np.concatenate([e[0], e[1]]), np.concatenate([e[1], e[0]]))), shape=(n, n)
-        ).tocsr()
         rows = np.asarray(private_nodes, dtype=np.int64)
+        if self.weights == "learned":
+            if labels is None or train_mask is None:
+                raise ValueError("gap: learned attention weights train on the released labels of the training nodes")
+            self.attention_record = {}
+            w = self._learned_weights(h, e, rows, labels, train_mask, rng)  # both directions, [2m]
+        else:
+            w = similarity_weights(h, e) if self.weights == "similarity" else np.ones(e.shape[1])
+            w = np.concatenate([w, w])
+        # entry (v, u) of the matrix weighs the edge u -> v (row v aggregates its in-neighbours)
+        adj = sp.coo_matrix((w, (np.concatenate([e[1], e[0]]), np.concatenate([e[0], e[1]]))), shape=(n, n)).tocsr()
         out = [h]
         for _ in range(self.hops):
             agg = np.asarray(adj @ h, dtype=np.float64)
@@ -249,3 +314,19 @@ class AggregationPerturbation:
             h = normalize_rows(agg)
             out.append(h)
         return np.stack(out)
+
+    def _learned_weights(
+        self, h: np.ndarray, edges: np.ndarray, rows: np.ndarray, labels: np.ndarray, train_mask: np.ndarray,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        import torch
+
+        from privgraph.mechanisms.edges.gap_attention import attention_weights, train_attention
+
+        model, record = train_attention(
+            h, edges, rows, labels, train_mask, steps=self.attention_steps,
+            noise_multiplier=self.attention_noise_multiplier, clip=self.attention_clip,
+            learning_rate=self.attention_learning_rate, rng=rng, grid_exponent=self.grid_exponent,
+        )
+        self.attention_record = record
+        return attention_weights(model, torch.as_tensor(h), edges)
