@@ -40,7 +40,15 @@ from privgraph.partition import Partitioning
 from privgraph.privatize import privatize_graph
 from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import partition_seeds, stage_seed
-from privgraph.training import DENOISING_OPTIONS, feature_only_kwargs, fit_node_classifier, paired_test, version_kwargs
+from privgraph.training import (
+    DENOISING_OPTIONS,
+    feature_only_kwargs,
+    fit_node_classifier,
+    paired_test,
+    public_edges_kwargs,
+    select_by_validation,
+    version_kwargs,
+)
 
 __all__ = [
     "ComparisonResult",
@@ -73,8 +81,9 @@ class ComparisonResult:
 
     def accuracies(self, mechanism: str, epsilon: float | None, key: str = "test_acc") -> np.ndarray:
         """Per-run ``key`` of a cell, in run order: ``test_acc`` (the GNN), ``feature_only_acc``
-        (the floor: the same model over no edges) or ``selected_acc`` (the one of the two with
-        the higher validation accuracy)."""
+        (the floor: the same model over no edges), ``public_edges_acc`` (over the public edges
+        alone, where a candidate) or ``selected_acc`` (the candidate of the highest validation
+        accuracy)."""
         return np.array(
             [r[key] for r in sorted(self.records, key=lambda r: r["run"])
              if r["mechanism"] == mechanism and r["epsilon"] == epsilon and key in r]
@@ -178,19 +187,24 @@ def run_comparison(
     sc = _check_inputs(scope, mechanisms, epsilons, runs, target, theta)
     probe = AttackProbe(graph, attacks, stage_seed(root_seed, "attack-pairs")) if attacks else None
 
-    def train(g: GraphData, seed: Any, floor: dict[str, float] | None = None, *, cell: bool = True,
+    def train(g: GraphData, seed: Any, refs: dict[str, dict[str, float]] | None = None, *, cell: bool = True,
               **kw: Any) -> dict[str, Any]:
         """One training; with attacks, the model is attacked too (``attack_auc``). A ``cell``
-        also gets its feature-only floor (``floor``: that model's ``{"test_acc", "val_acc"}``
-        on the same graph and seed, trained here when None) and the accuracy of the one of the
-        two with the higher validation accuracy (ties: the floor)."""
+        also gets its reference models (``refs``: each one's ``{"test_acc", "val_acc"}`` on the
+        same seed, trained here when None): the feature-only floor and, where the version has
+        public edges beside its release, the same model over the public edges alone
+        (``public_edges_acc``); and the accuracy of the one of them and the GNN with the highest
+        validation accuracy (``selected_acc``, ``selected``; as in evaluate_utility)."""
         model = fit_node_classifier(g, seed=seed, **version_kwargs(g, kw))
         gnn = model.result
         rec: dict[str, Any] = {"test_acc": float(gnn["test_acc"])}
         if cell:
-            floor = _floor(g, seed, kw) if floor is None else floor
-            rec["feature_only_acc"] = floor["test_acc"]
-            rec["selected_acc"] = float(gnn["test_acc"]) if gnn["val_acc"] > floor["val_acc"] else floor["test_acc"]
+            refs = _references(g, seed, kw) if refs is None else refs
+            rec["feature_only_acc"] = refs["feature_only"]["test_acc"]
+            if "public_edges" in refs:
+                rec["public_edges_acc"] = refs["public_edges"]["test_acc"]
+            name, chosen = select_by_validation([*refs.items(), ("gnn", gnn)])
+            rec["selected_acc"], rec["selected"] = float(chosen["test_acc"]), name
         if probe is not None:
             rec["attack_auc"] = probe.aucs(model)
         return rec
@@ -198,7 +212,7 @@ def run_comparison(
     kwargs = dict(train_kwargs or {})
     train_seeds = partition_seeds(stage_seed(root_seed, "train"), runs)
     records: list[dict[str, Any]] = []
-    edge_floor: dict[int, dict[str, float]] = {}
+    edge_refs: dict[int, dict[str, dict[str, float]]] = {}  # run -> reference model -> accuracies
     curves: dict[str, dict[str, list[float]]] = {}
     true_degree = _degrees(graph) if sc is Scope.EDGES else None
     # the denoising options (LPGNN's KProp, Drop) apply to private graphs only, as in evaluate_utility
@@ -237,15 +251,13 @@ def run_comparison(
                 result = privatize_graph(base, partitioning=partitioning, root_seed=ps, executor=executor, **mech_kw)
                 if true_degree is not None and i == 0:
                     curves[f"{name}/{eps:g}"] = degree_curve(true_degree, _degrees(result.graph))
-                # an edge mechanism leaves the features and labels as they are: the floor of run i
-                # is the same for every cell (trained once, on the clean graph's features)
-                floor = None
-                if sc is Scope.EDGES:
-                    if i not in edge_floor:
-                        edge_floor[i] = _floor(graph, ts, {**kwargs, "eval_y": graph.y})
-                    floor = edge_floor[i]
+                # an edge mechanism leaves the features, labels and public edges as they are: the
+                # reference models of run i are the same for every such cell (trained once)
+                refs = None
+                if sc is Scope.EDGES and np.array_equal(result.graph.edges_public, graph.edges_public):
+                    refs = _references(result.graph, ts, {**kwargs, "eval_y": graph.y}, edge_refs.setdefault(i, {}))
                 records.append({"mechanism": name, "epsilon": eps, "run": i,
-                                **train(result.graph, ts, floor, eval_y=graph.y, **kwargs)})
+                                **train(result.graph, ts, refs, eval_y=graph.y, **kwargs)})
                 cells.advance(detail=f"{name} eps={eps:g} run {i}")
     return ComparisonResult(
         scope=sc.value, target=target, epsilons=tuple(float(e) for e in epsilons),
@@ -253,10 +265,23 @@ def run_comparison(
     )
 
 
-def _floor(graph: GraphData, seed: Any, kwargs: Mapping[str, Any]) -> dict[str, float]:
-    """The feature-only model's test and validation accuracy (the same model over no edges)."""
-    r = fit_node_classifier(graph, seed=seed, **feature_only_kwargs(dict(kwargs))).result
-    return {"test_acc": float(r["test_acc"]), "val_acc": float(r["val_acc"])}
+def _references(
+    version: GraphData, seed: Any, kwargs: Mapping[str, Any], cache: dict[str, dict[str, float]] | None = None
+) -> dict[str, dict[str, float]]:
+    """The reference models' test and validation accuracy on ``version``: ``feature_only`` (the
+    same model over no edges) and, where it is a candidate, ``public_edges`` (over the version's
+    public edges alone); in the order :func:`select_by_validation` breaks ties by. ``cache``
+    holds models already trained on the same features, labels, public edges and seed."""
+    cache = {} if cache is None else cache
+    out = {}
+    for name, kw in (("feature_only", feature_only_kwargs(dict(kwargs))),
+                     ("public_edges", public_edges_kwargs(version, dict(kwargs)))):
+        if kw is not None:
+            if name not in cache:
+                r = fit_node_classifier(version, seed=seed, **kw).result
+                cache[name] = {"test_acc": float(r["test_acc"]), "val_acc": float(r["val_acc"])}
+            out[name] = cache[name]
+    return out
 
 
 def _degrees(graph: GraphData) -> np.ndarray:
@@ -317,8 +342,9 @@ def _mean_std(a: np.ndarray) -> tuple[float, float]:
 
 
 def summarize(result: ComparisonResult) -> dict[str, Any]:
-    """Mean +- std per (mechanism, epsilon), with the feature-only floor, the model chosen by
-    validation accuracy and the paired t-test of the GNN against the floor (``floor``); per
+    """Mean +- std per (mechanism, epsilon), with the feature-only floor, the public-edges model
+    (where a candidate), the model chosen by validation accuracy and the paired t-tests of the GNN
+    and of the chosen model against the floor (``vs_feature_only``, ``selected_vs_feature_only``); per
     epsilon the paired two-tailed t-test of the target against the best other mechanism (highest
     mean; runs are paired by their training seed; ``None`` fields when not computable)."""
     cells: dict[str, dict[str, dict[str, Any]]] = {}
@@ -335,6 +361,14 @@ def summarize(result: ComparisonResult) -> dict[str, Any]:
                 cell["feature_only"] = {"mean": fm, "std": fs}
                 cell["selected"] = {"mean": sm, "std": ss}
                 cell["vs_feature_only"] = paired_test(acc.tolist(), floor.tolist())
+                sel = result.accuracies(name, eps, "selected_acc")
+                cell["selected_vs_feature_only"] = paired_test(sel.tolist(), floor.tolist())
+                cell["selected"]["models"] = [r["selected"] for r in sorted(result.records, key=lambda r: r["run"])
+                                              if r["mechanism"] == name and r["epsilon"] == eps and "selected" in r]
+                pub = result.accuracies(name, eps, "public_edges_acc")
+                if pub.size == acc.size:
+                    pm, ps = _mean_std(pub)
+                    cell["public_edges"] = {"mean": pm, "std": ps}
             cells[name][repr(eps)] = cell
     clean_mean, clean_std = _mean_std(result.accuracies(CLEAN, None))
     tests: dict[str, dict[str, Any]] = {}
@@ -390,17 +424,19 @@ def comparison_markdown(title: str, result: ComparisonResult) -> str:
     lines.append(f"| paired t-test, {result.target} vs best other | " + " | ".join(tt) + " |")
     if all("feature_only" in s["cells"][m][k] for m in result.mechanisms for k in eps_keys):
         lines += ["", "## The feature-only floor: the same model over no edges, and the GNN against it", "",
-                  "Floor and the model chosen per run by validation accuracy (GNN or floor), mean +- std; "
-                  "GNN - floor with the p of a paired t-test (scipy.stats.ttest_rel).", "",
+                  "Floor, and the model chosen per run by validation accuracy (the floor, the public edges "
+                  "alone where the version has them, or the GNN), mean +- std; GNN - floor and chosen - floor "
+                  "with the p of a paired t-test (scipy.stats.ttest_rel).", "",
                   head, "|---|" + "---|" * len(eps_keys)]
         for name in result.mechanisms:
             row = []
             for k in eps_keys:
                 c = s["cells"][name][k]
-                f, sel, d = c["feature_only"], c["selected"], c["vs_feature_only"]
+                f, sel, d, ds = c["feature_only"], c["selected"], c["vs_feature_only"], c["selected_vs_feature_only"]
                 p = "" if d["pvalue"] is None else f", p = {d['pvalue']:.3g}"
-                row.append(f"floor {f['mean']:.3f} +- {f['std']:.3f}; chosen {sel['mean']:.3f}; "
-                           f"GNN - floor {d['mean_difference']:+.3f}{p}")
+                ps = "" if ds["pvalue"] is None else f", p = {ds['pvalue']:.3g}"
+                row.append(f"floor {f['mean']:.3f} +- {f['std']:.3f}; GNN - floor {d['mean_difference']:+.3f}{p}; "
+                           f"chosen {sel['mean']:.3f}, chosen - floor {ds['mean_difference']:+.3f}{ps}")
             lines.append(f"| {name} | " + " | ".join(row) + " |")
     for attack, a in s.get("attacks", {}).items():
         lines += ["", f"## {attack}: ROC-AUC against the raw graph (mean +- std over {result.runs} runs; "

@@ -738,11 +738,7 @@ def evaluate_utility(
     seeds = partition_seeds(as_seed_sequence(seed_sequence), int(runs))
     clean_kwargs = {k: v for k, v in train_kwargs.items() if k not in DENOISING_OPTIONS}
     floor_kwargs = feature_only_kwargs(train_kwargs)
-    # the version's public edges alone: a candidate wherever it also has (released) private edges
-    released_private = private.edges_private.shape[1] or private.aggregates is not None
-    public_kwargs = ({**train_kwargs, "edges": "public"}
-                     if train_kwargs.get("edges", "all") == "all" and private.edges_public.shape[1]
-                     and released_private else None)
+    public_kwargs = public_edges_kwargs(private, train_kwargs)
     private_kwargs = version_kwargs(private, train_kwargs)
     clean_res, private_res, floor_res, public_res = [], [], [], []
     tracker = ProgressTracker("training", (3 + (public_kwargs is not None)) * int(runs), progress)
@@ -761,7 +757,7 @@ def evaluate_utility(
     candidates = [("feature_only", floor_res), ("public_edges", public_res), ("gnn", private_res)]
     chosen, models = [], []
     for i in range(int(runs)):
-        name, res = max(((n, r[i]) for n, r in candidates if r), key=lambda c: c[1]["val_acc"])
+        name, res = select_by_validation([(n, r[i]) for n, r in candidates if r])
         chosen.append(res)
         models.append(name)
     extra = {"public_edges": _summary([r["test_acc_own_labels"] for r in public_res])} if public_res else {}
@@ -799,6 +795,24 @@ def version_kwargs(version: GraphData, train_kwargs: dict[str, Any]) -> dict[str
         return dict(train_kwargs)
     out = {k: v for k, v in feature_only_kwargs(train_kwargs).items() if k not in ("aggr", "feature_dim")}
     return {**out, "model": "gap"}
+
+
+def public_edges_kwargs(version: GraphData, train_kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """The training arguments of the public-edges candidate (the same model over the version's
+    public edges only: what its released private edges add), or None where it is no candidate:
+    the version has no public edges, or nothing released from the private ones (edges or GAP's
+    aggregates), or the training does not read all edges anyway."""
+    released_private = version.edges_private.shape[1] or version.aggregates is not None
+    if train_kwargs.get("edges", "all") == "all" and version.edges_public.shape[1] and released_private:
+        return {**train_kwargs, "edges": "public"}
+    return None
+
+
+def select_by_validation(candidates: Sequence[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, Any]]:
+    """The ``(name, result)`` of highest ``val_acc`` (accuracy on the version's own validation
+    labels); ties go to the earlier candidate (list the simpler models first: the floor, the
+    public edges alone, then the GNN)."""
+    return max(candidates, key=lambda c: c[1]["val_acc"])
 
 
 def feature_only_kwargs(train_kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -77,6 +77,7 @@ def test_every_cell_has_its_feature_only_floor(small):
     cell = [x for x in r.records if x["mechanism"] == "laplace" and x["epsilon"] == 1.0]
     assert all({"feature_only_acc", "selected_acc"} <= set(x) for x in cell)
     assert all(x["selected_acc"] in (x["test_acc"], x["feature_only_acc"]) for x in cell)
+    assert not any("public_edges_acc" in x for x in cell)  # a features comparison: no edge is private
     assert not any("feature_only_acc" in x for x in r.records if x["mechanism"] == "clean")
     s = summarize(r)["cells"]["laplace"]["1.0"]
     assert s["vs_feature_only"]["test"].startswith("paired t-test") and s["vs_feature_only"]["runs"] == 2
@@ -91,6 +92,18 @@ def test_every_cell_has_its_feature_only_floor(small):
     ts = partition_seeds(stage_seed(np.random.SeedSequence(5), "train"), 2)[0]
     ref = fit_node_classifier(g, seed=ts, eval_y=g.y, **feature_only_kwargs(dict(TRAIN))).result["test_acc"]
     assert floors["dprr"][0] == ref  # the model over no edges, on the raw features, with run 0's seed
+    # the public edges alone are the third candidate of an edges cell (the graph has public edges)
+    pub = {m: list(e.accuracies(m, 1.0, "public_edges_acc")) for m in ("dprr", "warner_rr")}
+    assert pub["dprr"] == pub["warner_rr"] and len(pub["dprr"]) == 2
+    ref_pub = fit_node_classifier(g, seed=ts, eval_y=g.y, **{**TRAIN, "edges": "public"}).result["test_acc"]
+    assert pub["dprr"][0] == ref_pub
+    for x in (x for x in e.records if x["mechanism"] == "dprr"):
+        by_name = {"feature_only": x["feature_only_acc"], "public_edges": x["public_edges_acc"], "gnn": x["test_acc"]}
+        assert x["selected_acc"] == by_name[x["selected"]]
+    cell = summarize(e)["cells"]["dprr"]["1.0"]
+    assert len(cell["selected"]["models"]) == 2 and cell["public_edges"]["mean"] == pytest.approx(np.mean(pub["dprr"]))
+    assert cell["selected_vs_feature_only"]["test"].startswith("paired t-test")
+    assert "chosen - floor" in comparison_markdown("T", e)
 
 
 def test_bad_comparisons_are_refused(small):
