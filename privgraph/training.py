@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from privgraph.graph import GraphData
-from privgraph.mechanisms.features.label_rr import label_rr_keep_probability
+from privgraph.mechanisms.features.label_rr import label_rr_keep_probability, label_rr_transition_matrix
 from privgraph.models import GAT, GCN, GIN, GAPClassifier, GraphSAGE, KProp
 from privgraph.models.gcn import quiet_sparse_beta
 from privgraph.progress import ProgressCallback, ProgressTracker
@@ -355,6 +355,7 @@ def fit_node_classifier(
     label_classes: int | None = None,
     feature_dim: int | None = None,
     kprop_search: Sequence[int] | None = None,
+    propagate_val_labels: bool = True,
 ) -> dict[str, Any]:
     r"""Train a 2-layer GNN (:class:`~privgraph.models.GCN`, :class:`~privgraph.models.GraphSAGE`,
     :class:`~privgraph.models.GAT` or :class:`~privgraph.models.GIN`) on ``graph.train_mask`` in
@@ -384,9 +385,11 @@ def fit_node_classifier(
       are applied to the model's predicted class probabilities and the loss compares the
       propagated prediction with the propagated label,
       :math:`\mathcal{L} = -\frac{1}{|V_T|} \sum_{v \in V_T} \log \hat{p}(\tilde{y}_v \mid x)`,
-      :math:`\hat{p}(\tilde{y} \mid x) = \mathbf{P}^{K_y} \mathrm{softmax}(f(\mathbf{X}))` (rows
-      renormalised to sum to one), so that the GNN is not pushed to reproduce the noise left
-      in :math:`\tilde{y}`. (2) Training STOPS at the first epoch whose model (evaluation mode)
+      :math:`\hat{p}(\tilde{y} \mid x) = \mathbf{P}^{K_y} (\mathrm{softmax}(f(\mathbf{X})) \mathbf{T})`
+      (rows renormalised to sum to one), so that the GNN is not pushed to reproduce the noise
+      left in :math:`\tilde{y}`; :math:`\mathbf{T}` is the label RR's transition matrix at
+      ``label_epsilon`` (forward correction, LPGNN's Drop; the identity without
+      ``label_epsilon``). (2) Training STOPS at the first epoch whose model (evaluation mode)
       scores above :math:`\mathrm{Acc}^*` (:func:`drop_bound`) against the noisy labels
       :math:`y'` of the validation nodes (``graph.y``): a model that predicted every true label
       would score :math:`\mathrm{Acc}^*` there in expectation, so a higher score means it has
@@ -447,7 +450,13 @@ def fit_node_classifier(
             possibly randomized, labels: no clean label is read; ties: the smaller
             ``K_x + K_y``, then the smaller ``K_x``) is returned, its ``result["kprop"]`` the chosen
             ``[K_x, K_y]``; ``kprop_features`` and ``kprop_labels`` must then be 0
-            (default: ``None``: no search).
+            (default: ``None``: no search). The validation labels are inside the label
+            propagation of a trained model, so its agreement with them is inflated (and capped
+            by Drop's bound) and a poor cell can win; every cell is therefore SCORED by a model
+            whose propagation reads the training labels only (``propagate_val_labels=False``)
+            and the chosen cell is then trained as usual.
+        propagate_val_labels (bool): with ``kprop_labels``, propagate the validation labels
+            too (LPGNN's protocol; default: ``True``); ``False`` is the search's scoring model.
 
     Returns:
         TrainedClassifier: the model at the selected epoch (:meth:`TrainedClassifier.query`) and
@@ -469,16 +478,18 @@ def fit_node_classifier(
         args = dict(seed=seed, edges=edges, hidden=hidden, epochs=epochs, lr=lr, weight_decay=weight_decay,
                     dropout=dropout, aggr=aggr, device=device, patience=patience, eval_y=eval_y, model=model,
                     drop=drop, label_epsilon=label_epsilon, label_classes=label_classes, feature_dim=feature_dim)
-        best: tuple[tuple[float, int, int], TrainedClassifier] | None = None
+        best: tuple[tuple[float, int, int], tuple[int, int]] | None = None
         for kx, ky in sorted(((kx, ky) for kx in grid for ky in grid), key=lambda k: (k[0] + k[1], k[0])):
-            trained = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, **args)
-            key = (trained.result["val_acc"], -(kx + ky), -kx)
+            scored = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, propagate_val_labels=False, **args)
+            key = (scored.result["val_acc"], -(kx + ky), -kx)
             if best is None or key > best[0]:
-                best = (key, trained)
-                trained.result["kprop"] = [kx, ky]
+                best = (key, (kx, ky))
         assert best is not None
-        best[1].result["kprop_searched"] = len(grid) ** 2
-        return best[1]
+        kx, ky = best[1]
+        trained = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, **args)
+        trained.result["kprop"] = [kx, ky]
+        trained.result["kprop_searched"] = len(grid) ** 2
+        return trained
     _check_graph(graph)
     _check_number(hidden, "hidden", low=1, low_inclusive=True, integer=True)
     _check_number(epochs, "epochs", low=1, low_inclusive=True, integer=True)
@@ -491,6 +502,8 @@ def fit_node_classifier(
     _check_number(kprop_labels, "kprop_labels", low=0, low_inclusive=True, integer=True)
     if not isinstance(drop, bool):
         raise ValueError(f"train_node_classifier: drop must be a bool, got {drop!r}")
+    if not isinstance(propagate_val_labels, bool):
+        raise ValueError(f"train_node_classifier: propagate_val_labels must be a bool, got {propagate_val_labels!r}")
     if label_epsilon is not None:
         _check_number(label_epsilon, "label_epsilon", low=0, low_inclusive=False)
     if label_classes is not None:
@@ -554,12 +567,18 @@ def fit_node_classifier(
     label_prop = KProp(kprop_labels, cached=True, **_KPROP) if kprop_labels else None
     y_fit = y
     if label_prop is not None:
-        known = torch.cat([train_idx, val_idx])
+        known = torch.cat([train_idx, val_idx]) if propagate_val_labels else train_idx
         y_fit = _denoised_labels(y, known, num_classes, label_prop, edge_index)
     bound = None
     if drop:
         c = label_classes if label_classes is not None else graph.meta.get("num_classes")
         bound = drop_bound(label_epsilon, int(c) if c is not None else num_classes)
+    # Drop's forward correction: the model's class probabilities through the label RR's channel
+    forward = None
+    if drop and label_prop is not None and label_epsilon is not None:
+        c = label_classes if label_classes is not None else graph.meta.get("num_classes")
+        forward = torch.as_tensor(label_rr_transition_matrix(label_epsilon, int(c) if c is not None else num_classes),
+                                  dtype=torch.float32, device=dev)
 
     g = torch.Generator(device=dev)
     g.manual_seed(_torch_seed(seed))
@@ -582,7 +601,8 @@ def fit_node_classifier(
         opt.zero_grad(set_to_none=True)
         out = net(x, edge_index, generator=g)
         if drop and label_prop is not None:
-            p = label_prop(out.softmax(dim=1), edge_index)
+            q = out.softmax(dim=1)
+            p = label_prop(q if forward is None else q @ forward[:q.shape[1], :q.shape[1]], edge_index)
             p = p / p.sum(dim=1, keepdim=True)
             loss = F.nll_loss(p[train_idx].clamp_min(_LOG_FLOOR).log(), y_train)
         else:

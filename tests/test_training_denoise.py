@@ -336,6 +336,27 @@ def test_drop_denoises_rr_labels(cora):
     assert np.mean(drop_acc) - np.mean(plain_acc) > 0.05
 
 
+def test_drop_forward_corrects_through_the_label_channel(rr_graph, noisy_graph, monkeypatch):
+    """Drop's loss propagates softmax(f) T (T: label RR's transition matrix at label_epsilon), not
+    softmax(f): a run with the identity in place of T (monkeypatched) trains differently, and
+    without label_epsilon there is no correction (T = I) at all."""
+    import privgraph.training as training
+    from privgraph.mechanisms.features.label_rr import label_rr_transition_matrix
+
+    kw = {**FAST, "model": "sage", "eval_y": noisy_graph.y, "seed": 2, **DROP}
+    corrected = train_node_classifier(rr_graph, **kw)
+    t = label_rr_transition_matrix(1.0, 2)
+    assert t[0, 0] == pytest.approx(math.e / (math.e + 1)) and np.allclose(t.sum(axis=1), 1.0)
+    monkeypatch.setattr(training, "label_rr_transition_matrix", lambda eps, c: np.eye(c))
+    identity = train_node_classifier(rr_graph, **kw)
+    assert (corrected["train_acc"], corrected["val_acc"], corrected["best_epoch"]) != (
+        identity["train_acc"], identity["val_acc"], identity["best_epoch"])
+    monkeypatch.undo()
+    no_eps = {k: v for k, v in kw.items() if k != "label_epsilon"}
+    monkeypatch.setattr(training, "label_rr_transition_matrix", lambda eps, c: pytest.fail("T without label_epsilon"))
+    train_node_classifier(rr_graph, **no_eps)
+
+
 @pytest.mark.flow
 def test_flows_pass_the_options_and_the_label_budget(tmp_path):
     """privatize (evaluating the staged version: budget from the configuration), then evaluate
@@ -370,19 +391,30 @@ def test_flows_pass_the_options_and_the_label_budget(tmp_path):
 
 
 # -- LPGNN's search of the KProp steps ----------------------------------------------------------
-def test_kprop_search_keeps_the_best_validation_accuracy_on_the_versions_labels(rr_graph, noisy_graph):
+def test_kprop_search_scores_cells_without_the_validation_labels_in_the_propagation(rr_graph, noisy_graph):
+    """Each (K_x, K_y) is scored by the validation accuracy (the version's own labels) of a model
+    whose label propagation reads the TRAINING labels only (a model that propagates the
+    validation labels agrees with them by construction); the chosen cell is then trained as
+    usual, validation labels propagated."""
     from privgraph.training import fit_node_classifier
 
     kw = {**FAST, "model": "sage", "eval_y": noisy_graph.y, "seed": 3}
     searched = fit_node_classifier(rr_graph, kprop_search=[0, 2], **kw).result
-    each = {(kx, ky): fit_node_classifier(rr_graph, kprop_features=kx, kprop_labels=ky, **kw).result
-            for kx in (0, 2) for ky in (0, 2)}
-    best = max(r["val_acc"] for r in each.values())
+    scored = {(kx, ky): fit_node_classifier(rr_graph, kprop_features=kx, kprop_labels=ky, propagate_val_labels=False,
+                                            **kw).result for kx in (0, 2) for ky in (0, 2)}
+    best = max(r["val_acc"] for r in scored.values())
     kx, ky = searched["kprop"]
-    assert searched["kprop_searched"] == 4 and each[(kx, ky)]["val_acc"] == best == searched["val_acc"]
-    assert searched["test_acc"] == each[(kx, ky)]["test_acc"]  # the same seed: the same model
+    assert searched["kprop_searched"] == 4 and scored[(kx, ky)]["val_acc"] == best
+    final = fit_node_classifier(rr_graph, kprop_features=kx, kprop_labels=ky, **kw).result
+    assert searched["test_acc"] == final["test_acc"] and searched["val_acc"] == final["val_acc"]
     # ties go to the fewest steps
-    assert all(r["val_acc"] < best or sum(k) >= kx + ky for k, r in each.items())
+    assert all(r["val_acc"] < best or sum(k) >= kx + ky for k, r in scored.items())
+    # the scoring model really leaves the validation labels out: with K_y > 0 its targets differ
+    a = fit_node_classifier(rr_graph, kprop_labels=2, propagate_val_labels=False, **kw).result
+    b = fit_node_classifier(rr_graph, kprop_labels=2, **kw).result
+    assert (a["train_acc"], a["val_acc"]) != (b["train_acc"], b["val_acc"])
+    with pytest.raises(ValueError, match="propagate_val_labels must be a bool"):
+        fit_node_classifier(rr_graph, propagate_val_labels=1, **kw)
     ev = evaluate_utility(rr_graph, noisy_graph, runs=2, seed_sequence=1, kprop_search=[0, 2], **{
         k: v for k, v in FAST.items()}, model="sage")
     assert len(ev["private"]["kprop"]) == 2 and all(len(k) == 2 for k in ev["private"]["kprop"])
