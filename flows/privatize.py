@@ -30,6 +30,7 @@ from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage.manifest import build_manifest
 from privgraph.preflight import check_before_reading, resolve_store
 from privgraph.storage.private_record import input_identity, write_private_record
+from privgraph.training import check_evaluable
 from privgraph.validation import enforce
 from tasks.ingest import ingest
 from tasks.partition import partition
@@ -56,6 +57,8 @@ def privatize_flow(
     label_flow_run(tags=pipeline_tags(pipeline, cfg))
 
     graph = ingest(cfg.dataset)
+    if evaluate:  # labels and a split, or a one-line refusal before anything is privatized
+        check_evaluable(graph, cfg.dataset.name)
     parts = partition(graph, cfg.partitions)
     scores = None
     if cfg.scores is not None:

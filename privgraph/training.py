@@ -27,6 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
 from privgraph.mechanisms.features.label_rr import label_rr_keep_probability, label_rr_transition_matrix
 from privgraph.models import GAT, GCN, GIN, GAPClassifier, GraphSAGE, KProp
@@ -39,6 +40,7 @@ __all__ = [
     "EDGE_SETS",
     "MODELS",
     "OWNER_ONLY",
+    "check_evaluable",
     "choose_device",
     "drop_bound",
     "encode_features",
@@ -47,6 +49,8 @@ __all__ = [
     "version_kwargs",
     "paired_test",
     "principal_basis",
+    "public_edges_kwargs",
+    "select_by_validation",
     "fit_node_classifier",
     "train_node_classifier",
     "TrainedClassifier",
@@ -164,6 +168,24 @@ def _check_number(
         kind = "an int" if integer else "a finite number"
         op = ">=" if low_inclusive else ">"
         raise ValueError(f"train_node_classifier: {name} must be {kind} {op} {low}, got {value!r}")
+
+
+def check_evaluable(graph: GraphData, dataset: str) -> None:
+    """Refuse, before anything is privatized, a graph that evaluation cannot train on: no labels
+    or no train/val/test split (one line naming what is missing and the two ways out).
+
+    Raises:
+        GraphValidationError: labels or a split mask are missing, or a mask selects no node.
+    """
+    missing = [name for name in ("y", *_MASKS) if getattr(graph, name) is None]
+    empty = [name for name in _MASKS if getattr(graph, name) is not None and not getattr(graph, name).any()]
+    if missing or empty:
+        what = (f"has no {', '.join('labels (y)' if m == 'y' else m for m in missing)}" if missing
+                else f"has an empty {', '.join(empty)}")
+        raise GraphValidationError(
+            f"dataset {dataset!r} {what}: evaluation needs labels and a train/val/test split; add a split "
+            "(e.g. dataset.options: {train: 0.5, val: 0.25}) or run with --no-evaluate"
+        )
 
 
 def _check_graph(graph: GraphData) -> None:

@@ -143,6 +143,9 @@ RUN_CASES = [
     Case("features with no columns", 2, "x.npy", graph={"d": 0}),
     Case("node id 2**40", 2, "edges.csv", graph={"edges": [(0, 1), (1, 2**40)]}),
     Case("private column missing", 2, "secret", over={"dataset.options.private_column": "secret"}),
+    # evaluation without a split: refused after ingest, before anything is privatized (exit 2)
+    Case("no split to evaluate on", 2, "has no train_mask, val_mask, test_mask: evaluation needs labels and a "
+         "train/val/test split", args=["run", "p", "--config", "pipelines.yaml"]),
     # a failed checkpoint (exit 3)
     Case("budget cap exceeded", 3, "features", over={"budget.features": 0.5}),
 ]
