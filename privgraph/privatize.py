@@ -247,9 +247,10 @@ def _privatize_edges_aggregates(
         epochs=mechanism.encoder_epochs, device=device,
     )
     candidates = graph.private_nodes()
+    private_edge_mask = np.arange(graph.edges_public.shape[1] + graph.edges_private.shape[1]) >= graph.edges_public.shape[1]
     aggregates = mechanism.aggregate(
         encoded, graph.edges("all"), candidates, noise_generator(stage_seed(root, "edges")),
-        labels=released.y, train_mask=graph.train_mask,
+        labels=released.y, train_mask=graph.train_mask, private_edge_mask=private_edge_mask,
     )
     return aggregates.astype(np.float32), {"private_nodes": int(candidates.size)}
 
@@ -278,7 +279,11 @@ def privatize_graph(
     Raises:
         ConfigError: the graph has private edges but no edge mechanism is given (they would be
             released as they are).
+        GraphValidationError: the edge mechanism refuses the graph (``check_input``: node-level
+            GAP's public degree bound), before anything is privatized.
     """
+    if edges is not None and hasattr(edges, "check_input"):  # e.g. node-level GAP's public degree bound
+        edges.check_input(graph.edges_private, graph.num_nodes)  # before anything is privatized
     parts = partitioning.parts
     part_ids = tuple(range(len(parts)))
     ledger = PrivacyLedger()

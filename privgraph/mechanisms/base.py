@@ -43,6 +43,7 @@ class GuaranteeKind(str, enum.Enum):
     LABEL_LDP = "label_ldp"  # pure eps-LDP on one node's label
     EDGE_DP = "edge_dp"  # pure eps-DP, neighbouring graphs differ in one (private) edge
     EDGE_LDP = "edge_ldp"  # pure eps-LDP on one node's neighbour list (one bit changes)
+    NODE_DP = "node_dp"  # neighbouring graphs differ in ALL private edges of one node (added or removed)
     RDP = "rdp"  # Renyi DP (alpha, eps), e.g. DP-SGD training
 
 

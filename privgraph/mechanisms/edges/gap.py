@@ -3,7 +3,10 @@ hop-wise noisy aggregates of encoded node features, released in place of the pri
 
 Sajadmanesh, Shamsabadi, Bellet & Gatica-Perez, "GAP: Differentially Private Graph Neural Networks
 with Aggregation Perturbation" (USENIX Security 2023), and paper 001 ("Investigating Differentially
-Private GNNs with Weighted Aggregations", Algorithm 2, Lemma 1, Theorem 1). Edge-level privacy.
+Private GNNs with Weighted Aggregations", Algorithm 2, Lemma 1, Theorem 1). Edge-level privacy,
+or node-level privacy of the edges over graphs whose private degree is at most a PUBLIC bound
+(``level: node``; see :class:`AggregationPerturbation` for why privgraph refuses a larger degree
+instead of sampling edges down to it as GAP's code does).
 
 The encoder (an MLP trained on the RELEASED features and labels, no edge read) is post-processing
 and lives in :func:`privgraph.training.encode_features`; this module is the part that reads the
@@ -21,17 +24,22 @@ import scipy.sparse as sp
 from privgraph.mechanisms.base import (
     MAX_EXACT_EPSILON,
     EpsilonRange,
+    epsilon_upper,
     Guarantee,
     GuaranteeKind,
     Scope,
     check_generator,
     check_int,
 )
+from privgraph.errors import GraphValidationError
 from privgraph.mechanisms.gaussian_noise import gaussian_on_grid, grid_sensitivity
 
 __all__ = [
     "AggregationPerturbation",
+    "LEVELS",
     "WEIGHTS",
+    "clip_rows",
+    "node_sensitivity",
     "noise_multiplier",
     "normalize_rows",
     "similarity_weights",
@@ -46,7 +54,27 @@ WEIGHTS = ("sum", "similarity", "learned")
 #: row (times a weight in [0, 1]) to the aggregate of u AND of v. Paper 001's Lemma 1 (and GAP's)
 #: state 1, which holds for one directed edge; privgraph's edges are undirected.
 HOP_SENSITIVITY = math.sqrt(2.0)
+#: ``"edge"``: neighbouring graphs differ in one private edge; ``"node"``: in all private edges of
+#: one node, both graphs with private degree at most ``max_degree`` (a public bound).
+LEVELS = ("edge", "node")
 _MAX_DELTA = 0.1
+_MAX_DEGREE = 1_000_000
+
+
+def clip_rows(x: np.ndarray, bound: float) -> np.ndarray:
+    """Rows scaled down to L2 norm at most ``bound`` (the projection onto the ball: 1-Lipschitz,
+    direction kept); rows already inside are unchanged."""
+    x = np.asarray(x, dtype=np.float64)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x * np.minimum(1.0, bound / np.where(norms > 0, norms, 1.0))
+
+
+def node_sensitivity(max_degree: int, row_clip: float) -> float:
+    r"""Node-level L2 sensitivity of one hop, :math:`\sqrt{D + C^2}` (rounded up): removing the
+    private edges of node ``v`` moves the row of each of its at most ``D`` private neighbours by
+    one weighted unit row (weights in (0, 1]) and its own clipped private sum by at most ``C``
+    (both clipped sums lie in the ball of radius ``C`` and the one without ``v``'s edges is 0)."""
+    return epsilon_upper(math.sqrt(epsilon_upper(max_degree + epsilon_upper(row_clip * row_clip))))
 
 
 def normalize_rows(x: np.ndarray) -> np.ndarray:
@@ -144,8 +172,33 @@ class AggregationPerturbation:
     (post-processing) and take no noise; :math:`V_{pri}` is public, as for every privgraph edge
     mechanism.
 
+    Node level (``level="node"``). Neighbouring graphs differ in ALL private edges of one node
+    ``v`` (added or removed), and both have at most ``max_degree`` (``D``) private edges at every
+    node: ``D`` is a PUBLIC bound, and a graph over it is refused (:meth:`check_input`) before
+    anything is released. Each hop then releases
+
+    .. math::
+        X^{(k)}_u = \sum_{w \in N_{pub}(u)} c_{uw} \check{X}^{(k-1)}_w
+        + \mathrm{clip}_C\Big(\sum_{w \in N_{pri}(u)} c_{uw} \check{X}^{(k-1)}_w\Big),
+
+    the private part of each row projected onto the L2 ball of radius ``C = row_clip``
+    (1-Lipschitz, direction kept). Removing ``v``'s private edges moves the row of each of its
+    ``<= D`` private neighbours by ``c_{uv} |X_v| <= 1`` and ``v``'s own clipped sum by ``<= C``:
+    L2 sensitivity :math:`\sqrt{D + C^2}` (:func:`node_sensitivity`; rounding adds
+    :math:`\gamma \sqrt{(D + 1) d}`). GAP's node-level variant (and its reference code) instead
+    samples each node's out-edges down to ``D`` and states sensitivity :math:`\sqrt{D}`: that
+    sample is NOT stable under node removal (a node whose sample held ``v`` draws another
+    neighbour instead, and ``v`` may sit in the samples of arbitrarily many nodes), and the removed
+    node's own aggregate, which privgraph publishes, moves by up to ``D``; privgraph therefore
+    refuses a graph over the public bound and clips the own-row term. Node level implies
+    edge level at the same (``epsilon``, ``delta``) (one edge moves at most :math:`\sqrt{2} \le
+    \sqrt{D + C^2}`, as ``C >= 1``), the edges scope's ledger unit. It protects the edges only:
+    the node's features and label are the features and labels scopes' (LDP mechanisms there
+    protect them per node; the encoder and the classifier read only their releases, so no DP-SGD
+    is needed).
+
     Args:
-        epsilon (float): the edge-level budget, in ``[2^-10, 50]``.
+        epsilon (float): the edge-level (or node-level) budget, in ``[2^-10, 50]``.
         delta (float): the approximate-DP delta, in ``(0, 0.1]`` (default: ``1e-5``; the
             pipeline's ``budget_delta`` caps it).
         hops (int): ``K >= 1`` aggregation steps (default: ``1``, paper 001's setting; GAP
@@ -163,6 +216,11 @@ class AggregationPerturbation:
             training that alone spends ``epsilon`` is refused.
         attention_clip (float): ``"learned"`` only: the per-edge gradient clip (default: ``1``).
         attention_learning_rate (float): ``"learned"`` only: Adam's step size (default: ``0.05``).
+        level (str): ``"edge"`` or ``"node"`` (default: ``"edge"``).
+        max_degree (int): ``"node"`` only, required: the public bound ``D`` on every node's
+            number of private edges.
+        row_clip (float): ``"node"`` only: ``C >= 1``, the L2 bound of a row's private part
+            (default: :math:`\sqrt{D}`, which makes the sensitivity :math:`\sqrt{2D}`).
 
     Shapes:
         - input: encoded features ``[n, d]``, all edges ``[2, m]`` (``u < v``), ``V_pri``
@@ -196,6 +254,9 @@ class AggregationPerturbation:
         attention_noise_multiplier: float = 16.0,
         attention_clip: float = 1.0,
         attention_learning_rate: float = 0.05,
+        level: str = "edge",
+        max_degree: int | None = None,
+        row_clip: float | None = None,
     ) -> None:
         self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (0.0 < float(delta) <= _MAX_DELTA):
@@ -212,7 +273,31 @@ class AggregationPerturbation:
         self.grid_exponent = check_int(grid_exponent, "grid_exponent", minimum=8)
         if self.grid_exponent > 30:
             raise ValueError(f"gap: grid_exponent must be at most 30, got {self.grid_exponent}")
-        self.sensitivity = grid_sensitivity(HOP_SENSITIVITY, 2 * self.encoder_dim, self.grid_exponent)
+        if level not in LEVELS:
+            raise ValueError(f"gap: level must be one of {list(LEVELS)}, got {level!r}")
+        self.level = level
+        if level == "edge":
+            if max_degree is not None or row_clip is not None:
+                raise ValueError("gap: max_degree and row_clip apply to level 'node' only")
+            self.max_degree = self.row_clip = None
+            self.sensitivity = grid_sensitivity(HOP_SENSITIVITY, 2 * self.encoder_dim, self.grid_exponent)
+        else:
+            if max_degree is None:
+                raise ValueError("gap: level 'node' needs max_degree, the public bound on every node's private edges")
+            self.max_degree = check_int(max_degree, "max_degree", minimum=1)
+            if self.max_degree > _MAX_DEGREE:
+                raise ValueError(f"gap: max_degree must be at most {_MAX_DEGREE}, got {self.max_degree}")
+            clip = math.sqrt(self.max_degree) if row_clip is None else row_clip
+            if isinstance(clip, bool) or not isinstance(clip, (int, float)) or not (math.isfinite(clip) and clip >= 1):
+                raise ValueError(f"gap: row_clip must be a finite number >= 1, got {row_clip!r}")
+            self.row_clip = float(clip)
+            if weights == "learned":
+                raise ValueError("gap: learned attention weights are trained under edge-level privacy; level 'node' "
+                                 "takes weights 'sum' or 'similarity'")
+            self.sensitivity = grid_sensitivity(
+                node_sensitivity(self.max_degree, self.row_clip), (self.max_degree + 1) * self.encoder_dim,
+                self.grid_exponent,
+            )
         self.attention_steps = check_int(attention_steps, "attention_steps", minimum=1)
         if self.attention_steps > 10_000:
             raise ValueError(f"gap: attention_steps must be at most 10000, got {self.attention_steps}")
@@ -229,17 +314,29 @@ class AggregationPerturbation:
 
     @property
     def guarantee(self) -> Guarantee:
+        node = self.level == "node"
         return Guarantee(
-            kind=GuaranteeKind.EDGE_DP,
+            kind=GuaranteeKind.NODE_DP if node else GuaranteeKind.EDGE_DP,
             epsilon=self.epsilon,  # >= the accountant's epsilon at the calibrated noise
             delta=self.delta,
             scope=Scope.EDGES,
+            unit_epsilon=self.epsilon if node else None,
             assumptions=(
                 "V_pri (nodes with private edges) is public; rows of other nodes take no noise",
                 "the encoder reads only released features and labels (post-processing)",
-                "edges are undirected: one edge moves two rows of each hop (L2 sensitivity sqrt 2)",
+                *((f"node level: neighbouring graphs differ in all private edges of one node; both have at most "
+                   f"max_degree = {self.max_degree} private edges at every node (a public bound; a graph over it "
+                   "is refused before anything is released)",
+                   f"each row's private part is clipped to L2 norm row_clip = {self.row_clip:g}: L2 sensitivity "
+                   "sqrt(max_degree + row_clip^2) per hop",
+                   "node level covers the edges scope; a node's features and label are the features and labels "
+                   "scopes' (or declared public)",
+                   "implies edge-level (epsilon, delta)-DP: one edge moves at most sqrt 2 <= the node-level "
+                   "sensitivity") if node else
+                  ("edges are undirected: one edge moves two rows of each hop (L2 sensitivity sqrt 2)",)),
                 "discrete Gaussian noise on a 2^-grid_exponent grid; rounding adds "
-                "2^-grid_exponent sqrt(2 d) to the sensitivity",
+                + ("2^-grid_exponent sqrt((max_degree + 1) d)" if node else "2^-grid_exponent sqrt(2 d)")
+                + " to the sensitivity",
                 "RDP of K adaptive Gaussian mechanisms converted to (epsilon, delta) by dp-accounting",
                 *(("learned weights: 2 x attention_steps more Gaussian mechanisms (full-batch DP "
                    "gradient descent, per-edge clipping, no subsampling amplification) composed first",)
@@ -257,6 +354,7 @@ class AggregationPerturbation:
             **({"attention_steps": self.attention_steps, "attention_noise_multiplier": self.attention_noise_multiplier,
                 "attention_clip": self.attention_clip, "attention_learning_rate": self.attention_learning_rate}
                if self.weights == "learned" else {}),
+            **({"level": "node", "max_degree": self.max_degree, "row_clip": self.row_clip} if self.level == "node" else {}),
         }
 
     def params_for(self, n_max: int) -> dict[str, Any]:
@@ -275,17 +373,39 @@ class AggregationPerturbation:
         }
 
     def __repr__(self) -> str:
+        node = f", level='node', max_degree={self.max_degree}, row_clip={self.row_clip:g}" if self.level == "node" else ""
         return (f"AggregationPerturbation(epsilon={self.epsilon!r}, delta={self.delta!r}, hops={self.hops}, "
-                f"weights={self.weights!r}, sigma={self.sigma:.4g})")
+                f"weights={self.weights!r}{node}, sigma={self.sigma:.4g})")
+
+    def check_input(self, edges_private: np.ndarray, num_nodes: int) -> None:
+        """Node level: refuse a graph in which some node has more than ``max_degree`` private edges
+        (the guarantee holds only under that public bound); edge level: nothing to check.
+
+        Raises:
+            GraphValidationError: a node over the bound (exit 2), naming the first one."""
+        if self.level != "node":
+            return
+        e = np.asarray(edges_private, dtype=np.int64).reshape(2, -1)
+        degree = np.bincount(e.ravel(), minlength=num_nodes)
+        over = np.flatnonzero(degree > self.max_degree)
+        if over.size:
+            raise GraphValidationError(
+                f"gap: {over.size} node(s) have more than max_degree = {self.max_degree} private edges (node "
+                f"{int(over[0])}: {int(degree[over[0]])}); node-level privacy holds only under that public bound: "
+                "raise edges.max_degree or remove private edges before the run"
+            )
 
     def aggregate(
         self, encoded: np.ndarray, edges: np.ndarray, private_nodes: np.ndarray, rng: np.random.Generator,
         *, labels: np.ndarray | None = None, train_mask: np.ndarray | None = None,
+        private_edge_mask: np.ndarray | None = None,
     ) -> np.ndarray:
         """The release ``[K + 1, n, d]`` (float64): hop 0 the unit rows of ``encoded``, hop ``k``
         the noisy, row-normalised aggregate of hop ``k - 1`` over ``edges`` (all edges, ``u < v``);
         noise on the rows of ``private_nodes`` (sorted ids of V_pri) only. ``"learned"`` weights
-        first train the attention model on the RELEASED ``labels`` of ``train_mask``."""
+        first train the attention model on the RELEASED ``labels`` of ``train_mask``. Node level
+        needs ``private_edge_mask`` (which columns of ``edges`` are private): their part of each
+        row is clipped to ``row_clip``, and a node over ``max_degree`` is refused."""
         rng = check_generator(rng)
         x = np.asarray(encoded)
         if x.ndim != 2 or x.shape[1] != self.encoder_dim:
@@ -305,10 +425,26 @@ class AggregationPerturbation:
             w = similarity_weights(h, e) if self.weights == "similarity" else np.ones(e.shape[1])
             w = np.concatenate([w, w])
         # entry (v, u) of the matrix weighs the edge u -> v (row v aggregates its in-neighbours)
-        adj = sp.coo_matrix((w, (np.concatenate([e[1], e[0]]), np.concatenate([e[0], e[1]]))), shape=(n, n)).tocsr()
+        def adjacency(keep: np.ndarray) -> sp.csr_matrix:
+            k2 = np.concatenate([keep, keep])
+            dst, src = np.concatenate([e[1], e[0]])[k2], np.concatenate([e[0], e[1]])[k2]
+            return sp.coo_matrix((w[k2], (dst, src)), shape=(n, n)).tocsr()
+
+        if self.level == "node":
+            if private_edge_mask is None:
+                raise ValueError("gap: level 'node' needs private_edge_mask (which edges are private)")
+            pmask = np.asarray(private_edge_mask, dtype=bool)
+            if pmask.shape != (e.shape[1],):
+                raise ValueError(f"gap: private_edge_mask must have one entry per edge ({e.shape[1]}), got {list(pmask.shape)}")
+            self.check_input(e[:, pmask], n)
+            adj, adj_private = adjacency(~pmask), adjacency(pmask)
+        else:
+            adj, adj_private = adjacency(np.ones(e.shape[1], dtype=bool)), None
         out = [h]
         for _ in range(self.hops):
             agg = np.asarray(adj @ h, dtype=np.float64)
+            if adj_private is not None:
+                agg += clip_rows(np.asarray(adj_private @ h, dtype=np.float64), self.row_clip)
             if rows.size:
                 agg[rows] = gaussian_on_grid(agg[rows], self.sigma, rng, grid_exponent=self.grid_exponent)
             h = normalize_rows(agg)
