@@ -524,9 +524,11 @@ def test_dockerfile_installs_the_torch_pair_first_then_the_lock_then_privgraph()
     assert pins, "scripts/setup.sh no longer installs the torch pair the way this test reads it"
     assert pins.group(1) == "torch==2.14.1 torchvision==0.29.1"
     assert "--require-hashes -r requirements.txt" in setup
-    assert _pip_installs(ins) == [pins.group(1), "--require-hashes -r requirements.txt", "--no-deps ."]
+    assert "--no-deps --require-hashes -r requirements-nodeps.txt" in setup
+    assert _pip_installs(ins) == [pins.group(1), "--require-hashes -r requirements.txt",
+                                  "--no-deps --require-hashes -r requirements-nodeps.txt", "--no-deps ."]
     order = [(w, r) for w, r in ins if w in ("COPY", "RUN")]
-    copy_lock = order.index(("COPY", "requirements.txt ./"))
+    copy_lock = order.index(("COPY", "requirements.txt requirements-nodeps.txt ./"))
     run_lock = next(i for i, (w, r) in enumerate(order) if w == "RUN" and "-r requirements.txt" in r)
     run_torch = next(i for i, (w, r) in enumerate(order) if w == "RUN" and "torch==" in r)
     assert run_torch < copy_lock < run_lock

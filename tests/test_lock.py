@@ -23,14 +23,24 @@ CODE = ("privgraph", "flows", "tasks")
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\;]+)")
 
 
-def _lock() -> dict[str, str]:
-    """Canonical distribution name -> pinned version, from requirements.txt."""
+#: requirements-nodeps.txt's packages are installed with --no-deps; these of their declared
+#: requirements are provided by another locked distribution (the same module, another build)
+NODEPS_SUBSTITUTES = {"opencv-python": "opencv-python-headless"}
+
+
+def _pins(path: Path) -> dict[str, str]:
     pins: dict[str, str] = {}
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
+    for line in path.read_text().splitlines():
         m = PIN.match(line)
         if m:
             pins[canonicalize_name(m.group(1))] = m.group(2)
     return pins
+
+
+def _lock() -> dict[str, str]:
+    """Canonical distribution name -> pinned version, from requirements.txt and
+    requirements-nodeps.txt."""
+    return {**_pins(ROOT / "requirements.txt"), **_pins(ROOT / "requirements-nodeps.txt")}
 
 
 def _imported_modules() -> set[str]:
@@ -51,6 +61,7 @@ def _runtime_distributions() -> set[str]:
     providers = metadata.packages_distributions()
     todo = [canonicalize_name(d) for mod in _imported_modules() for d in providers.get(mod, [])]
     env = default_environment()
+    nodeps = set(_pins(ROOT / "requirements-nodeps.txt"))
     seen: set[str] = set()
     while todo:
         name = todo.pop()
@@ -60,7 +71,8 @@ def _runtime_distributions() -> set[str]:
         for spec in metadata.requires(name) or []:
             req = Requirement(spec)
             if req.marker is None or req.marker.evaluate({**env, "extra": ""}):
-                todo.append(canonicalize_name(req.name))
+                dep = canonicalize_name(req.name)
+                todo.append(NODEPS_SUBSTITUTES.get(dep, dep) if name in nodeps else dep)
     return seen
 
 
@@ -84,6 +96,17 @@ def test_what_privgraph_imports_is_installed_at_its_locked_version():
         if Version(metadata.version(d)) != Version(lock[d])
     }
     assert not differ, f"installed != locked (installed, locked): {differ}"
+
+
+def test_nodeps_packages_are_hashed_and_their_substitutes_locked():
+    """requirements-nodeps.txt: every pin hashed, disjoint from the main lock, and each
+    substituted requirement's replacement pinned in requirements.txt."""
+    text = (ROOT / "requirements-nodeps.txt").read_text()
+    reqs = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith(("#", "--hash"))]
+    assert reqs and all(PIN.match(ln) and ln.rstrip().endswith("\\") for ln in reqs), reqs
+    main = _pins(ROOT / "requirements.txt")
+    assert not set(_pins(ROOT / "requirements-nodeps.txt")) & set(main)
+    assert all(new in main and old not in main for old, new in NODEPS_SUBSTITUTES.items())
 
 
 def test_sqlalchemy_is_below_2_1():
