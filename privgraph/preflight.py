@@ -59,13 +59,22 @@ def check_private_records(directory: str | os.PathLike[str]) -> None:
 
 
 def _check_dataset_files(cfg: PipelineConfig) -> None:
-    """The files a ``generic`` dataset names exist (read nothing); other loaders check their own."""
+    """The files a ``generic`` dataset names, and an ``images`` dataset's directory with its
+    ``nodes.csv`` and ``edges.csv``, exist (read nothing); other loaders check their own."""
     from privgraph.datasets import data_root
 
     ds = cfg.dataset
-    if ds.name != "generic":
+    if ds.name not in ("generic", "images"):
         return
     root = Path(ds.root).expanduser() if ds.root else data_root()
+    if ds.name == "images":
+        value = ds.options.get("path")
+        if value is not None:
+            for name in ("nodes.csv", "edges.csv"):
+                path = root / Path(str(value)).expanduser() / name
+                if not path.is_file():
+                    raise DatasetNotFoundError(f"dataset.options.path: file not found: {path}")
+        return
     for opt in ("edges", "features", "labels"):
         value = ds.options.get(opt)
         if value is None:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from privgraph.datasets.generic import load_generic
+from privgraph.datasets.image_graph import load_image_graph, load_photo_graph
 from privgraph.datasets.musae import load_musae_facebook
 from privgraph.datasets.planetoid import load_planetoid
 from privgraph.datasets.split import random_node_split, split_public_private
@@ -56,7 +57,7 @@ def _planetoid(name: str) -> Callable[..., GraphData]:
 
 
 #: options that name files: relative paths are read under the dataset root
-PATH_OPTIONS = ("edges", "features", "labels", "cache_dir")
+PATH_OPTIONS = ("edges", "features", "labels", "cache_dir", "path")
 
 
 def _under(root: Path, value: Any) -> Any:
@@ -78,6 +79,18 @@ def _sbm(root: Path, **options: Any) -> GraphData:
     return sbm_graph(**options)
 
 
+def _images(root: Path, **options: Any) -> GraphData:
+    if options.get("path") is None:
+        raise ValueError("dataset 'images' needs the option path=<image graph directory>")
+    return load_image_graph(_under(root, options.pop("path")), **options)
+
+
+def _photos(root: Path, **options: Any) -> GraphData:
+    # written once under $PRIVGRAPH_CACHE_DIR/datasets (not the data root): the same options
+    # give the same graph
+    return load_photo_graph(**options)
+
+
 #: name -> loader(root, **options)
 DATASETS: dict[str, Callable[..., GraphData]] = {
     "cora": _planetoid("cora"),
@@ -86,6 +99,8 @@ DATASETS: dict[str, Callable[..., GraphData]] = {
     "facebook": lambda root, **options: load_musae_facebook(root, **options),
     "generic": _generic,
     "sbm": _sbm,
+    "images": _images,
+    "photos": _photos,
 }
 
 
@@ -105,6 +120,8 @@ _OPTION_SOURCES: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "facebook": (load_musae_facebook, ("root",)),
     "generic": (load_generic, ()),
     "sbm": (sbm_graph, ()),
+    "images": (load_image_graph, ()),
+    "photos": (load_photo_graph, ()),
 }
 
 
