@@ -48,6 +48,7 @@ __all__ = [
     "owner_public_key",
     "input_identity",
     "PRIVATE_NOTE",
+    "mkdir_private",
 ]
 
 PRIVATE_NOTE = (
