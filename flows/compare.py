@@ -23,7 +23,8 @@ from privgraph.errors import ConfigError
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage.private_record import write_private_report
 from tasks.compare import compare, graph_compare
-from tasks.ingest import ingest, ingest_graph_set
+from tasks.embed import ingest_with_features
+from tasks.ingest import ingest_graph_set
 from tasks.partition import partition
 from tasks.scores import score
 
@@ -41,12 +42,13 @@ def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | No
     disclosure = cfg.disclosure(ccfg.pipeline)
     root = as_seed_sequence(ccfg.seed)  # None: fresh OS entropy; never written anywhere
 
-    graph = ingest(pcfg.dataset)
+    graph, _ = ingest_with_features(pcfg)
     parts = partition(graph, pcfg.partitions)
     scores_cfg = ccfg.scores or pcfg.scores
     scores = None
     if scores_cfg is not None:
-        scores = score(graph, scores_cfg, stage_seed(root, "scores"), disclosure.private_label_rows(graph))
+        scores = score(graph, scores_cfg, stage_seed(root, "scores"), disclosure.private_label_rows(graph),
+                       pcfg.embed, pcfg.dataset.root)
     if scores is not None and scores.guarantee is not None:
         raise ConfigError(
             f"comparisons.{name}.scores: the scores charge private labels (charge_epsilon); a comparison "

@@ -26,7 +26,7 @@ from privgraph.storage.private_record import input_identity, owner_signing_key, 
 from privgraph.storage.seal import public_key_hex
 from privgraph.training import OWNER_ONLY
 from tasks.evaluate import attack, evaluate, graph_report
-from tasks.ingest import ingest
+from tasks.embed import ingest_with_features
 
 
 def label_noise(cfg: PipelineConfig, manifest: dict[str, Any] | None) -> dict[str, Any]:
@@ -92,7 +92,7 @@ def evaluate_flow(
     if not staged:  # a published version must carry the owner's seal: an edited ledger stops here
         st.read_manifest(pipeline, version, trusted=[public_key_hex(owner_signing_key(cfg.private_records))], sealed=True)
     private, fingerprint = st.load_graph(pipeline, version, staged=staged)
-    clean = ingest(cfg.dataset)
+    clean, _ = ingest_with_features(cfg)
     identity = "staged by this run" if staged else _check_input(pipeline, version, cfg, disclosure, clean, fingerprint)
     noise: dict[str, Any] = {}
     if cfg.evaluate.drop:

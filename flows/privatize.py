@@ -1,4 +1,4 @@
-"""The ``privatize`` flow: ingest -> partition -> (scores) -> privatize -> validate -> store.
+"""The ``privatize`` flow: ingest -> (embed) -> partition -> (scores) -> privatize -> validate -> store.
 
 Data objects are staged first; the manifest (ledger, parameters, the PUBLIC input fingerprint,
 what is declared public, code version, validation and, when ``evaluate`` is on, the shareable
@@ -32,7 +32,7 @@ from privgraph.preflight import check_before_reading, resolve_store
 from privgraph.storage.private_record import input_identity, write_private_record
 from privgraph.training import check_evaluable
 from privgraph.validation import enforce
-from tasks.ingest import ingest
+from tasks.embed import ingest_with_features
 from tasks.partition import partition
 from tasks.privatize import privatize
 from tasks.scores import score
@@ -56,13 +56,14 @@ def privatize_flow(
     root = as_seed_sequence(cfg.seed)  # None: fresh OS entropy; never written anywhere
     label_flow_run(tags=pipeline_tags(pipeline, cfg))
 
-    graph = ingest(cfg.dataset)
+    graph, embed_record = ingest_with_features(cfg)  # image graphs: ResNet-50 embeddings become the features
     if evaluate:  # labels and a split, or a one-line refusal before anything is privatized
         check_evaluable(graph, cfg.dataset.name)
     parts = partition(graph, cfg.partitions)
     scores = None
     if cfg.scores is not None:
-        scores = score(graph, cfg.scores, stage_seed(root, "scores"), disclosure.private_label_rows(graph))
+        scores = score(graph, cfg.scores, stage_seed(root, "scores"), disclosure.private_label_rows(graph),
+                       cfg.embed, cfg.dataset.root)
     result = privatize(graph, parts, cfg, stage_seed(root, "privatize"), None if scores is None else scores.theta,
                        name=pipeline)
     if scores is not None and scores.guarantee is not None:
@@ -93,7 +94,7 @@ def privatize_flow(
         manifest = build_manifest(
             pipeline=pipeline, config=cfg, disclosure=disclosure, graph_in=graph, result=result,
             validation=report.to_dict(), metrics=metrics,
-            scores=None if scores is None else scores.provenance,
+            scores=None if scores is None else scores.provenance, embed=embed_record,
         )
         record_path = write_private_record(cfg.private_records, pipeline, pending.version, {
             "input_identity": input_identity(graph, cfg.private_records),

@@ -44,7 +44,9 @@ __all__ = [
     "parse_config",
 ]
 
-KNOWN_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "generic", "sbm")
+KNOWN_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "generic", "sbm", "images", "photos")
+#: datasets whose nodes are images: their features come from the ``embed`` stage
+IMAGE_DATASETS = ("images", "photos")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
@@ -303,6 +305,24 @@ class ScheduleConfig(_Strict):
         return v
 
 
+class EmbedConfig(_Strict):
+    """The ``embed`` stage: ResNet-50 embeddings of the node images as the node features."""
+
+    model: Literal["resnet50"] = "resnet50"
+    weights: str = Field(
+        description="a torchvision ResNet-50 state dict (.pth, relative to the data root or absolute), "
+        "'torch_home' ($TORCH_HOME/hub/checkpoints/resnet50-0676ba61.pth) or 'random' (seeded random "
+        "initialisation, for tests: recorded in the manifest)"
+    )
+    layer: Literal["avgpool", "layer4", "layer3"] = "avgpool"
+    batch_size: Int = Field(default=32, ge=1)
+    num_workers: Int = Field(default=0, ge=0, description="DataLoader worker processes decoding images")
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    amp: bool | None = Field(default=None, description="float16 autocast on CUDA (default: on there)")
+    init: Int = Field(default=0, ge=0, description="the random initialisation's generator (weights: random only; public)")
+    cache: bool = Field(default=True, description="reuse embeddings from the owner's private cache ($PRIVGRAPH_CACHE_DIR/embeddings)")
+
+
 class PipelineConfig(_Strict):
     """One pipeline: dataset, mechanisms per scope, budget caps, seed, storage, evaluation."""
 
@@ -332,6 +352,19 @@ class PipelineConfig(_Strict):
     scores: ScoresConfig | None = Field(
         default=None, description="HeteroRR scores (SHAP importance, masking sensitivity) -> FeatureRR's theta"
     )
+    embed: EmbedConfig | None = Field(
+        default=None, description="image datasets: ResNet-50 embeddings of the node images become the features")
+
+    @model_validator(mode="after")
+    def _images_are_embedded(self) -> PipelineConfig:
+        images = self.dataset.name in IMAGE_DATASETS
+        if images and self.embed is None:
+            raise ValueError(f"embed: dataset {self.dataset.name!r} has images, not features: add an 'embed' "
+                             "section (weights: a ResNet-50 state dict, torch_home, or random for tests)")
+        if not images and self.embed is not None:
+            raise ValueError(f"embed: dataset {self.dataset.name!r} has no images; embed applies to "
+                             f"{', '.join(IMAGE_DATASETS)}")
+        return self
 
     @field_validator("budget")
     @classmethod

@@ -69,8 +69,10 @@ class Disclosure:
 
     Attributes:
         pipeline: the pipeline name (for YAML paths in messages).
-        private_edges_by: the YAML path that makes edges private (``dataset.rho`` or
-            ``dataset.options.edges`` for a generic edge list), or ``None`` (every edge public).
+        private_edges_by: the YAML path that makes edges private (``dataset.rho``,
+            ``dataset.options.edges`` for a generic edge list, ``dataset.options.path`` for an image
+            graph's edges.csv, ``dataset.options.private_fraction`` for the bundled photo graph), or
+            ``None`` (every edge public).
         edge_mechanism: whether ``edges`` privatizes the private edges.
         feature_mechanism: whether ``features`` privatizes the features.
         public_nodes: ``scores.public_nodes`` when scores are computed (their rows' features are
@@ -259,6 +261,10 @@ def declare_public(name: str, cfg: PipelineConfig) -> Disclosure:
         private_edges_by: str | None = f"pipelines.{name}.dataset.rho"
     elif ds.rho is None and ds.name == "generic":
         private_edges_by = f"pipelines.{name}.dataset.options.edges"  # a private column may mark some
+    elif ds.rho is None and ds.name == "images":
+        private_edges_by = f"pipelines.{name}.dataset.options.path"  # edges.csv's private column
+    elif ds.rho is None and ds.name == "photos" and ds.options.get("private_fraction", 0.3) > 0:
+        private_edges_by = f"pipelines.{name}.dataset.options.private_fraction"  # the bundled graph's (default 0.3)
     else:
         private_edges_by = None
     scores = cfg.scores
@@ -275,9 +281,10 @@ def declare_public(name: str, cfg: PipelineConfig) -> Disclosure:
         label_mask=None if cfg.labels is None else _label_masks(cfg.labels),
     )
     p = d.path
-    if private_edges_by is not None and cfg.edges is None and ds.name != "generic":
+    if private_edges_by is not None and cfg.edges is None and ds.name not in ("generic", "images"):
+        share = ds.rho if ds.rho is not None else ds.options.get("private_fraction", 0.3)
         raise ConfigError(
-            f"{private_edges_by}: makes {ds.rho:g} of the edges private, but {p('edges')} is not set: "
+            f"{private_edges_by}: makes {share:g} of the edges private, but {p('edges')} is not set: "
             "they would be stored as they are; add an edge mechanism (e.g. nonpriv_part drops them) "
             "or set rho: 0 to declare every edge public"
         )

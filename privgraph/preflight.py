@@ -84,6 +84,17 @@ def _check_dataset_files(cfg: PipelineConfig) -> None:
             raise DatasetNotFoundError(f"dataset.options.{opt}: file not found: {path}")
 
 
+def _check_embed_weights(cfg: PipelineConfig) -> None:
+    """An image pipeline's ResNet-50 weights file exists (``weights: random`` needs none)."""
+    if cfg.embed is None:
+        return
+    from privgraph.datasets import data_root
+    from privgraph.embed.backbone import weights_file
+    from privgraph.embed.stage import resolve_weights
+
+    weights_file(resolve_weights(cfg.embed.weights, Path(cfg.dataset.root).expanduser() if cfg.dataset.root else data_root()))
+
+
 def check_before_reading(cfg: PipelineConfig, store: str | None = None) -> ArtifactStore:
     """Check the store, the private records and the dataset's files; return the opened store.
 
@@ -99,4 +110,5 @@ def check_before_reading(cfg: PipelineConfig, store: str | None = None) -> Artif
     opened.check_writable()
     check_private_records(cfg.private_records)
     _check_dataset_files(cfg)
+    _check_embed_weights(cfg)
     return opened

@@ -3,9 +3,9 @@
 For every pipeline shipped in pipelines.yaml (at test scale) and each scope (edges, features,
 labels), the real ``privatize`` flow runs twice with the same seed on NEIGHBOURING inputs: one
 private edge added between two nodes that already have private edges (so V_pri, declared public,
-does not move), one private node's feature vector changed, one private label changed. Every stored
-object, every manifest field and every shareable Prefect artifact must then be byte-identical,
-except:
+does not move), one private node's feature vector changed (in an image graph, its image), one
+private label changed. Every stored object, every manifest field and every shareable Prefect
+artifact must then be byte-identical, except:
 
 * the version id, the timestamps and the seal's signature (over the manifest, which differs);
 * the stored object that the mechanism covering the change outputs (``edges.parquet`` for an edge,
@@ -24,7 +24,7 @@ A pipeline that runs attacks (``cora-heterorr``) runs them here too: their score
 data, must reach the owner's private record and move nothing above.
 
 Test scale: the evaluation trains 1 run of 3 epochs; Facebook is the subgraph induced by its first
-2,500 nodes (after the pipeline's own rho split); the SBM has 1,000 nodes; the flows run serially
+2,500 nodes (after the pipeline's own rho split); the SBM has 1,000 nodes, the photo graph 60; the flows run serially
 (the output does not depend on the executor: tests/test_privatize.py). The input reaches the flow
 through its ingest task (``tasks.ingest.load_dataset`` is swapped for the prepared graph); the
 rest of the flow is the real one.
@@ -56,6 +56,7 @@ OBJECT = {"edges": ("edges.parquet", "aggregates.npy"), "features": ("features.n
 GRAPH_COUNT = {"edges": "num_edges_private", "features": None, "labels": "num_classes"}
 FACEBOOK_NODES = 2500
 SBM_NODES = 1000
+PHOTOS_NODES = 60
 
 
 # -- test scale -------------------------------------------------------------------------------------
@@ -77,6 +78,8 @@ def _input_graph(name: str, data_root: Path) -> GraphData:
     options = dict(ds.get("options") or {})
     if ds["name"] == "sbm":
         options["num_nodes"] = SBM_NODES
+    if ds["name"] == "photos":
+        options["num_nodes"] = PHOTOS_NODES
     g = load_dataset(ds["name"], root=data_root, rho=ds.get("rho"), split_seed=ds.get("split_seed", 0), **options)
     if ds["name"] == "facebook":
         g = _induced(g, FACEBOOK_NODES)
@@ -114,6 +117,12 @@ def _neighbour(graph: GraphData, disclosure: Any, scope: str) -> GraphData | Non
         return graph.replace(edges_private=e)
     if scope == "features":
         rows = np.flatnonzero(~disclosure.public_feature_rows(graph))
+        if graph.x is None and "image_paths" in graph.meta:  # an image graph: one private node's image
+            paths = list(graph.meta["image_paths"])
+            i = int(rows[0])
+            other = int(next(j for j in rows[1:] if Path(paths[j]).read_bytes() != Path(paths[i]).read_bytes()))
+            paths[i] = paths[other]
+            return graph.replace(meta={**graph.meta, "image_paths": tuple(paths)})
         i = int(rows[0])
         other = int(next(j for j in rows[1:] if not np.array_equal(graph.x[j], graph.x[i])))
         x = graph.x.copy()

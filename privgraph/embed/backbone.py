@@ -36,6 +36,7 @@ __all__ = [
     "preprocess",
     "file_sha256",
     "torch_home_weights",
+    "weights_file",
     "LAYERS",
     "PREPROCESS_ID",
     "TORCH_HOME_FILES",
@@ -128,6 +129,26 @@ def torch_home_weights() -> Path:
         if (checkpoints / name).is_file():
             return checkpoints / name
     return checkpoints / TORCH_HOME_FILES[0]
+
+
+def weights_file(weights: str | os.PathLike[str]) -> Path | None:
+    """The weights file ``weights`` names (``None`` for ``"random"``), checked to exist; reads
+    nothing else, so a pipeline is refused before any data is read.
+
+    Raises:
+        ConfigError: the file is missing (one line: where to put it), or ``weights`` is not a
+            path, ``"torch_home"`` or ``"random"``."""
+    if isinstance(weights, str) and weights == "random":
+        return None
+    if isinstance(weights, str) and weights == "torch_home":
+        path = torch_home_weights()
+    elif isinstance(weights, (str, os.PathLike)):
+        path = Path(weights).expanduser()
+    else:
+        raise ConfigError(f"embed.weights: must be a file path, 'torch_home' or 'random', got {weights!r}")
+    if not path.is_file():
+        raise _missing_weights(path)
+    return path
 
 
 def _missing_weights(path: Path) -> ConfigError:
@@ -270,23 +291,14 @@ class ResNetEmbedder:
         self.amp = self.device.type == "cuda" and (amp is None or amp)
 
         model = _skeleton()
-        if isinstance(weights, str) and weights == "random":
+        path = weights_file(weights)
+        if path is None:
             g = torch.Generator(device="cpu")
             g.manual_seed(self.seed)
             _init_from_generator(model, g)
             self.weights_path: Path | None = None
             self._weights_id = f"random:{self.seed}"
         else:
-            if isinstance(weights, str) and weights == "torch_home":
-                path = torch_home_weights()
-            elif isinstance(weights, (str, os.PathLike)):
-                path = Path(weights).expanduser()
-            else:
-                raise ConfigError(
-                    f"embed.weights: must be a file path, 'torch_home' or 'random', got {weights!r}"
-                )
-            if not path.is_file():
-                raise _missing_weights(path)
             # hashed before loading, so that the id names the weights loaded even if the file
             # is replaced later (memoised per path, mtime and size)
             self._weights_id = f"sha256:{file_sha256(path)}"

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MASK_VALUES", "masking_sensitivity", "mask_inputs"]
+__all__ = ["MASK_VALUES", "embedding_sensitivity", "masking_sensitivity", "mask_inputs"]
 
 #: named mask values: ``"zero"`` (the feature removed; black pixels for images) or ``"mean"``
 #: (each masked position replaced by its mean over the rows given, which must be public)
@@ -152,12 +152,23 @@ def masking_sensitivity(
     zhat = _embed(embed, xhat, "the masked x")
     if z.shape != zhat.shape:
         raise ValueError(f"embed returned {list(z.shape)} for x but {list(zhat.shape)} for the masked x")
+    return embedding_sensitivity(z, zhat, what=f"masking the sensitive inputs with mask_value={mask_value!r}")
+
+
+def embedding_sensitivity(z: Any, zhat: Any, *, what: str = "masking") -> np.ndarray:
+    r"""beta (Eq. 5) from the embeddings of the inputs ``z`` and of the masked inputs ``zhat``
+    (``[n, d]`` each, PUBLIC rows): ``mean_v |z_v - zhat_v|`` normalised to sum 1.
+
+    Raises:
+        ValueError: the shapes differ, or masking changes no embedding value (0/0)."""
+    z, zhat = np.asarray(z, dtype=np.float64), np.asarray(zhat, dtype=np.float64)
+    if z.ndim != 2 or z.shape != zhat.shape or z.shape[0] == 0:
+        raise ValueError(f"embedding_sensitivity: z and zhat must be equal non-empty [n, d], got {list(z.shape)} and {list(zhat.shape)}")
     raw = np.abs(z - zhat).mean(axis=0)
     total = math.fsum(raw.tolist())
     if not total > 0:
         raise ValueError(
-            f"beta (Eq. 5) is 0/0: masking the sensitive inputs with mask_value={mask_value!r} changes "
-            f"no embedding value on the {xx.shape[0]} rows given; choose another mask_value, more "
-            "public rows, or other sensitive columns"
+            f"beta (Eq. 5) is 0/0: {what} changes no embedding value on the {z.shape[0]} rows given; "
+            "choose another mask, more public rows, or other sensitive inputs"
         )
     return raw / total

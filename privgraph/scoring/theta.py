@@ -164,19 +164,40 @@ class ImportanceConfig(_Strict):
         return self
 
 
-class SensitivityConfig(_Strict):
-    """How beta (Eq. 5) is computed: which input columns are sensitive and what masking puts there."""
+class FacesConfig(_Strict):
+    """Eq. 5 on images: the sensitive input is the face regions RetinaFace finds (public images only)."""
 
-    sensitive_columns: tuple[int, ...] = Field(min_length=1, description="indices of the sensitive input columns")
+    threshold: float = Field(default=0.9, gt=0.0, lt=1.0, description="RetinaFace's score threshold")
+    margin: float = Field(default=0.1, ge=0.0, le=1.0, description="each box enlarged by this share of its size")
+    mask: Literal["zero", "mean"] = Field(default="zero", description="masked pixels: black, or the image's mean colour")
+
+
+class SensitivityConfig(_Strict):
+    """How beta (Eq. 5) is computed: which inputs are sensitive (input columns, or the faces in the
+    node images) and what masking puts there."""
+
+    sensitive_columns: tuple[int, ...] | None = Field(
+        default=None, min_length=1, description="indices of the sensitive input columns")
+    faces: FacesConfig | None = Field(
+        default=None, description="image graphs: the faces RetinaFace finds in the PUBLIC images are the sensitive input")
     mask_value: Literal["zero", "mean"] | float = Field(
         default="zero",
         description="zero: masked inputs become 0; mean: their mean over the public subset's rows; "
         "or a public constant",
     )
 
+    @model_validator(mode="after")
+    def _one_source(self) -> SensitivityConfig:
+        if (self.sensitive_columns is None) == (self.faces is None):
+            raise ValueError("sensitivity: set exactly one of sensitive_columns (feature columns) and faces "
+                             "(the faces in the node images)")
+        return self
+
     @field_validator("sensitive_columns", mode="before")
     @classmethod
     def _cols(cls, v: Any) -> Any:
+        if v is None:
+            return v
         if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
             raise ValueError(f"sensitive_columns must be a list of column indices, got {v!r}")
         out = []
@@ -217,7 +238,7 @@ class ScoresConfig(_Strict):
         if self.sensitivity is None and self.gamma < 1.0:
             raise ValueError(
                 f"gamma={self.gamma} weighs sensitivity by {1.0 - self.gamma:g}: set "
-                "sensitivity.sensitive_columns (or gamma: 1 for importance only)"
+                "sensitivity.sensitive_columns or sensitivity.faces (or gamma: 1 for importance only)"
             )
         return self
 
@@ -368,6 +389,8 @@ def compute_scores(
     embed: Callable[[np.ndarray], Any] | None = None,
     embed_id: str | None = None,
     private_labels: np.ndarray | None = None,
+    masked_rows: Callable[[np.ndarray], Any] | None = None,
+    masked_id: str | None = None,
 ) -> ScoreResult:
     r"""alpha (Eq. 6), beta (Eq. 5) and theta (Eq. 7, normalised) for FeatureRR, from public data.
 
@@ -399,6 +422,11 @@ def compute_scores(
             (:meth:`privgraph.disclosure.Disclosure.private_label_rows`, the ONE declaration
             every stage reads); the subset never reads them raw (refused, or randomized and
             charged with ``charge_epsilon``). ``None``: every label is public.
+        masked_rows: ``sensitivity.faces`` only: node ids -> ``zhat``, the embeddings of those
+            nodes' images with their faces masked (:func:`privgraph.embed.stage.face_masked_embeddings`);
+            called with the PUBLIC subset's ids only.
+        masked_id: a stable name of ``masked_rows`` (model, weights, face settings) for the cache key;
+            without it the cache is off.
 
     Returns:
         :class:`ScoreResult`. When ``guarantee`` is not None the caller MUST record it in the
@@ -413,7 +441,12 @@ def compute_scores(
         raise TypeError(f"embed must be a callable [n, ...] -> [n, d], got {embed!r}")
     if embed_id is not None and not isinstance(embed_id, str):
         raise TypeError(f"embed_id must be a string, got {embed_id!r}")
-    store = None if (embed is not None and embed_id is None) else _resolve_cache(cache)
+    faces = cfg.sensitivity is not None and cfg.sensitivity.faces is not None and cfg.gamma < 1.0
+    if faces and masked_rows is None:
+        raise ValueError("compute_scores: sensitivity.faces needs the face-masked embeddings of the public "
+                         "images (masked_rows): an image dataset with an embed stage")
+    unnamed = (embed is not None and embed_id is None) or (faces and masked_id is None)
+    store = None if unnamed else _resolve_cache(cache)
     root = as_seed_sequence(seed)  # secret: LabelRR noise only
     pn, imp = cfg.public_nodes, cfg.importance
     selection = np.random.SeedSequence(pn.selection_seed)  # public-row choices only
@@ -433,7 +466,7 @@ def compute_scores(
         all_features_public=pn.all_features_public,
     )
     x_sub = graph.x[subset.nodes]
-    if need_beta:
+    if need_beta and not faces:
         bad = [c for c in cfg.sensitivity.sensitive_columns if c >= x_sub.shape[1]]  # type: ignore[union-attr]
         if bad:
             raise ValueError(f"sensitivity.sensitive_columns: {bad[:5]} out of range for {x_sub.shape[1]} input columns")
@@ -491,6 +524,7 @@ def compute_scores(
                 "shap_rows": [bg, ex],
                 "model_sha256": model_sha,
                 "embed_id": embed_id,
+                "masked_id": masked_id if faces else None,
             }
         )
         payload = store.get(key)
@@ -524,7 +558,19 @@ def compute_scores(
         x_eval = None if y_eval is None else embedded(x_sub)
         alpha, imp_prov = _imp.model_file_importance(model_file, x_eval=x_eval, y_eval=y_eval)  # type: ignore[arg-type]
     sens_prov: dict[str, Any] = {"note": "not computed: gamma = 1"}
-    if need_beta:
+    if need_beta and faces:
+        fc = cfg.sensitivity.faces  # type: ignore[union-attr]
+        z_sub = embedded(x_sub) if z_sub is None else z_sub
+        beta = _sens.embedding_sensitivity(z_sub, masked_rows(subset.nodes), what="masking the faces")  # type: ignore[misc]
+        sens_prov = {
+            "sensitive_input": "faces found by RetinaFace in the public subset's images",
+            "faces": fc.model_dump(mode="json"),  # type: ignore[union-attr]
+            "embedding": masked_id or "caller's masked embeddings",
+            "rows": "the public node subset's images only (faces in private images are never looked at)",
+            "num_rows": int(subset.size),
+            "aggregate": "mean over rows of |z - zhat|, normalised to sum 1",
+        }
+    elif need_beta:
         sc = cfg.sensitivity
         beta = _sens.masking_sensitivity(x_sub, list(sc.sensitive_columns), embed=embed, mask_value=sc.mask_value)  # type: ignore[union-attr]
         sens_prov = {

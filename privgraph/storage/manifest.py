@@ -201,10 +201,13 @@ def _plain(value: Any) -> Any:
 
 
 def _portable_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Dataset options with file paths reduced to their names: a local path is not published."""
+    """Dataset options with file paths reduced to their names (a local path is not published) and
+    without options that name a seed (a synthetic graph's ``seed`` fixes its private edges, as
+    ``split_seed`` does: configuration, kept out of the manifest)."""
     from privgraph.datasets import PATH_OPTIONS
 
-    return {k: (Path(str(v)).name if k in PATH_OPTIONS and v is not None else v) for k, v in options.items()}
+    return {k: (Path(str(v)).name if k in PATH_OPTIONS and v is not None else v) for k, v in options.items()
+            if "seed" not in k.lower()}
 
 
 def build_manifest(
@@ -217,6 +220,7 @@ def build_manifest(
     validation: Mapping[str, Any],
     metrics: Mapping[str, Any] | None = None,
     scores: Mapping[str, Any] | None = None,
+    embed: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest of a privatize run (validated; the store adds version, time, checksums).
 
@@ -240,6 +244,8 @@ def build_manifest(
         metrics: the shareable evaluation metrics, if any (default: ``None``).
         scores: the provenance of FeatureRR's theta (public subset size and rule, surrogate,
             SHAP explainer, sensitivity settings; no seed, no node ids), if scores were used.
+        embed: what produced an image graph's features (model, layer, the weights' SHA-256 or
+            ``random_weights: true``, preprocessing): configuration and public weights only.
     """
     if metrics is not None and any(k in metrics for k in ("clean", "owner_only")):
         raise ValueError("build_manifest: metrics computed from raw data belong to the private record")
@@ -279,5 +285,7 @@ def build_manifest(
         "scores": None if scores is None else _plain(dict(scores)),
         "code_version": code_version(),
     }
+    if embed is not None:
+        manifest["embed"] = _plain(dict(embed))
     validate_manifest(manifest)
     return manifest

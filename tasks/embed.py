@@ -1,0 +1,37 @@
+"""Embed: ResNet-50 features of an image graph's node images (the owner's private cache first)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from privgraph.config import EmbedConfig, PipelineConfig
+from privgraph.datasets import data_root
+from privgraph.embed.cache import EmbeddingCache
+from privgraph.embed.stage import build_embedder, embed_graph
+from privgraph.graph import GraphData
+from tasks.ingest import ingest
+
+
+@task(name="embed", cache_policy=NO_CACHE, persist_result=False)
+def embed(graph: GraphData, config: EmbedConfig, root: str | None = None) -> tuple[GraphData, dict[str, Any]]:
+    """The graph with its image embeddings as ``x``, and the manifest's record of the model.
+    Raw images and their embeddings are never persisted by Prefect (NO_CACHE)."""
+    embedder = build_embedder(config.model_dump(), root or data_root())
+    graph, record, stats = embed_graph(graph, embedder, cache=EmbeddingCache() if config.cache else None)
+    get_run_logger().info(
+        "embedded %d images with %s on %s: %d from the cache, %d computed",
+        graph.num_nodes, embedder.model_id, embedder.device, stats["hits"], stats["misses"],
+    )
+    return graph, record
+
+
+def ingest_with_features(cfg: PipelineConfig) -> tuple[GraphData, dict[str, Any] | None]:
+    """The pipeline's input as every flow reads it: ingest, then (image datasets) embed.
+    Returns the graph and the embed record (``None`` without an embed stage)."""
+    graph = ingest(cfg.dataset)
+    if cfg.embed is None:
+        return graph, None
+    return embed(graph, cfg.embed, cfg.dataset.root)
