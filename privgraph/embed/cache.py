@@ -19,7 +19,6 @@ import hashlib
 import io
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,8 +27,7 @@ import numpy as np
 
 from privgraph.errors import DatasetNotFoundError
 from privgraph.scoring.cache import default_cache_dir as _scores_cache_dir
-from privgraph.scoring.cache import fingerprint
-from privgraph.storage.private_record import mkdir_private
+from privgraph.scoring.cache import DirectoryCache, fingerprint
 
 __all__ = ["EmbeddingCache", "Embedder", "cached_embed", "default_cache_dir", "image_sha256"]
 
@@ -64,22 +62,12 @@ class Embedder(Protocol):
     def embed_paths(self, paths: Sequence[str | os.PathLike[str]]) -> np.ndarray: ...
 
 
-class EmbeddingCache:
-    """Embedding vectors on disk, one ``.npy`` per key.
+class EmbeddingCache(DirectoryCache):
+    """Embedding vectors on disk, one ``.npy`` per key (the owner's private cache: 0700 / 0600)."""
 
-    Attributes:
-        directory: where entries live (created on the first put, mode 0700).
-        hits, misses, puts: counters (instrumentation for callers and tests).
-    """
-
-    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
-        self.directory = Path(directory).expanduser() if directory is not None else default_cache_dir()
-        self.hits = 0
-        self.misses = 0
-        self.puts = 0
-
-    def __repr__(self) -> str:
-        return f"EmbeddingCache({str(self.directory)!r})"
+    @staticmethod
+    def default_directory() -> Path:
+        return default_cache_dir()
 
     @staticmethod
     def key(image_bytes_hash: str, model_id: str, variant: str = "") -> str:
@@ -132,21 +120,7 @@ class EmbeddingCache:
             raise ValueError(f"EmbeddingCache.put: a vector must be 1-d, non-empty and finite, got shape {vec.shape}")
         buf = io.BytesIO()
         np.save(buf, vec, allow_pickle=False)
-        mkdir_private(p.parent)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".npy")
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(buf.getvalue())
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, p)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        self.puts += 1
-        return p
-
+        return self._write(p, buf.getvalue())
 
 def cached_embed(
     paths: Sequence[str | os.PathLike[str]],

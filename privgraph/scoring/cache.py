@@ -17,14 +17,13 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ScoreCache", "default_cache_dir", "fingerprint"]
+__all__ = ["DirectoryCache", "ScoreCache", "default_cache_dir", "fingerprint"]
 
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 
@@ -69,8 +68,9 @@ def fingerprint(parts: Mapping[str, Any]) -> str:
     return h.hexdigest()
 
 
-class ScoreCache:
-    """Score results on disk, one JSON file per key.
+class DirectoryCache:
+    """A directory of cache entries, one file per key, written atomically with mode 0600 (the
+    base of :class:`ScoreCache` and :class:`privgraph.embed.cache.EmbeddingCache`).
 
     Attributes:
         directory: where entries live (created on the first put, mode 0700).
@@ -78,13 +78,29 @@ class ScoreCache:
     """
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
-        self.directory = Path(directory).expanduser() if directory is not None else default_cache_dir()
+        self.directory = Path(directory).expanduser() if directory is not None else self.default_directory()
         self.hits = 0
         self.misses = 0
         self.puts = 0
 
+    @staticmethod
+    def default_directory() -> Path:
+        return default_cache_dir()
+
     def __repr__(self) -> str:
-        return f"ScoreCache({str(self.directory)!r})"
+        return f"{type(self).__name__}({str(self.directory)!r})"
+
+    def _write(self, p: Path, body: bytes) -> Path:
+        """``body`` to ``p`` atomically, mode 0600 (directories 0700)."""
+        from privgraph.storage.private_record import write_private_file
+
+        write_private_file(p, body)
+        self.puts += 1
+        return p
+
+
+class ScoreCache(DirectoryCache):
+    """Score results on disk, one JSON file per key."""
 
     def path(self, key: str) -> Path:
         if not isinstance(key, str) or not _KEY.match(key):
@@ -108,21 +124,5 @@ class ScoreCache:
 
     def put(self, key: str, payload: Mapping[str, Any]) -> Path:
         """Store ``payload`` (JSON-able) under ``key`` atomically; returns the entry's path."""
-        p = self.path(key)
         body = json.dumps({**payload, "key": key}, sort_keys=True, allow_nan=False)
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(body)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, p)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        self.puts += 1
-        return p
+        return self._write(self.path(key), body.encode("utf-8"))

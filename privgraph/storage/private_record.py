@@ -49,6 +49,7 @@ __all__ = [
     "input_identity",
     "PRIVATE_NOTE",
     "mkdir_private",
+    "write_private_file",
 ]
 
 PRIVATE_NOTE = (
@@ -71,14 +72,17 @@ def mkdir_private(path: Path) -> None:
             d.chmod(0o700)
 
 
-def _write_private_file(path: Path, data: bytes) -> None:
-    """Write ``data`` at ``path`` atomically, mode 0600 from creation on."""
+def write_private_file(path: Path, data: bytes) -> None:
+    """Write ``data`` at ``path`` atomically (a temporary file beside it, fsync, ``os.replace``),
+    mode 0600 from creation on; missing directories are created 0700."""
     mkdir_private(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -98,7 +102,7 @@ def write_private_record(
         return None
     path = private_record_path(directory, pipeline, version)
     body = {"pipeline": pipeline, "version": version, "covered_by_guarantee": False, "note": PRIVATE_NOTE, **record}
-    _write_private_file(path, (json.dumps(body, sort_keys=True, indent=1) + "\n").encode())
+    write_private_file(path, (json.dumps(body, sort_keys=True, indent=1) + "\n").encode())
     return path
 
 
@@ -126,12 +130,12 @@ def write_private_report(
         raise FileExistsError(f"private report {folder} exists already")
     mkdir_private(folder)
     for obj, blob in objects.items():
-        _write_private_file(folder / obj, bytes(blob))
+        write_private_file(folder / obj, bytes(blob))
     meta = {
         "report": name, "private": True, "covered_by_guarantee": False, "note": PRIVATE_NOTE,
         "objects": {o: hashlib.sha256(b).hexdigest() for o, b in sorted(objects.items())}, **info,
     }
-    _write_private_file(folder / "report.json", (json.dumps(meta, sort_keys=True, indent=1) + "\n").encode())
+    write_private_file(folder / "report.json", (json.dumps(meta, sort_keys=True, indent=1) + "\n").encode())
     return folder
 
 
