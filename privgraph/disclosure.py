@@ -157,6 +157,9 @@ class Disclosure:
             yield "public_feature_rows", rows
             yield "public_features", np.ascontiguousarray(graph.x[rows])
         if graph.y is not None:
+            labelled = graph.labelled()
+            if not labelled.all():  # which nodes carry a label is public, like the split
+                yield "unlabelled_nodes", np.flatnonzero(~labelled).astype(np.int64)
             rows = np.flatnonzero(~self.private_label_rows(graph)).astype(np.int64)
             yield "public_label_rows", rows
             yield "public_labels", np.ascontiguousarray(graph.y[rows])

@@ -22,6 +22,7 @@ from privgraph.errors import GraphValidationError
 __all__ = [
     "GraphData",
     "GraphValidationError",
+    "UNLABELLED",
     "canonical_edges",
     "check_edge_list",
     "in_sorted",
@@ -29,6 +30,9 @@ __all__ = [
 ]
 
 _MAX_SHOWN = 5
+#: the label of a node without one (single-label ``y``): in no train/val/test mask, never
+#: touched by label RR, and kept as -1 in every release
+UNLABELLED = -1
 
 
 def _rows(idx: np.ndarray) -> str:
@@ -255,9 +259,11 @@ class GraphData:
                 bad = np.flatnonzero(~ok.reshape(len(y), -1).all(1))
                 raise GraphValidationError(f"y: non-integer labels in rows {_rows(bad)}")
         y = np.ascontiguousarray(y, dtype=np.int64)
-        if y.size and (y < 0).any():
-            bad = np.flatnonzero((y < 0).reshape(len(y), -1).any(1))
-            raise GraphValidationError(f"y: negative labels in rows {_rows(bad)}")
+        low = UNLABELLED if y.ndim == 1 else 0  # -1 marks an unlabelled node (single labels only)
+        if y.size and (y < low).any():
+            bad = np.flatnonzero((y < low).reshape(len(y), -1).any(1))
+            what = "labels below -1 (-1 marks an unlabelled node)" if y.ndim == 1 else "negative labels"
+            raise GraphValidationError(f"y: {what} in rows {_rows(bad)}")
         self.y = y
 
     def _validate_mask(self, name: str) -> None:
@@ -344,6 +350,16 @@ class GraphData:
     @property
     def num_edges(self) -> int:
         return int(self.edges_public.shape[1] + self.edges_private.shape[1])
+
+    def labelled(self) -> np.ndarray | None:
+        """Boolean ``[n]``: the nodes that carry a label (``y != -1``); ``None`` without labels.
+        Which nodes are labelled is public, like the node split: label mechanisms privatize the
+        values, never the presence (an unlabelled node stays ``-1`` in every release)."""
+        if self.y is None:
+            return None
+        if self.y.ndim == 2:
+            return np.ones(self.num_nodes, dtype=bool)
+        return self.y != UNLABELLED
 
     @property
     def num_classes(self) -> int:

@@ -110,6 +110,7 @@ def _privatize_labels(
             if m is None:
                 raise ValueError(f"{mechanism.name}: mask {name!r} is not set on this graph")
             selected |= m
+    selected &= graph.labelled()  # label RR never touches an unlabelled node (-1 stays -1)
     seeds = partition_seeds(stage_seed(root, "labels"), len(parts))
     out_parts = map_partitions(
         _labels_part, [(graph.y[p], selected[p]) for p in parts], seeds, executor=executor,

@@ -19,7 +19,7 @@ from privgraph.datasets.generic import load_generic
 from privgraph.datasets.image_graph import load_image_graph, load_photo_graph
 from privgraph.datasets.musae import load_musae_facebook
 from privgraph.datasets.planetoid import load_planetoid
-from privgraph.datasets.split import random_node_split, split_public_private
+from privgraph.datasets.split import random_node_split, read_node_split, split_public_private
 from privgraph.datasets.synthetic import sbm_graph
 from privgraph.graph import GraphData
 
@@ -36,6 +36,7 @@ __all__ = [
     "load_musae_facebook",
     "load_planetoid",
     "random_node_split",
+    "read_node_split",
     "sbm_graph",
     "split_public_private",
 ]
@@ -57,7 +58,7 @@ def _planetoid(name: str) -> Callable[..., GraphData]:
 
 
 #: options that name files: relative paths are read under the dataset root
-PATH_OPTIONS = ("edges", "features", "labels", "cache_dir", "path")
+PATH_OPTIONS = ("edges", "features", "labels", "cache_dir", "path", "split")
 
 
 def _under(root: Path, value: Any) -> Any:
@@ -107,6 +108,8 @@ DATASETS: dict[str, Callable[..., GraphData]] = {
 #: the node-split options every dataset takes (a seeded random train / val / rest-test split,
 #: seeded by ``node_split_seed``, which is configuration like ``split_seed``, never an option)
 SPLIT_OPTIONS = ("train", "val")
+#: every dataset's option naming a split file (:func:`~privgraph.datasets.split.read_node_split`)
+SPLIT_FILE_OPTION = "split"
 #: Every dataset's option that removes the edges between nodes of different split parts (train,
 #: val, test; nodes in none form a part of their own): the inductive protocol of paper 001's
 #: experiments ("edges between nodes in the two sets were removed").
@@ -136,6 +139,7 @@ def check_dataset_options(name: str, options: Mapping[str, Any]) -> None:
     Every dataset also takes :data:`SPLIT_OPTIONS` (``train``, ``val``: fractions of a seeded
     random node split that replaces the loader's own; LPGNN uses 0.5 / 0.25); its seed is
     ``node_split_seed`` of :func:`load_dataset` (``dataset.node_split_seed``), never an option.
+    Or ``split``: a split file (``.json`` / ``.csv``, :func:`read_node_split`), not with them.
 
     Raises:
         ValueError: ``"options.<key>: ..."`` for the first unknown or missing option.
@@ -151,7 +155,14 @@ def check_dataset_options(name: str, options: Mapping[str, Any]) -> None:
     params = {k: p for k, p in inspect.signature(fn).parameters.items()
               if k not in positional and k != "node_split_seed"}
     params.update({k: inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None)
-                   for k in (*SPLIT_OPTIONS, CUT_EDGES_OPTION)})
+                   for k in (*SPLIT_OPTIONS, CUT_EDGES_OPTION, SPLIT_FILE_OPTION)})
+    if SPLIT_FILE_OPTION in options:
+        both = [k for k in SPLIT_OPTIONS if k in options]
+        if both:
+            raise ValueError(f"options.{both[0]}: set either a split file (split) or random fractions (train, val), not both")
+        v = options[SPLIT_FILE_OPTION]
+        if not isinstance(v, (str, os.PathLike)) or os.path.splitext(str(v))[1].lower() not in (".json", ".csv"):
+            raise ValueError(f"options.split: expected the path of a .json or .csv split file, got {v!r}")
     if not isinstance(options.get(CUT_EDGES_OPTION, False), bool):
         raise ValueError(f"options.{CUT_EDGES_OPTION}: expected true or false, got {options[CUT_EDGES_OPTION]!r}")
     for opt in options:
@@ -223,8 +234,10 @@ def load_dataset(
     (:func:`drop_cut_edges`), after the split and before ``rho``.
 
     With ``train`` / ``val`` among the options (every dataset), the loader's node split is replaced
-    by :func:`random_node_split` with those fractions (the other one LPGNN's 0.5 / 0.25), seeded
-    by ``node_split_seed``; ``meta["split"]`` says so (without the seed).
+    by :func:`random_node_split` with those fractions of the labelled nodes (the other one LPGNN's
+    0.5 / 0.25), seeded by ``node_split_seed``; ``meta["split"]`` says so (without the seed). With
+    ``split`` (a ``.json`` / ``.csv`` file under the data root, every dataset) it is replaced by
+    the file's split (:func:`read_node_split`).
 
     With ``rho`` set, :func:`split_public_private` marks exactly ``round(rho * m)`` edges private
     (seeded by ``split_seed``). With ``rho=None`` the loader's marking stands: all edges public,
@@ -239,15 +252,22 @@ def load_dataset(
         raise ValueError(f"unknown dataset {name!r}; known datasets: {sorted(DATASETS)}")
     fractions = _split_fractions(options)
     drop_cut = bool(options.get(CUT_EDGES_OPTION, False))
-    options = {k: v for k, v in options.items() if k not in (*SPLIT_OPTIONS, CUT_EDGES_OPTION)}
+    root = data_root() if root is None else Path(root)
+    split_file = _under(root, options.get(SPLIT_FILE_OPTION))
+    options = {k: v for k, v in options.items() if k not in (*SPLIT_OPTIONS, CUT_EDGES_OPTION, SPLIT_FILE_OPTION)}
     if key == "facebook":  # its loader draws this split itself (the same function and seed)
         options["node_split_seed"] = node_split_seed
         if fractions is not None:
             options["train"], options["val"] = fractions
-    graph = DATASETS[key](data_root() if root is None else Path(root), **options)
-    if fractions is not None and key != "facebook":
+    graph = DATASETS[key](root, **options)
+    if split_file is not None:
+        masks = read_node_split(split_file, graph.num_nodes, graph.labelled())
+        meta = {**graph.meta, "split": f"split file {split_file.name}"}
+        graph = graph.replace(train_mask=masks[0], val_mask=masks[1], test_mask=masks[2], meta=meta)
+    elif fractions is not None and key != "facebook":
         train, val = fractions
-        masks = random_node_split(graph.num_nodes, train=train, val=val, seed=node_split_seed)
+        masks = random_node_split(graph.num_nodes, train=train, val=val, seed=node_split_seed,
+                                  labelled=graph.labelled())
         meta = {**graph.meta, "split": f"random node split {train:g}/{val:g}/{1 - train - val:g} (seeded)"}
         graph = graph.replace(train_mask=masks[0], val_mask=masks[1], test_mask=masks[2], meta=meta)
     if drop_cut:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
-from privgraph.graph import GraphData, check_edge_list
+from privgraph.graph import UNLABELLED, GraphData, check_edge_list
 
 __all__ = ["load_generic"]
 
@@ -104,6 +104,9 @@ class _Table:
             records, lines = [], []
             for rec in reader:
                 if not rec:
+                    if len(header) == 1:  # one column (labels by row): a blank line is an empty cell
+                        records.append([""])
+                        lines.append(reader.line_num)
                     continue
                 if len(rec) != len(header):
                     raise GraphValidationError(
@@ -114,6 +117,9 @@ class _Table:
                 lines.append(reader.line_num)
         except csv.Error as exc:
             raise GraphValidationError(f"{path}: line {reader.line_num}: malformed CSV: {exc}") from exc
+        while len(header) == 1 and records and records[-1] == [""]:  # blank lines at the end
+            records.pop()
+            lines.pop()
         df = pd.DataFrame(records, columns=header, dtype=object)
         return cls(path, df, np.asarray(lines, dtype=np.int64))
 
@@ -125,7 +131,8 @@ class _Table:
         return f"{self.path}: rows {_list(rows.tolist())} (0-based row indices)"
 
     def _first(self, col: str, rows: np.ndarray) -> str:
-        return f"(first: {col}={self.df[col].iloc[int(rows[0])]!r})"
+        v = self.df[col].iloc[int(rows[0])]
+        return f"(first: {col}={v.item() if isinstance(v, np.generic) else v!r})"
 
     # -- columns ------------------------------------------------------------------------------
     def require(self, *names: str) -> None:
@@ -145,8 +152,28 @@ class _Table:
                 f"column {col!r}: missing values at {self.where(np.flatnonzero(bad))}"
             )
 
-    def int_column(self, col: str) -> np.ndarray:
+    def int_column(self, col: str, *, missing: int | None = None) -> np.ndarray:
+        """Column ``col`` as int64. An empty cell is an error, or ``missing`` when that is set."""
         self.require(col)
+        if missing is not None:
+            s = self.df[col]
+            empty = s.isna().to_numpy()
+            if s.dtype == object or pd.api.types.is_string_dtype(s):
+                empty = empty | (s.astype(str).str.strip() == "").to_numpy()
+            if empty.any():
+                out = np.full(len(s), missing, dtype=np.int64)
+                rest = _Table(self.path, self.df.loc[~empty, [col]].reset_index(drop=True),
+                              None if self.lines is None else self.lines[~empty])
+                if pd.api.types.is_float_dtype(rest.df[col]):  # Parquet: NaN made the column float
+                    v = rest.df[col].to_numpy()
+                    bad = np.flatnonzero(v != np.round(v))
+                    if bad.size:
+                        raise GraphValidationError(
+                            f"column {col!r}: non-integer values at {rest.where(bad)} {rest._first(col, bad)}"
+                        )
+                    rest.df[col] = v.astype(np.int64)
+                out[~empty] = rest.int_column(col)
+                return out
         self._missing_values(col)
         s = self.df[col]
         if pd.api.types.is_bool_dtype(s):
@@ -259,7 +286,16 @@ def _read_features(path: Path) -> np.ndarray:
     return x
 
 
-def _read_labels(path: Path) -> np.ndarray:
+#: the shapes a labels table may take (the README shows each with a two-line example)
+LABEL_TABLE_SHAPES = (
+    "one column (row i is node i)",
+    "columns id,label (matched by id, any order; ids not listed are unlabelled)",
+)
+
+
+def _read_labels(path: Path) -> np.ndarray | tuple[_Table, np.ndarray, np.ndarray]:
+    """Labels by row (``[n]`` or ``[n, C]``, -1 or an empty cell: unlabelled), or, for an
+    ``id,label`` table, ``(table, ids, labels)`` to place once the node count is known."""
     suffix = _suffix(path)
     if suffix == ".npy":
         try:
@@ -281,18 +317,62 @@ def _read_labels(path: Path) -> np.ndarray:
                 raise GraphValidationError(
                     f"{path}: non-integer labels at rows {_list(bad.tolist())} (0-based row indices)"
                 )
-        return np.ascontiguousarray(y, dtype=np.int64)
+        y = np.ascontiguousarray(y, dtype=np.int64)
+        low = UNLABELLED if y.ndim == 1 else 0
+        if y.size and (y < low).any():
+            bad = np.flatnonzero((y < low).reshape(len(y), -1).any(1))
+            raise GraphValidationError(
+                f"{path}: labels below {low} at rows {_list(bad.tolist())} (0-based row indices); "
+                "-1 marks an unlabelled node"
+            )
+        return y
     if suffix not in (".csv", ".parquet", ".pq"):
         raise GraphValidationError(
             f"{path}: unsupported labels file type {suffix or '(none)'!r}; "
             "expected .npy, .csv or .parquet"
         )
-    tab = _Table.read(path)
-    if tab.df.shape[1] != 1:
+    tab = _Table.read(path, typed={"id": "int", "label": "int"})
+    cols = [str(c) for c in tab.df.columns]
+    if len(cols) == 1:
+        y = tab.int_column(tab.df.columns[0], missing=UNLABELLED)
+        _check_label_values(tab, tab.df.columns[0], y)
+        return y
+    if sorted(cols) == ["id", "label"]:
+        ids = tab.int_column("id")
+        y = tab.int_column("label", missing=UNLABELLED)
+        _check_label_values(tab, "label", y)
+        return tab, ids, y
+    raise GraphValidationError(
+        f"{path}: cannot read labels from columns {cols}; expected {' or '.join(LABEL_TABLE_SHAPES)}"
+    )
+
+
+def _check_label_values(tab: _Table, col: str, y: np.ndarray) -> None:
+    bad = np.flatnonzero(y < UNLABELLED)
+    if bad.size:
         raise GraphValidationError(
-            f"{path}: expected exactly one label column, found {list(tab.df.columns)}"
+            f"column {col!r}: labels below -1 at {tab.where(bad)} {tab._first(col, bad)}; "
+            "labels are 0..C-1, and -1 or an empty cell marks an unlabelled node"
         )
-    return tab.int_column(tab.df.columns[0])
+
+
+def _place_labels(tab: _Table, ids: np.ndarray, y: np.ndarray, n: int) -> np.ndarray:
+    """An ``id,label`` table as labels ``[n]`` (ids not listed: -1), refusing ids out of range
+    and ids listed twice with the file's lines."""
+    bad = np.flatnonzero((ids < 0) | (ids >= n))
+    if bad.size:
+        raise GraphValidationError(
+            f"column 'id': node ids outside 0..{n - 1} at {tab.where(bad)} {tab._first('id', bad)}"
+        )
+    order = np.argsort(ids, kind="stable")
+    dup = order[1:][ids[order][1:] == ids[order][:-1]]
+    if dup.size:
+        raise GraphValidationError(
+            f"column 'id': node ids listed twice at {tab.where(np.sort(dup))} {tab._first('id', np.sort(dup))}"
+        )
+    out = np.full(n, UNLABELLED, dtype=np.int64)
+    out[ids] = y
+    return out
 
 
 def load_generic(
@@ -313,7 +393,10 @@ def load_generic(
           column every edge is public.
         - ``features``: ``.npy`` ``[n, d]`` or ``.parquet`` whose columns are all numeric; row ``i``
           is node ``i``.
-        - ``labels``: ``.npy`` ``[n]`` (or ``[n, C]``), or a one-column ``.csv`` / ``.parquet``.
+        - ``labels``: ``.npy`` ``[n]`` (or ``[n, C]``), or a ``.csv`` / ``.parquet`` table with
+          one column (row ``i`` is node ``i``) or the columns ``id,label`` (matched by id, any
+          order). Labels are ``0 .. C-1``; ``-1``, an empty cell or an id not listed marks an
+          unlabelled node (in no split mask, never touched by label RR).
 
     ``num_nodes`` defaults to the row count of the features (else of the labels, else the largest
     edge id + 1). No feature bounds are implied: configure public bounds before privatizing.
@@ -341,6 +424,9 @@ def load_generic(
         )
     x = None if feat_path is None else _read_features(feat_path)
     y = None if label_path is None else _read_labels(label_path)
+    keyed = y if isinstance(y, tuple) else None  # an id,label table: placed once n is known
+    if keyed is not None:
+        y = None
 
     if x is not None and y is not None and len(x) != len(y):
         raise GraphValidationError(
@@ -357,6 +443,10 @@ def load_generic(
         n = len(y)
     else:
         n = max(int(e.max()) + 1, 0) if e.size else 0
+        if keyed is not None and keyed[1].size:
+            n = max(n, int(keyed[1].max()) + 1)
+    if keyed is not None:
+        y = _place_labels(*keyed, n)
 
     if n == 0:
         raise GraphValidationError(

@@ -227,6 +227,10 @@ def public_node_subset(
             excluded |= graph.test_mask
             if "test_mask" not in excluded_names:
                 excluded_names.append("test_mask")
+        labelled = graph.labelled()
+        if use_labels and labelled is not None and not labelled.all():
+            excluded |= ~labelled  # the surrogate trains on labels: unlabelled nodes are no use
+            excluded_names.append("unlabelled nodes")
         eligible = np.flatnonzero(~excluded)
         if k < 1:
             raise ValueError(f"fraction={fraction} of {n} nodes selects no node")

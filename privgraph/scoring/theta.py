@@ -480,6 +480,11 @@ def compute_scores(
                 raise ValueError("compute_scores: importance from the public subset needs single labels graph.y [n]")
         else:
             y_sub = graph.y[subset.nodes]
+            if train_on_subset and (y_sub < 0).any():
+                raise ValueError(
+                    f"compute_scores: {int((y_sub < 0).sum())} of the public nodes are unlabelled (-1) and the "
+                    "importance surrogate trains on their labels: use public_nodes rule 'train_mask' or 'random'"
+                )
             if not train_on_subset:
                 y_eval = y_sub  # public labels: only the model file's accuracy
             elif subset.private_labels.any():

@@ -242,7 +242,7 @@ def test_features_errors(tmp_path):
 def test_labels_errors(tmp_path):
     e = _csv(tmp_path, "src,dst\n0,1\n")
     lab = _csv(tmp_path, "y,z\n0,1\n1,0\n", "two.csv")
-    with _raises(r"expected exactly one label column", lab):
+    with _raises(r"cannot read labels from columns \[.y., .z.\]; expected one column .* or columns id,label", lab):
         load_generic(e, labels=lab)
     bad = _csv(tmp_path, "y\n0\ncat\n", "bad.csv")
     with _raises(r"non-integer values at .*lines \[3\]", bad):

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.graph import GraphData
+from privgraph.graph import UNLABELLED, GraphData
 from privgraph.mechanisms.base import (
     MAX_EXACT_EPSILON,
     MIN_EXACT_EPSILON,
@@ -214,7 +214,8 @@ class LabelRR:
         return np.where(keep, y, other)
 
     def privatize(self, graph: GraphData, rng: np.random.Generator) -> GraphData:
-        """A copy of ``graph`` whose labels of the masked nodes (all nodes: ``mask=None``) are perturbed."""
+        """A copy of ``graph`` whose labels of the masked nodes (all nodes: ``mask=None``) are
+        perturbed; unlabelled nodes (``-1``) stay ``-1``."""
         if not isinstance(graph, GraphData):
             raise TypeError(f"graph must be a GraphData, got {type(graph).__name__}")
         if graph.y is None:
@@ -243,6 +244,7 @@ class LabelRR:
                     raise ValueError(f"LabelRR: mask names {name!r} but graph.{name} is None")
                 sel |= m
             nodes = np.flatnonzero(sel)
+        nodes = nodes[graph.y[nodes] != UNLABELLED]  # an unlabelled node is never touched
         y_new = graph.y.copy()
         y_new[nodes] = self.privatize_labels(graph.y[nodes], c, rng)
         return graph.replace(y=y_new)
