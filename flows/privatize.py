@@ -30,7 +30,7 @@ from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage.manifest import build_manifest
 from privgraph.preflight import check_before_reading, resolve_store
 from privgraph.storage.private_record import input_identity, write_private_record
-from privgraph.training import check_evaluable
+from privgraph.training import check_evaluable, evaluation_problem
 from privgraph.validation import enforce
 from tasks.embed import ingest_with_features
 from tasks.partition import partition
@@ -59,6 +59,9 @@ def privatize_flow(
     graph, embed_record = ingest_with_features(cfg)  # image graphs: ResNet-50 embeddings become the features
     if evaluate:  # labels and a split, or a one-line refusal before anything is privatized
         check_evaluable(graph, cfg.dataset.name)
+        not_evaluated = None
+    else:
+        not_evaluated = evaluation_problem(graph, cfg.dataset.name) or "--no-evaluate"
     parts = partition(graph, cfg.partitions)
     scores = None
     if cfg.scores is not None:
@@ -119,5 +122,6 @@ def privatize_flow(
         "ledger": result.ledger.to_dict(),
         "validation": {"success": report.success},
         "metrics": metrics,
+        "not_evaluated": not_evaluated,  # why this version has no metrics (None: it has them)
         "private_record": None if record_path is None else str(record_path),
     }

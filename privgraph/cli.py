@@ -170,6 +170,10 @@ def run(
         if res.get("private_record"):
             owner_only = json.loads(Path(res["private_record"]).read_text()).get("private_evaluation")
         _print_metrics(res["metrics"], owner_only)
+    elif res.get("not_evaluated"):
+        why = res["not_evaluated"]
+        out.print("not evaluated: " + escape("run without --no-evaluate to train and report utility" if why == "--no-evaluate"
+                                             else why + "; add them to report utility"))
     if res.get("private_record"):
         out.print(f"private record (owner only, not published): {escape(res['private_record'])}")
 

@@ -59,14 +59,18 @@ def check_private_records(directory: str | os.PathLike[str]) -> None:
 
 
 def _check_dataset_files(cfg: PipelineConfig) -> None:
-    """The files a ``generic`` dataset names, and an ``images`` dataset's directory with its
-    ``nodes.csv`` and ``edges.csv``, exist (read nothing); other loaders check their own."""
-    from privgraph.datasets import data_root
+    """The files a ``generic`` dataset names, an ``images`` dataset's directory with its
+    ``nodes.csv`` and ``edges.csv``, and any dataset's split file exist (read nothing); other
+    loaders check their own."""
+    from privgraph.datasets import SPLIT_FILE_OPTION, data_root
 
     ds = cfg.dataset
+    root = Path(ds.root).expanduser() if ds.root else data_root()
+    split = ds.options.get(SPLIT_FILE_OPTION)
+    if split is not None and not (root / Path(str(split)).expanduser()).is_file():
+        raise DatasetNotFoundError(f"dataset.options.split: file not found: {root / Path(str(split)).expanduser()}")
     if ds.name not in ("generic", "images"):
         return
-    root = Path(ds.root).expanduser() if ds.root else data_root()
     if ds.name == "images":
         value = ds.options.get("path")
         if value is not None:

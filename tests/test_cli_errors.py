@@ -118,7 +118,7 @@ RUN_CASES = [
     # configuration, refused at load (exit 2)
     Case("epsilon above the sampler's range", 2, "features",  # d = 4 is public (per-feature bounds)
          over={"features": {"mechanism": "laplace", "epsilon": 300.0, "lower": [0.0] * 4, "upper": [1.0] * 4}}),
-    Case("unknown dataset option", 2, "dataset.options.split", over={"dataset.options.split": "split.json"}),
+    Case("unknown dataset option", 2, "dataset.options.splits", over={"dataset.options.splits": "split.json"}),
     Case("missing dataset option", 2, "dataset.options.edges", over={"dataset.options.edges": None}),
     Case("boolean rho", 2, "dataset.rho", over={"dataset.rho": True}),
     Case("boolean budget", 2, "budget.features", over={"budget.features": True}),

@@ -26,6 +26,7 @@ from privgraph.graph import GraphData
 __all__ = [
     "DATASETS",
     "PATH_OPTIONS",
+    "SPLIT_FILE_OPTION",
     "check_dataset_options",
     "data_root",
     "check_graph_set_options",
