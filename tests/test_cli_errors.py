@@ -104,6 +104,11 @@ class Case:
     graph: dict[str, Any] = field(default_factory=dict)
 
 
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
 def _a_file(path: Path) -> None:
     path.write_text("not a directory\n")
 
@@ -143,6 +148,16 @@ RUN_CASES = [
     Case("features with no columns", 2, "x.npy", graph={"d": 0}),
     Case("node id 2**40", 2, "edges.csv", graph={"edges": [(0, 1), (1, 2**40)]}),
     Case("private column missing", 2, "secret", over={"dataset.options.private_column": "secret"}),
+    # the user's labels and split files (issue 14): before any data is read, or at ingest (exit 2)
+    Case("split file missing", 2, "dataset.options.split: file not found", over={"dataset.options.split": "split.json"}),
+    Case("split file and fractions", 2, "dataset.options.train: set either a split file",
+         over={"dataset.options.split": "split.json", "dataset.options.train": 0.5}),
+    Case("labels with three columns", 2, "labels.csv: cannot read labels from columns ['id', 'label', 'x']",
+         over={"dataset.options.labels": "labels.csv"}, setup=lambda t: _write(t / "data" / "labels.csv", "id,label,x\n0,1,2\n")),
+    Case("unlabelled node in the split file", 2, "split.csv: unlabelled nodes in the split at",
+         over={"dataset.options.labels": "labels.csv", "dataset.options.split": "split.csv"},
+         setup=lambda t: (_write(t / "data" / "labels.csv", "id,label\n0,0\n1,1\n2,2\n"),
+                          _write(t / "data" / "split.csv", "id,split\n0,train\n1,val\n2,test\n5,test\n")) and None),
     # evaluation without a split: refused after ingest, before anything is privatized (exit 2)
     Case("no split to evaluate on", 2, "has no train_mask, val_mask, test_mask: evaluation needs labels and a "
          "train/val/test split", args=["run", "p", "--config", "pipelines.yaml"]),

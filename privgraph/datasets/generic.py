@@ -117,9 +117,6 @@ class _Table:
                 lines.append(reader.line_num)
         except csv.Error as exc:
             raise GraphValidationError(f"{path}: line {reader.line_num}: malformed CSV: {exc}") from exc
-        while len(header) == 1 and records and records[-1] == [""]:  # blank lines at the end
-            records.pop()
-            lines.pop()
         df = pd.DataFrame(records, columns=header, dtype=object)
         return cls(path, df, np.asarray(lines, dtype=np.int64))
 

@@ -8,7 +8,7 @@ The format (a directory)::
 
 * ``nodes.csv``: ``id`` an integer node id (the ids are exactly ``0 .. n-1``, each once, rows in
   any order); ``image`` a path relative to the directory (absolute paths and paths that leave
-  the directory are refused); ``label`` (optional column) an integer class ``>= 0``; ``split``
+  the directory are refused); ``label`` (optional column) an integer class ``>= 0`` (``-1`` or empty: unlabelled); ``split``
   (optional column) ``train``, ``val``, ``test`` or empty (the node is in no split part).
 * ``edges.csv``: ``src``, ``dst`` node ids, one undirected edge per row (either direction, each
   edge once); ``private`` (optional column) ``true``/``false`` or ``1``/``0`` (without the column
@@ -43,7 +43,7 @@ from PIL import Image
 
 from privgraph.datasets.generic import _list, _Table
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
-from privgraph.graph import GraphData
+from privgraph.graph import UNLABELLED, GraphData
 from privgraph.seeding import as_generator, as_seed_sequence, stage_seed
 
 __all__ = [
@@ -121,12 +121,12 @@ def _read_nodes(
 
     labels = None
     if "label" in tab.df.columns:
-        labels = tab.int_column("label")
-        neg = np.flatnonzero(labels < 0)
+        labels = tab.int_column("label", missing=UNLABELLED)
+        neg = np.flatnonzero(labels < UNLABELLED)
         if neg.size:
             raise _at(path, lines, neg,
-                      lambda r: f"negative label {int(labels[r])}: labels are classes 0, 1, ...; "
-                                "unlabelled nodes are not supported")
+                      lambda r: f"label {int(labels[r])}: labels are classes 0, 1, ...; "
+                                "-1 or an empty cell marks an unlabelled node")
 
     split = None
     if "split" in tab.df.columns:
@@ -137,6 +137,11 @@ def _read_nodes(
             raise _at(path, lines, bad,
                       lambda r: f"split {raw[r]!r} is not one of train, val, test or empty")
 
+    if labels is not None and split is not None:
+        placed = np.flatnonzero((labels == UNLABELLED) & (split != ""))
+        if placed.size:
+            raise _at(path, lines, placed,
+                      lambda r: f"unlabelled node in split {split[r]!r}: a node without a label can be in no part")
     images = _text(tab.df["image"])
     empty = np.flatnonzero(images == "")
     if empty.size:
