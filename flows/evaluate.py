@@ -24,7 +24,7 @@ from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage import open_store
 from privgraph.storage.private_record import input_identity, owner_signing_key, read_private_record
 from privgraph.storage.seal import public_key_hex
-from privgraph.training import OWNER_ONLY
+from privgraph.training import OWNER_ONLY, check_evaluable
 from tasks.evaluate import attack, evaluate, graph_report
 from tasks.embed import ingest_with_features
 
@@ -93,6 +93,7 @@ def evaluate_flow(
         st.read_manifest(pipeline, version, trusted=[public_key_hex(owner_signing_key(cfg.private_records))], sealed=True)
     private, fingerprint = st.load_graph(pipeline, version, staged=staged)
     clean, _ = ingest_with_features(cfg)
+    check_evaluable(clean, cfg.dataset.name)  # labels and a split, or one line (exit 2)
     identity = "staged by this run" if staged else _check_input(pipeline, version, cfg, disclosure, clean, fingerprint)
     noise: dict[str, Any] = {}
     if cfg.evaluate.drop:

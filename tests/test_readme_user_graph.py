@@ -114,3 +114,8 @@ def test_without_labels_no_evaluate_publishes_and_says_why(tmp_path: Path) -> No
     assert ("not evaluated: dataset 'generic' has no labels (y), train_mask, val_mask, test_mask: evaluation "
             "needs labels and a train/val/test split") in said, r.stdout
     assert list((tmp_path / "artifacts").rglob("manifest.json"))
+    # evaluating that version later needs them too: one line, exit 2
+    version = re.search(r"published karate/(\S+)", r.stdout).group(1)
+    r = _run(f".venv/bin/privgraph evaluate {version} --config karate.yaml", tmp_path)
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert r.returncode == 2 and len(errors) == 1 and "evaluation needs labels" in errors[0], r.stderr[-3000:]

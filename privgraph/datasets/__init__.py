@@ -7,13 +7,16 @@ fraction ``rho`` of the edges private. Real data is read from :func:`data_root`
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
+import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from privgraph.datasets.generic import load_generic
 from privgraph.datasets.image_graph import load_image_graph, load_photo_graph
@@ -28,6 +31,7 @@ __all__ = [
     "PATH_OPTIONS",
     "SPLIT_FILE_OPTION",
     "check_dataset_options",
+    "options_model",
     "data_root",
     "check_graph_set_options",
     "drop_cut_edges",
@@ -129,6 +133,25 @@ _OPTION_SOURCES: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
 }
 
 
+@functools.cache
+def options_model(name: str) -> type[BaseModel]:
+    """The pydantic model of dataset ``name``'s options: its loader's keyword arguments with their
+    annotated types and defaults, plus the split options every dataset takes (strict types, no
+    unknown keys)."""
+    fn, positional = _OPTION_SOURCES[name]
+    hints = typing.get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    for k, p in inspect.signature(fn).parameters.items():
+        if k in positional or k == "node_split_seed":
+            continue
+        fields[k] = (hints.get(k, Any), ... if p.default is inspect.Parameter.empty else p.default)
+    fields.update({k: (float | None, None) for k in SPLIT_OPTIONS})
+    fields[CUT_EDGES_OPTION] = (bool, False)
+    fields[SPLIT_FILE_OPTION] = (str | None, None)
+    return create_model(f"{name}_options", __config__=ConfigDict(extra="forbid", strict=True,
+                                                                 arbitrary_types_allowed=True), **fields)
+
+
 def check_dataset_options(name: str, options: Mapping[str, Any]) -> None:
     """Refuse unknown and missing options of dataset ``name`` before anything is read.
 
@@ -180,6 +203,12 @@ def check_dataset_options(name: str, options: Mapping[str, Any]) -> None:
             raise ValueError(f"options.{opt}: expected a file path, got {v!r}")
     if "num_nodes" in options and isinstance(options["num_nodes"], bool):
         raise ValueError(f"options.num_nodes: expected a number, got {str(options['num_nodes']).lower()}")
+    try:  # every option's type, from the loader's annotations (strict: no "5" for 5, no true for 1)
+        options_model(key).model_validate(dict(options))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        got = err.get("input")
+        raise ValueError(f"options.{err['loc'][0]}: {err['msg']}, got {got!r}") from None
 
 
 def _split_fractions(options: Mapping[str, Any]) -> tuple[float, float] | None:

@@ -267,6 +267,11 @@ FAILURES = [
     ("split seed as an option", {}, {"node_split_seed": 3}, ValueError,
      "options.node_split_seed: a split seed is configuration, not a dataset option"),
     ("fraction out of range", {}, {"train": 1.5}, ValueError, "options.train: a node fraction in (0, 1), got 1.5"),
+    ("an option of the wrong type (pydantic, per dataset)", {}, {"num_nodes": "many"}, ValueError,
+     "options.num_nodes: Input should be a valid integer, got 'many'"),
+    ("a column name of the wrong type", {}, {"private_column": 3}, ValueError,
+     "options.private_column: Input should be a valid string, got 3"),
+    ("an unknown option", {}, {"splits": "s.json"}, ValueError, "options.splits: unknown option of dataset 'generic'"),
 ]
 
 
