@@ -32,6 +32,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import Guarantee
 from privgraph.mechanisms.features.scaled import MAX_COORDINATE_EPSILON
@@ -481,7 +482,7 @@ def compute_scores(
         else:
             y_sub = graph.y[subset.nodes]
             if train_on_subset and (y_sub < 0).any():
-                raise ValueError(
+                raise GraphValidationError(
                     f"compute_scores: {int((y_sub < 0).sum())} of the public nodes are unlabelled (-1) and the "
                     "importance surrogate trains on their labels: use public_nodes rule 'train_mask' or 'random'"
                 )

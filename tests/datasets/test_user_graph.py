@@ -285,3 +285,19 @@ def test_each_failure_is_one_line_naming_the_file(tmp_path: Path, files, options
     assert says.format(d=tmp_path) in msg, msg
     if issubclass(error, (GraphValidationError, DatasetNotFoundError)):
         assert exit_code_for(info.value) == 2
+
+
+def test_scores_from_every_node_refuse_unlabelled_nodes_in_one_line(tmp_path: Path) -> None:
+    """The SHAP surrogate trains on the public nodes' labels: rule 'all' over unlabelled nodes is
+    one line (exit 2), rule 'random' draws among the labelled nodes only."""
+    from privgraph.scoring.theta import ScoresConfig, compute_scores
+
+    big = GraphData.from_edges(60, np.zeros((2, 0), np.int64), x=np.random.default_rng(0).random((60, 4)),
+                               y=np.tile(np.array(UNL), 5))
+    cfg = ScoresConfig.model_validate({"gamma": 1.0, "public_nodes": {"rule": "all", "all_features_public": True, "charge_epsilon": 1.0, "num_classes": 3}})
+    with pytest.raises(GraphValidationError, match=r"15 of the public nodes are unlabelled") as info:
+        compute_scores(big, cfg, seed=0)
+    assert exit_code_for(info.value) == 2 and "\n" not in str(info.value)
+    cfg = ScoresConfig.model_validate({"gamma": 1.0, "public_nodes": {"rule": "random", "size": 40}})
+    out = compute_scores(big, cfg, seed=0)
+    assert out.theta.shape == (4,)
