@@ -310,3 +310,18 @@ def test_degenerate_graphs() -> None:
     assert np.all(in_sorted(out.edges_private.ravel(), np.array([0, 1, 2])))
     assert EdgeRR(epsilon=1.0, **FAST).fit(one, np.random.default_rng(0)).info["convergence_check"]["trivial"]
     assert PrivHRG(epsilon=1.0).privatize(empty, np.random.default_rng(0)).num_edges == 0
+
+
+def test_priv_hrg_release_ignores_which_edges_are_public() -> None:
+    """privHRG privatizes every edge: its release is a function of the edge SET, whatever part of
+    it is marked public (the Cora floor bar's rho 0.2 and rho 1.0 privHRG cells are one release)."""
+    rng = np.random.default_rng(6)
+    e = rng.integers(0, 120, size=(2, 360))
+    e = e[:, e[0] != e[1]]
+    every = GraphData.from_edges(120, e, private=np.ones(e.shape[1], bool), deduplicate=True)
+    fifth = GraphData.from_edges(120, e, private=rng.random(e.shape[1]) < 0.2, deduplicate=True)
+    assert every.edges_public.shape[1] == 0 < fifth.edges_public.shape[1]
+    m = PrivHRG(epsilon=1.0)
+    a, b = m.privatize(every, np.random.default_rng(3)), m.privatize(fifth, np.random.default_rng(3))
+    assert b.edges_public.shape == (2, 0)
+    assert np.array_equal(a.edges_private, b.edges_private)
