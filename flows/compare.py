@@ -1,5 +1,9 @@
 """The ``compare`` flow: ingest -> partition -> compare -> store the table and plots as a PRIVATE report.
 
+A comparison with a ``seed`` keeps its finished cells in a private checkpoint as they finish
+(:class:`~privgraph.storage.private_record.CellCheckpoint`): run the same command again after a
+cut-off run and it resumes from them; the checkpoint is removed once the report is written.
+
 A comparison privatizes one scope with each mechanism and scores models against the raw graph
 (the clean graph's accuracy, accuracies on raw labels, the exact private degree histogram of the
 degree curves): it is an evaluation for the data owner, computed from raw data and covered by no
@@ -21,7 +25,8 @@ from privgraph.graph_comparison import graph_comparison_objects, summarize_graph
 from privgraph.config import load_config
 from privgraph.errors import ConfigError
 from privgraph.seeding import as_seed_sequence, stage_seed
-from privgraph.storage.private_record import write_private_report
+from privgraph.storage.manifest import code_version
+from privgraph.storage.private_record import CellCheckpoint, write_private_report
 from tasks.compare import compare, graph_compare
 from tasks.embed import ingest_with_features
 from tasks.ingest import ingest_graph_set
@@ -54,8 +59,13 @@ def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | No
             f"comparisons.{name}.scores: the scores charge private labels (charge_epsilon); a comparison "
             "keeps no ledger: use public labels (rule train_mask or random)"
         )
+    checkpoint = None if ccfg.seed is None else CellCheckpoint(  # fresh entropy: nothing to resume
+        pcfg.private_records, name,
+        {"comparison": ccfg.model_dump(mode="json"), "pipeline": pcfg.model_dump(mode="json"), "code": code_version()},
+        [graph],
+    )
     result = compare(graph, parts, ccfg, pcfg, stage_seed(root, "compare"), None if scores is None else scores.theta,
-                     name=name)
+                     name=name, checkpoint=checkpoint)
     title = ccfg.description or f"{name}: {ccfg.scope} mechanisms on {pcfg.dataset.name}"
     objects = comparison_objects(title, result)
     info = comparison_info(name, config=ccfg, pipeline_config=pcfg, result=result,
@@ -64,6 +74,8 @@ def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | No
     publish_comparison(
         name, str(folder), objects["table.md"].decode(), objects["utility.png"], objects.get("degrees.png")
     )
+    if checkpoint is not None:
+        checkpoint.discard()
     return {"comparison": name, "report": str(folder), "private": True, "summary": summarize(result)}
 
 
@@ -72,8 +84,6 @@ def graph_compare_flow(name: str, config_path: str = "pipelines.yaml") -> dict[s
     """Run the graph-classification comparison ``name`` (``graph_comparisons:``): ingest the graph
     set, privatize every graph with each mechanism at each epsilon and cross-validate GIN-0; the
     table, results and plot are a PRIVATE report (scored on raw labels), like every comparison."""
-    from privgraph.storage.manifest import code_version
-
     cfg = load_config(config_path)
     gcfg = cfg.graph_comparison(name)
     if gcfg is None:
@@ -82,7 +92,11 @@ def graph_compare_flow(name: str, config_path: str = "pipelines.yaml") -> dict[s
                          *(f"mechanism:{m}" for m in gcfg.mechanisms)])
     root = as_seed_sequence(gcfg.seed)  # None: fresh OS entropy; never written anywhere
     graph_set = ingest_graph_set(gcfg.dataset)
-    result = graph_compare(graph_set, gcfg, stage_seed(root, "graph-compare"), name=name)
+    checkpoint = None if gcfg.seed is None else CellCheckpoint(
+        gcfg.private_records, name, {"graph_comparison": gcfg.model_dump(mode="json"), "code": code_version()},
+        graph_set.graphs, graph_set.labels,
+    )
+    result = graph_compare(graph_set, gcfg, stage_seed(root, "graph-compare"), name=name, checkpoint=checkpoint)
     title = gcfg.description or f"{name}: edge mechanisms per graph on {graph_set.name}, GIN-0"
     objects = graph_comparison_objects(title, result)
     info = {
@@ -94,5 +108,7 @@ def graph_compare_flow(name: str, config_path: str = "pipelines.yaml") -> dict[s
     }
     folder = write_private_report(gcfg.private_records, name, objects, info)
     publish_comparison(name, str(folder), objects["table.md"].decode(), objects["utility.png"])
+    if checkpoint is not None:
+        checkpoint.discard()
     return {"comparison": name, "report": str(folder), "private": True, "kind": "graph-classification",
             "summary": summarize_graph_comparison(result)}

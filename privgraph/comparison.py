@@ -156,6 +156,7 @@ def run_comparison(
     progress: ProgressCallback | None = None,
     theta: np.ndarray | None = None,
     attacks: Sequence[Any] = (),
+    checkpoint: Any | None = None,
 ) -> ComparisonResult:
     """Privatize ``scope`` with each mechanism at each epsilon ``runs`` times and train on each.
 
@@ -183,6 +184,10 @@ def run_comparison(
         attacks (Sequence): ``evaluate.attacks`` entries; each trained model (clean and every
             cell) is attacked on the same candidate pairs (:class:`~privgraph.attacks.suite.AttackProbe`)
             and its ROC-AUC recorded as ``attack_auc[name]``.
+        checkpoint (CellCheckpoint, optional): each finished run (clean or cell) is put there as
+            it finishes, and a run already there is read back instead of recomputed
+            (:class:`~privgraph.storage.private_record.CellCheckpoint`: a cut-off comparison
+            resumes); the caller keys it by everything the runs depend on.
     """
     sc = _check_inputs(scope, mechanisms, epsilons, runs, target, theta)
     probe = AttackProbe(graph, attacks, stage_seed(root_seed, "attack-pairs")) if attacks else None
@@ -219,7 +224,14 @@ def run_comparison(
     clean_kwargs = {k: v for k, v in kwargs.items() if k not in DENOISING_OPTIONS}
     baseline = ProgressTracker("clean baseline", runs, progress)
     for i, ts in enumerate(train_seeds):
+        done = None if checkpoint is None else checkpoint.get(f"{CLEAN}/{i}")
+        if done is not None:
+            records.append(done["record"])
+            baseline.advance(detail=f"clean graph run {i}: from the checkpoint", timed=False)
+            continue
         records.append({"mechanism": CLEAN, "epsilon": None, "run": i, **train(graph, ts, cell=False, **clean_kwargs)})
+        if checkpoint is not None:
+            checkpoint.put(f"{CLEAN}/{i}", {"record": records[-1]})
         baseline.advance(detail=f"clean graph run {i}")
     cells = ProgressTracker("comparison cells", len(mechanisms) * len(epsilons) * runs, progress)
     # a features comparison keeps the private edges as they are (only the compared scope is
@@ -246,6 +258,14 @@ def run_comparison(
             mech = build_at_epsilon(registry, params, eps)
             priv_seeds = partition_seeds(stage_seed(root_seed, f"{name}/{eps!r}"), runs)
             for i, (ps, ts) in enumerate(zip(priv_seeds, train_seeds, strict=True)):
+                cell = f"{name}/{eps!r}/{i}"
+                done = None if checkpoint is None else checkpoint.get(cell)
+                if done is not None:  # finished by an earlier, cut-off run of the same comparison
+                    records.append(done["record"])
+                    if "curve" in done:
+                        curves[f"{name}/{eps:g}"] = done["curve"]
+                    cells.advance(detail=f"{name} eps={eps:g} run {i}: from the checkpoint", timed=False)
+                    continue
                 mech_kw = {"features": mech if sc is Scope.FEATURES else None,
                            "edges": mech if sc is Scope.EDGES else None}
                 result = privatize_graph(base, partitioning=partitioning, root_seed=ps, executor=executor, **mech_kw)
@@ -258,6 +278,11 @@ def run_comparison(
                     refs = _references(result.graph, ts, {**kwargs, "eval_y": graph.y}, edge_refs.setdefault(i, {}))
                 records.append({"mechanism": name, "epsilon": eps, "run": i,
                                 **train(result.graph, ts, refs, eval_y=graph.y, **kwargs)})
+                if checkpoint is not None:
+                    done = {"record": records[-1]}
+                    if true_degree is not None and i == 0:
+                        done["curve"] = curves[f"{name}/{eps:g}"]
+                    checkpoint.put(cell, done)
                 cells.advance(detail=f"{name} eps={eps:g} run {i}")
     return ComparisonResult(
         scope=sc.value, target=target, epsilons=tuple(float(e) for e in epsilons),

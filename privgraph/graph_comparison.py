@@ -87,11 +87,14 @@ def run_graph_comparison(
     executor: Executor | None = None,
     device: str | None = None,
     progress: ProgressCallback | None = None,
+    checkpoint: Any | None = None,
 ) -> GraphComparisonResult:
     """Privatize ``graph_set`` with each mechanism at each epsilon (per graph, through
     :func:`privatize_graph_set` on ``executor``: Dask spreads the graphs over its workers) and
     cross-validate GIN-0 on each release; NonPriv-Full once. A mechanism without a budget
-    (``nonpriv_part``) runs once and serves every epsilon."""
+    (``nonpriv_part``) runs once and serves every epsilon. With a ``checkpoint``
+    (:class:`~privgraph.storage.private_record.CellCheckpoint`), each finished cell is put there
+    and a cell already there is read back instead of recomputed (a cut-off run resumes)."""
     if target not in mechanisms:
         raise ValueError(f"target {target!r} is not among mechanisms {sorted(mechanisms)}")
     cv_seed = stage_seed(root_seed, "cross-validation")
@@ -100,8 +103,14 @@ def run_graph_comparison(
         return cross_validate(gs, folds=folds, epochs=epochs, rng=as_generator(cv_seed), device=device)
 
     tracker = ProgressTracker("graph comparison cells", 1 + len(mechanisms) * len(epsilons), progress)
-    full = _cv_summary(cv(graph_set))
-    tracker.advance(detail="NonPriv-Full (every edge as it is)")
+    full = None if checkpoint is None else checkpoint.get(FULL)
+    if full is None:
+        full = _cv_summary(cv(graph_set))
+        if checkpoint is not None:
+            checkpoint.put(FULL, full)
+        tracker.advance(detail="NonPriv-Full (every edge as it is)")
+    else:
+        tracker.advance(detail="NonPriv-Full: from the checkpoint", timed=False)
     cells: dict[str, dict[str, dict[str, Any]]] = {}
     ledgers: dict[str, dict[str, Any]] = {}
     for label, entry in mechanisms.items():
@@ -113,10 +122,19 @@ def run_graph_comparison(
                 cells[label][repr(float(eps))] = first  # no budget: the same release at every epsilon
                 tracker.advance(detail=f"{label}: no budget, reused", timed=False)
                 continue
-            seeds = graph_seeds(stage_seed(root_seed, f"{label}/{float(eps)!r}"), len(graph_set))
+            cell = f"{label}/{float(eps)!r}"
+            done = None if checkpoint is None else checkpoint.get(cell)
+            if done is not None:  # finished by an earlier, cut-off run of the same comparison
+                cells[label][repr(float(eps))] = first = done["cv"]
+                ledgers[cell] = done["ledger"]
+                tracker.advance(detail=f"{label} eps={float(eps):g}: from the checkpoint", timed=False)
+                continue
+            seeds = graph_seeds(stage_seed(root_seed, cell), len(graph_set))
             released, ledger = privatize_graph_set(graph_set, mech, seeds, executor=executor)
             cells[label][repr(float(eps))] = first = _cv_summary(cv(released))
-            ledgers[f"{label}/{float(eps)!r}"] = ledger.to_dict()
+            ledgers[cell] = ledger.to_dict()
+            if checkpoint is not None:
+                checkpoint.put(cell, {"cv": first, "ledger": ledgers[cell]})
             tracker.advance(detail=f"{label} eps={float(eps):g}")
     return GraphComparisonResult(
         dataset=graph_set.name, target=target, mechanisms=tuple(mechanisms), epsilons=tuple(float(e) for e in epsilons),

@@ -12,6 +12,7 @@ from privgraph.datasets.graph_set import GraphSet
 from privgraph.graph_comparison import GraphComparisonResult, run_graph_comparison
 from privgraph.graph import GraphData
 from privgraph.partition import Partitioning
+from privgraph.storage.private_record import CellCheckpoint
 from tasks.observe import logged_executor, prefect_progress
 
 
@@ -24,10 +25,11 @@ def compare(
     root_seed: np.random.SeedSequence,
     theta: np.ndarray | None = None,
     name: str | None = None,
+    checkpoint: CellCheckpoint | None = None,
 ) -> ComparisonResult:
     """Progress (clean baseline, then mechanism x epsilon x run cells, k/N with an ETA) goes to the
     task's log and the process's listeners; ``name``: the comparison's, for the Dask dashboard's
-    link artifact."""
+    link artifact; ``checkpoint``: finished runs kept and resumed (see run_comparison)."""
     ev = config.evaluate_settings(pipeline)
     train_kwargs = ev.train_kwargs()
     with logged_executor(pipeline.executor, pipeline.dask, name) as ex:
@@ -35,12 +37,14 @@ def compare(
             graph, scope=config.scope, mechanisms=config.mechanisms, epsilons=config.epsilons,
             runs=config.runs, target=config.target, partitioning=partitioning, root_seed=root_seed,
             executor=ex, train_kwargs=train_kwargs, progress=prefect_progress(), theta=theta, attacks=ev.attacks,
+            checkpoint=checkpoint,
         )
 
 
 @task(name="graph-compare", cache_policy=NO_CACHE, persist_result=False)
 def graph_compare(
     graph_set: GraphSet, config: GraphComparisonConfig, root_seed: np.random.SeedSequence, name: str | None = None,
+    checkpoint: CellCheckpoint | None = None,
 ) -> GraphComparisonResult:
     """Each mechanism x epsilon: the graphs privatized per graph on the configured executor (Dask:
     spread over its workers), then GIN-0 cross-validated; progress to the task's log."""
@@ -48,5 +52,5 @@ def graph_compare(
         return run_graph_comparison(
             graph_set, mechanisms=config.mechanisms, epsilons=config.epsilons, target=config.target,
             root_seed=root_seed, folds=config.folds, epochs=config.epochs, executor=ex,
-            device=config.device, progress=prefect_progress(),
+            device=config.device, progress=prefect_progress(), checkpoint=checkpoint,
         )

@@ -40,6 +40,19 @@ def _require(root: Path, files: tuple[str, ...], what: str) -> Path:
     return root
 
 
+@pytest.fixture
+def one_torch_thread():
+    """One intra-op torch thread for the test, restored after it: multi-threaded CPU kernels sum
+    floats in an order that depends on the machine's load (a loaded 2-core machine flipped one
+    AUC pair between two same-seed runs), and tests of seeding compare results exactly."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     """``$PRIVGRAPH_DATA_ROOT`` as a Path; skips when it is unset or not a directory."""

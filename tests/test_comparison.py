@@ -36,7 +36,7 @@ def _run(small, seed=5, **kw):
     return run_comparison(g, **args)
 
 
-def test_runs_are_seeded_paired_and_complete(small):
+def test_runs_are_seeded_paired_and_complete(small, one_torch_thread):
     r = _run(small)
     assert len(r.records) == 2 + 2 * 2 * 2  # clean runs + mechanisms x epsilons x runs
     assert r.to_dict()["records"] == _run(small).to_dict()["records"]  # same seed, same accuracies
@@ -186,3 +186,43 @@ def test_edge_comparison_attacks_every_model_on_the_same_pairs(small):
     table = comparison_markdown("edges", r)
     assert "## linkteller: ROC-AUC" in table and "## membership: ROC-AUC" in table
     assert comparison_objects("edges", r)["utility.png"][:4] == b"\x89PNG"
+
+
+class _CutOff(Exception):
+    pass
+
+
+def test_a_cut_off_comparison_resumes_from_its_checkpoint(small, tmp_path, monkeypatch, one_torch_thread):
+    """Each finished run is checkpointed as it finishes; a run killed part-way and started again
+    reads those back (progress says so, no accuracy in an event) and computes only the rest; the
+    result equals an uninterrupted run's, degree curves included."""
+    from privgraph.progress import ProgressEvent
+    from privgraph.storage.private_record import CellCheckpoint
+
+    monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
+    g, _ = small
+    kw = dict(scope="edges", mechanisms={"dprr": {}, "nonpriv_part": {}}, target="dprr", epsilons=[1.0, 2.0])
+    whole = _run(small, **kw)
+
+    class Dying(CellCheckpoint):
+        puts = 0
+
+        def put(self, cell, value):
+            if Dying.puts == 4:  # the 2 clean runs and 2 cells are on disk, then the process dies
+                raise _CutOff
+            super().put(cell, value)
+            Dying.puts += 1
+
+    settings = {"comparison": "c", "seed": 5}
+    with pytest.raises(_CutOff):
+        _run(small, checkpoint=Dying(tmp_path, "c", settings, [g]), **kw)
+    resumed = CellCheckpoint(tmp_path, "c", settings, [g])
+    assert len(resumed) == 4
+    events: list[ProgressEvent] = []
+    again = _run(small, checkpoint=resumed, progress=events.append, **kw)
+    assert again.to_dict()["records"] == whole.to_dict()["records"]
+    assert again.degree_curves == whole.degree_curves
+    from_ck = [e.detail for e in events if "from the checkpoint" in e.detail]
+    assert from_ck == ["clean graph run 0: from the checkpoint", "clean graph run 1: from the checkpoint",
+                       "dprr eps=1 run 0: from the checkpoint", "dprr eps=1 run 1: from the checkpoint"]
+    assert len(resumed) == 2 + 2 * 2 + 2  # nonpriv_part's eps 2 reuses eps 1's runs: not cells of their own

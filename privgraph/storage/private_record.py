@@ -14,7 +14,9 @@ manifest or a shareable Prefect artifact:
   ``PRIVGRAPH_HOME`` is set, else ``<dir>/keys/input-hmac.key``; 32 random bytes, mode 0600,
   created on first use, never logged, never stored with an artifact;
 * the owner's manifest-signing key (:func:`owner_signing_key`): ``keys/manifest-ed25519.key`` in
-  the same place, an Ed25519 seed made the same way; its public half is in every seal.
+  the same place, an Ed25519 seed made the same way; its public half is in every seal;
+* ``<dir>/checkpoints/<name>/<key>.jsonl``: the finished cells of a comparison still running, or
+  cut off (:class:`CellCheckpoint`), mode 0600; removed once its report is written.
 
 Directories are created mode 0700.
 """
@@ -24,11 +26,12 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
+import hmac
 import json
 import os
 import secrets
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,7 @@ __all__ = [
     "owner_public_key",
     "input_identity",
     "PRIVATE_NOTE",
+    "CellCheckpoint",
     "mkdir_private",
     "write_private_file",
 ]
@@ -203,3 +207,89 @@ def input_identity(graph: Any, directory: str | os.PathLike[str]) -> str:
     """``hmac-sha256:<hex>``: the keyed identity of a raw input graph under the owner's key
     (:meth:`privgraph.graph.GraphData.keyed_digest`). Private-record material only."""
     return "hmac-sha256:" + graph.keyed_digest(owner_key(directory))
+
+
+def _plain(v: Any) -> Any:
+    """JSON for numpy scalars and arrays inside a cell's record."""
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    raise TypeError(f"a checkpointed cell holds a {type(v).__name__}, which is not JSON")
+
+
+class CellCheckpoint:
+    """The finished cells of one comparison, kept so that a run cut off (killed, out of time or
+    memory) resumes where it stopped instead of starting over.
+
+    Each cell is appended as one JSON line, flushed and fsynced, to
+    ``<directory>/checkpoints/<name>/<key>.jsonl`` (mode 0600, directories 0700). ``key`` is an
+    HMAC under the owner's key (:func:`owner_key`) of ``settings`` (the comparison's and its
+    pipeline's configuration, seed included, and the code version) and of the keyed digests of
+    the input graphs: a run with other settings, other data or other code gets another file and
+    recomputes every cell, and the file name reveals neither the seed nor the data. The cells are
+    accuracies on raw labels: private-record material, covered by no guarantee, never logged or
+    published. A torn last line (the process died while writing it) is dropped on open.
+    :meth:`discard` removes the file once the comparison's report is written.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        name: str,
+        settings: Mapping[str, Any],
+        graphs: Sequence[Any],
+        labels: Any = None,
+    ) -> None:
+        check_name(name, "report")
+        key = owner_key(directory)
+        h = hmac.new(key, digestmod=hashlib.sha256)
+        h.update(json.dumps(settings, sort_keys=True, default=str).encode())
+        for g in graphs:
+            h.update(g.keyed_digest(key).encode())
+        if labels is not None:
+            h.update(json.dumps(_plain(labels)).encode())
+        self.path = Path(directory) / "checkpoints" / name / f"{h.hexdigest()[:32]}.jsonl"
+        self._cells: dict[str, Any] = self._read()
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            return {}
+        lines = text.split("\n")
+        cells: dict[str, Any] = {}
+        for i, line in enumerate(lines[:-1], 1):  # every complete line ends with a newline
+            try:
+                rec = json.loads(line)
+                cells[str(rec["cell"])] = rec["value"]
+            except (ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"{self.path}:{i}: not a checkpointed cell ({e}); delete the file to start over") from e
+        if lines[-1]:  # torn last line: keep the complete ones only
+            write_private_file(self.path, "".join(f"{ln}\n" for ln in lines[:-1]).encode())
+        return cells
+
+    def __len__(self) -> int:
+        return len(self._cells)
+
+    def get(self, cell: str) -> Any | None:
+        """The value checkpointed for ``cell``, or ``None``."""
+        return self._cells.get(cell)
+
+    def put(self, cell: str, value: Any) -> None:
+        """Append ``cell``'s value (JSON) durably; it is what :meth:`get` returns from now on."""
+        line = json.dumps({"cell": cell, "value": value}, sort_keys=True, default=_plain) + "\n"
+        mkdir_private(self.path.parent)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            data = memoryview(line.encode())
+            while data:
+                data = data[os.write(fd, data):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._cells[cell] = json.loads(line)["value"]
+
+    def discard(self) -> None:
+        """Remove the file (and its folder when empty): the comparison's report holds the cells now."""
+        self.path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.path.parent.rmdir()

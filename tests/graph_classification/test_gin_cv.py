@@ -74,24 +74,17 @@ def test_synthetic_families_are_learnable():
     assert r["protocol"]["input_features"] == "constant 1 per node"
 
 
-def test_same_seed_same_result_and_no_global_rng(small):
-    # one intra-op thread: under a multi-threaded CPU BLAS the float summation order can follow the
-    # machine's load (seen once on a loaded 2-core machine: one AUC pair flipped between two runs
-    # with the same seed); what this test checks is the seeding, not thread scheduling
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        torch_state = torch.get_rng_state()
-        kw = dict(folds=3, epochs=3, device="cpu", hidden_channels=16)
-        a = cross_validate(small, rng=np.random.default_rng(7), **kw)
-        b = cross_validate(small, rng=np.random.default_rng(7), **kw)
-        assert torch.equal(torch.get_rng_state(), torch_state)
-        a.pop("seconds"), b.pop("seconds")
-        assert a == b
-        c = cross_validate(small, rng=np.random.default_rng(8), **kw)
-        assert (a["fold_acc"], a["fold_auc"]) != (c["fold_acc"], c["fold_auc"])
-    finally:
-        torch.set_num_threads(threads)
+def test_same_seed_same_result_and_no_global_rng(small, one_torch_thread):
+    # one_torch_thread: what this test checks is the seeding, not thread scheduling
+    torch_state = torch.get_rng_state()
+    kw = dict(folds=3, epochs=3, device="cpu", hidden_channels=16)
+    a = cross_validate(small, rng=np.random.default_rng(7), **kw)
+    b = cross_validate(small, rng=np.random.default_rng(7), **kw)
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    a.pop("seconds"), b.pop("seconds")
+    assert a == b
+    c = cross_validate(small, rng=np.random.default_rng(8), **kw)
+    assert (a["fold_acc"], a["fold_auc"]) != (c["fold_acc"], c["fold_auc"])
 
 
 def test_multiclass_auc_and_best_mean_epoch_selection():

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +56,7 @@ def test_a_graph_comparison_may_not_take_a_pipelines_name():
         parse_config(cfg)
 
 
-def test_cells_are_paired_budgetless_ones_reused_and_seeded():
+def test_cells_are_paired_budgetless_ones_reused_and_seeded(one_torch_thread):
     gs = load_graph_set("graph_families", num_graphs=40, max_nodes=60, private_fraction=0.6)
     kw = dict(mechanisms={"dprr": {}, "warner_rr": {}, "nonpriv_part": {}}, epsilons=[1.0, 4.0], target="dprr",
               folds=3, epochs=3)
@@ -78,6 +80,35 @@ def test_cells_are_paired_budgetless_ones_reused_and_seeded():
     assert graph_mechanism("dprr", {"n_max": 500}, 1.0, gs).n_max == 500
 
 
+def test_a_cut_off_graph_comparison_resumes_from_its_checkpoint(tmp_path, monkeypatch, one_torch_thread):
+    from privgraph.storage.private_record import CellCheckpoint
+
+    monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
+    gs = load_graph_set("graph_families", num_graphs=40, max_nodes=60, private_fraction=0.6)
+    kw = dict(mechanisms={"dprr": {}, "nonpriv_part": {}}, epsilons=[1.0, 4.0], target="dprr", folds=3, epochs=3,
+              root_seed=np.random.SeedSequence(1))
+    whole = run_graph_comparison(gs, **kw)
+
+    class Dying(CellCheckpoint):
+        def put(self, cell, value):
+            if len(self) == 2:  # NonPriv-Full and DPRR at eps 1 are on disk, then the process dies
+                raise KeyboardInterrupt
+            super().put(cell, value)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_graph_comparison(gs, checkpoint=Dying(tmp_path, "g", {}, gs.graphs, gs.labels), **kw)
+    ck = CellCheckpoint(tmp_path, "g", {}, gs.graphs, gs.labels)
+    assert len(ck) == 2
+    again = run_graph_comparison(gs, checkpoint=ck, **kw)
+
+    def timeless(c):
+        return {k: v for k, v in c.items() if k != "seconds"}
+
+    assert timeless(again.full) == timeless(whole.full) and again.ledgers == whole.ledgers
+    assert all(timeless(again.cells[m][k]) == timeless(whole.cells[m][k]) for m in whole.cells for k in whole.cells[m])
+    assert len(ck) == 4  # + DPRR at eps 4 and NonPriv-Part (once: no budget)
+
+
 @pytest.mark.flow
 @pytest.mark.dask
 def test_privgraph_compare_runs_a_graph_comparison_on_dask(tmp_path):
@@ -86,9 +117,25 @@ def test_privgraph_compare_runs_a_graph_comparison_on_dask(tmp_path):
     path = tmp_path / "pipelines.yaml"
     path.write_text(yaml.safe_dump(cfg))
     env = {**os.environ, "PRIVGRAPH_HOME": str(tmp_path / "home")}
-    r = subprocess.run([sys.executable, "-m", "privgraph.cli", "compare", "g", "--config", str(path), "--json"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    cmd = [sys.executable, "-m", "privgraph.cli", "compare", "g", "--config", str(path), "--json"]
+    # killed once its first cell is checkpointed (the whole process group: Prefect's server, Dask)
+    first = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    checkpoints = tmp_path / "private" / "checkpoints" / "g"
+    deadline = time.monotonic() + 600
+    try:
+        while first.poll() is None and time.monotonic() < deadline and not any(
+            f.read_text().endswith("\n") for f in checkpoints.glob("*.jsonl")
+        ):
+            time.sleep(0.1)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    assert first.returncode == -signal.SIGKILL, "the comparison ended before its first checkpointed cell"
+    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
+    assert "NonPriv-Full: from the checkpoint" in r.stderr  # resumed: the first run's cell read back
+    assert not checkpoints.exists()  # the report holds the cells now
     res = json.loads(r.stdout.strip().splitlines()[-1])
     assert res["private"] is True and res["kind"] == "graph-classification"
     folder = Path(res["report"])
