@@ -149,6 +149,23 @@ class _Table:
                 f"column {col!r}: missing values at {self.where(np.flatnonzero(bad))}"
             )
 
+    def node_ids(self, n: int, col: str = "id") -> np.ndarray:
+        """Column ``col`` as node ids of an ``n``-node graph: int64, each in ``0..n-1`` and listed
+        once; the rows that are not, named with the file's lines (and the first bad value)."""
+        ids = self.int_column(col)
+        bad = np.flatnonzero((ids < 0) | (ids >= n))
+        if bad.size:
+            raise GraphValidationError(
+                f"column {col!r}: node ids outside 0..{n - 1} at {self.where(bad)} {self._first(col, bad)}"
+            )
+        order = np.argsort(ids, kind="stable")
+        dup = np.sort(order[1:][ids[order][1:] == ids[order][:-1]])
+        if dup.size:
+            raise GraphValidationError(
+                f"column {col!r}: node ids listed twice at {self.where(dup)} {self._first(col, dup)}"
+            )
+        return ids
+
     def int_column(self, col: str, *, missing: int | None = None) -> np.ndarray:
         """Column ``col`` as int64. An empty cell is an error, or ``missing`` when that is set."""
         self.require(col)
@@ -353,22 +370,11 @@ def _check_label_values(tab: _Table, col: str, y: np.ndarray) -> None:
         )
 
 
-def _place_labels(tab: _Table, ids: np.ndarray, y: np.ndarray, n: int) -> np.ndarray:
+def _place_labels(tab: _Table, y: np.ndarray, n: int) -> np.ndarray:
     """An ``id,label`` table as labels ``[n]`` (ids not listed: -1), refusing ids out of range
-    and ids listed twice with the file's lines."""
-    bad = np.flatnonzero((ids < 0) | (ids >= n))
-    if bad.size:
-        raise GraphValidationError(
-            f"column 'id': node ids outside 0..{n - 1} at {tab.where(bad)} {tab._first('id', bad)}"
-        )
-    order = np.argsort(ids, kind="stable")
-    dup = order[1:][ids[order][1:] == ids[order][:-1]]
-    if dup.size:
-        raise GraphValidationError(
-            f"column 'id': node ids listed twice at {tab.where(np.sort(dup))} {tab._first('id', np.sort(dup))}"
-        )
+    and ids listed twice with the file's lines (:meth:`_Table.node_ids`)."""
     out = np.full(n, UNLABELLED, dtype=np.int64)
-    out[ids] = y
+    out[tab.node_ids(n)] = y
     return out
 
 
@@ -443,7 +449,7 @@ def load_generic(
         if keyed is not None and keyed[1].size:
             n = max(n, int(keyed[1].max()) + 1)
     if keyed is not None:
-        y = _place_labels(*keyed, n)
+        y = _place_labels(keyed[0], keyed[2], n)
 
     if n == 0:
         raise GraphValidationError(

@@ -203,14 +203,7 @@ def read_node_split(
         tab = _Table.read(path, typed={"id": "int"})
         cols = [str(c) for c in tab.df.columns]
         if sorted(cols) == ["id", "split"]:
-            ids = tab.int_column("id")
-            out = np.flatnonzero((ids < 0) | (ids >= n))
-            if out.size:
-                raise GraphValidationError(f"column 'id': node ids outside 0..{n - 1} at {tab.where(out)}")
-            order = np.argsort(ids, kind="stable")
-            dup = np.sort(order[1:][ids[order][1:] == ids[order][:-1]])
-            if dup.size:
-                raise GraphValidationError(f"column 'id': node ids listed twice at {tab.where(dup)}")
+            ids = tab.node_ids(n)
         elif cols == ["split"]:
             if len(tab.df) != n:
                 raise GraphValidationError(
