@@ -55,6 +55,7 @@ def test_compare_flow_stores_a_private_report_and_private_artifacts(harness, tmp
     res = compare_flow(name="sbm-cmp", config_path=str(_config(tmp_path)))
     assert res["private"] is True
     assert open_store(str(tmp_path / "store")).list_versions() == []  # never a shareable version
+    assert not (tmp_path / "private" / "checkpoints" / "sbm-cmp").exists()  # seeded: checkpointed, then removed
     folder = Path(res["report"])
     assert folder.is_relative_to(tmp_path / "private" / "reports" / "sbm-cmp")
     info = json.loads((folder / "report.json").read_text())
