@@ -25,6 +25,7 @@ from privgraph.mechanisms.hrg.convergence import (
     RHAT_THRESHOLD,
     SAFETY_FACTOR,
     Proxy,
+    clear_check_cache,
     convergence_check,
     edge_rr_proxy,
     priv_hrg_proxy,
@@ -34,6 +35,14 @@ from privgraph.mechanisms.hrg.convergence import (
 from privgraph.storage.manifest import seed_key_paths
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_checks():
+    """Every test runs its checks' chains: no record kept from another test."""
+    clear_check_cache()
+    yield
+    clear_check_cache()
 
 
 def _graph(n: int = 80, seed: int = 1, rho: float = 0.5) -> GraphData:
@@ -136,6 +145,7 @@ def test_check_is_deterministic_given_its_public_seed() -> None:
     px = edge_rr_proxy(g.num_nodes, leaves, pub, mask, 0)
     kernel = Phase("private", 0, 0.0, exponent(0.5, v.size))
     a = convergence_check(px, kernel, seed=3, threads=1)
+    clear_check_cache()
     b = convergence_check(px, kernel, seed=3, threads=2)
     assert a == b and a["passed"]
     c = convergence_check(px, kernel, seed=4, threads=2)
@@ -156,7 +166,9 @@ def test_check_record_is_identical_when_one_private_edge_changes(mech: Any) -> N
     h = _one_private_edge_moved(g)
     if isinstance(mech, PrivHRG):  # every edge is private to privHRG: move one, same leaf set
         assert np.array_equal(np.unique(g.edges("all")), np.unique(h.edges("all")))
-    a, b = mech.convergence_check(g), mech.convergence_check(h)
+    a = mech.convergence_check(g)
+    clear_check_cache()
+    b = mech.convergence_check(h)
     assert a == b
     _record_is_public(a)
     # and through the fit: the record in the release's info is the same; the release is not
@@ -184,7 +196,41 @@ def test_check_never_reads_private_edges() -> None:
         raise AssertionError("no replacement kept V_pri")
     assert not np.array_equal(h.edges_private, g.edges_private)
     m = EdgeRR(epsilon=1.0, rounds=1)
-    assert m.convergence_check(g) == m.convergence_check(h)
+    a = m.convergence_check(g)
+    clear_check_cache()
+    assert m.convergence_check(h) == a
+
+
+def test_the_same_check_again_is_kept_not_rerun(monkeypatch) -> None:
+    """The record is a function of public inputs: the same check again in the process is a copy
+    of the kept one (no chain runs, on_budget called per budget as before); another seed, kernel
+    or proxy runs its chains."""
+    import privgraph.mechanisms.hrg.convergence as conv
+
+    g = _graph(100)
+    leaves, pub, mask, v = EdgeRR(epsilon=1.0)._inputs(g)
+    px = edge_rr_proxy(g.num_nodes, leaves, pub, mask, 0)
+    kernel = Phase("private", 0, 0.0, exponent(0.5, v.size))
+    first_budgets: list[dict[str, Any]] = []
+    a = convergence_check(px, kernel, seed=3, on_budget=first_budgets.append)
+    calls = []
+    real = conv.run_mcmc
+    monkeypatch.setattr(conv, "run_mcmc", lambda *args, **kw: calls.append(1) or real(*args, **kw))
+    again_budgets: list[dict[str, Any]] = []
+    b = convergence_check(px, kernel, seed=3, on_budget=again_budgets.append)
+    assert b == a and b is not a and calls == [] and again_budgets == first_budgets
+    b["budgets"].clear()  # a copy: the kept record is not changed through it
+    assert convergence_check(px, kernel, seed=3) == a and calls == []
+    convergence_check(px, kernel, seed=4)
+    assert calls
+    n = len(calls)
+    convergence_check(px, Phase("private", 0, 0.0, exponent(1.0, v.size)), seed=3)
+    assert len(calls) > n
+    n = len(calls)
+    import dataclasses
+
+    convergence_check(dataclasses.replace(px, edges_public=px.edges_public[:, 1:]), kernel, seed=3)
+    assert len(calls) > n
 
 
 # -- the documented minimum -----------------------------------------------------------------------

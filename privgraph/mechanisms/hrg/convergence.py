@@ -87,10 +87,15 @@ number of threads.
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import dataclasses
+import hashlib
+import json
 import math
 import numbers
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -118,6 +123,7 @@ __all__ = [
     "edge_rr_proxy",
     "priv_hrg_proxy",
     "convergence_check",
+    "clear_check_cache",
     "check_seed",
     "check_steps_setting",
 ]
@@ -502,7 +508,10 @@ def convergence_check(
         a function of the proxy (public), the kernel and the seed.
 
     Runtime: ``chains * s_last * n`` MCMC steps (each chain is continued from one budget to the
-    next), in parallel threads; ``O(n + m)`` memory per chain plus its trace.
+    next), in parallel threads; ``O(n + m)`` memory per chain plus its trace. The record is a
+    function of public inputs only, so the last :data:`CHECK_CACHE_SIZE` records are kept in the
+    process: the same check again (a comparison's next run at the same epsilon, on the same leaf
+    set) returns a copy at once, ``on_budget`` called for each budget as before.
     """
     seed = check_seed(seed)
     if not isinstance(kernel, Phase):
@@ -515,6 +524,60 @@ def convergence_check(
     if isinstance(safety_factor, bool) or not isinstance(safety_factor, (int, float)) or not safety_factor >= 1.0:
         raise ValueError(f"safety_factor must be a number >= 1, got {safety_factor!r}")
     threads = min(chains, os.cpu_count() or 1) if threads is None else check_int(threads, "threads", minimum=1)
+    key = _check_key(proxy, kernel, seed, chains, min_steps, max_steps, rhat_threshold, safety_factor, schedule_info)
+    with _CHECK_LOCK:
+        cached = _CHECK_CACHE.get(key)
+        if cached is not None:
+            _CHECK_CACHE.move_to_end(key)
+    if cached is not None:
+        record = copy.deepcopy(cached)
+        for entry in record["budgets"]:
+            if on_budget is not None:
+                on_budget(entry)
+        return record
+    record = _run_check(proxy, kernel, seed, chains, min_steps, max_steps, float(rhat_threshold),
+                        float(safety_factor), schedule_info, threads, on_budget)
+    with _CHECK_LOCK:
+        _CHECK_CACHE[key] = copy.deepcopy(record)
+        while len(_CHECK_CACHE) > CHECK_CACHE_SIZE:
+            _CHECK_CACHE.popitem(last=False)
+    return record
+
+
+#: How many convergence-check records a process keeps (:func:`convergence_check`).
+CHECK_CACHE_SIZE = 32
+_CHECK_CACHE: OrderedDict[str, dict[str, Any]] = OrderedDict()
+_CHECK_LOCK = threading.Lock()
+
+
+def clear_check_cache() -> None:
+    """Forget the kept check records (the next check runs its chains)."""
+    with _CHECK_LOCK:
+        _CHECK_CACHE.clear()
+
+
+def _check_key(proxy: Proxy, kernel: Phase, *settings: Any) -> str:
+    """SHA-256 of everything a check's record depends on: the PUBLIC proxy's arrays and
+    description, the kernel's coefficients and the check's settings."""
+    h = hashlib.sha256()
+    for a in (proxy.leaf_nodes, proxy.edges_public, proxy.edges_private, proxy.private_leaf):
+        if a is None:
+            h.update(b"none")
+        else:
+            a = np.ascontiguousarray(a)
+            h.update(str((a.dtype.str, a.shape)).encode())
+            h.update(a.tobytes())
+    h.update(json.dumps([proxy.num_nodes, proxy.info, kernel.kind, float(kernel.a_pub), float(kernel.a_pri),
+                         *settings], sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def _run_check(
+    proxy: Proxy, kernel: Phase, seed: int, chains: int, min_steps: int, max_steps: int, rhat_threshold: float,
+    safety_factor: float, schedule_info: dict[str, Any] | None, threads: int,
+    on_budget: Callable[[dict[str, Any]], None] | None,
+) -> dict[str, Any]:
+    """The check itself (:func:`convergence_check`, arguments validated there)."""
     n = int(proxy.leaf_nodes.size)
     budgets: list[int] = []
     s = min_steps
