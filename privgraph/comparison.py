@@ -32,7 +32,7 @@ import numpy as np
 
 from privgraph.attacks.suite import AttackProbe
 from privgraph.config import mechanism_entry
-from privgraph.graph import GraphData
+from privgraph.graph import GraphData, in_sorted
 from privgraph.mechanisms import build_at_epsilon, takes_epsilon
 from privgraph.mechanisms.base import Scope
 from privgraph.parallel import Executor
@@ -272,10 +272,19 @@ def run_comparison(
                 if true_degree is not None and i == 0:
                     curves[f"{name}/{eps:g}"] = degree_curve(true_degree, _degrees(result.graph))
                 # an edge mechanism leaves the features, labels and public edges as they are: the
-                # reference models of run i are the same for every such cell (trained once)
+                # reference models of run i are the same for every such cell (trained once). One
+                # that privatizes the public edges too (privHRG) leaves them out of its release;
+                # they are declared public all the same, so its cells get the same references
                 refs = None
-                if sc is Scope.EDGES and np.array_equal(result.graph.edges_public, graph.edges_public):
-                    refs = _references(result.graph, ts, {**kwargs, "eval_y": graph.y}, edge_refs.setdefault(i, {}))
+                view = result.graph
+                if sc is Scope.EDGES and getattr(mech, "all_edges_private", False):
+                    n = np.int64(graph.num_nodes)
+                    sample = result.graph.edges_private
+                    public = np.sort(graph.edges_public.min(0) * n + graph.edges_public.max(0))
+                    keep = ~in_sorted(sample.min(0) * n + sample.max(0), public)
+                    view = result.graph.replace(edges_public=graph.edges_public, edges_private=sample[:, keep])
+                if sc is Scope.EDGES and np.array_equal(view.edges_public, graph.edges_public):
+                    refs = _references(view, ts, {**kwargs, "eval_y": graph.y}, edge_refs.setdefault(i, {}))
                 records.append({"mechanism": name, "epsilon": eps, "run": i,
                                 **train(result.graph, ts, refs, eval_y=graph.y, **kwargs)})
                 if checkpoint is not None:

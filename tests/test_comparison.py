@@ -226,3 +226,20 @@ def test_a_cut_off_comparison_resumes_from_its_checkpoint(small, tmp_path, monke
     assert from_ck == ["clean graph run 0: from the checkpoint", "clean graph run 1: from the checkpoint",
                        "dprr eps=1 run 0: from the checkpoint", "dprr eps=1 run 1: from the checkpoint"]
     assert len(resumed) == 2 + 2 * 2 + 2  # nonpriv_part's eps 2 reuses eps 1's runs: not cells of their own
+
+
+def test_priv_hrg_cells_get_the_declared_public_edges_as_a_reference(small, one_torch_thread):
+    """privHRG privatizes the public edges too, so its release holds none; they are declared
+    public all the same: its cells get the same public-edges reference model (and the validation
+    choice among floor, public edges and GNN) as every other edge cell of the same run."""
+    g, parts = small
+    assert g.edges_public.shape[1] and g.edges_private.shape[1]
+    r = _run(small, scope="edges", mechanisms={"priv_hrg": {}, "nonpriv_part": {}}, target="priv_hrg",
+             epsilons=[1.0], runs=2)
+    by = {(rec["mechanism"], rec["run"]): rec for rec in r.records}
+    for i in range(2):
+        hrg, part = by[("priv_hrg", i)], by[("nonpriv_part", i)]
+        # NonPriv-Part's GNN is the same model over the same public edges, seed and labels
+        assert hrg["public_edges_acc"] == part["test_acc"]
+        assert hrg["feature_only_acc"] == part["feature_only_acc"]
+        assert hrg["selected"] in {"feature_only", "public_edges", "gnn"}
