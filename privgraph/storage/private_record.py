@@ -37,6 +37,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from privgraph.errors import ConfigError
 from privgraph.storage.base import check_name, check_version_id
 
 __all__ = [
@@ -227,7 +228,8 @@ class CellCheckpoint:
     the input graphs: a run with other settings, other data or other code gets another file and
     recomputes every cell, and the file name reveals neither the seed nor the data. The cells are
     accuracies on raw labels: private-record material, covered by no guarantee, never logged or
-    published. A torn last line (the process died while writing it) is dropped on open.
+    published. A torn last line (the process died while writing it) is dropped on open; any other
+    line that is not a cell is a :class:`~privgraph.errors.ConfigError` (one line, exit 2).
     :meth:`discard` removes the file once the comparison's report is written.
     """
 
@@ -262,7 +264,7 @@ class CellCheckpoint:
                 rec = json.loads(line)
                 cells[str(rec["cell"])] = rec["value"]
             except (ValueError, KeyError, TypeError) as e:
-                raise ValueError(f"{self.path}:{i}: not a checkpointed cell ({e}); delete the file to start over") from e
+                raise ConfigError(f"{self.path}:{i}: not a checkpointed cell ({e}); delete the file to start over") from e
         if lines[-1]:  # torn last line: keep the complete ones only
             write_private_file(self.path, "".join(f"{ln}\n" for ln in lines[:-1]).encode())
         return cells

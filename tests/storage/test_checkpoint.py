@@ -8,6 +8,7 @@ import stat
 import numpy as np
 import pytest
 
+from privgraph.errors import exit_code_for, one_line
 from privgraph.graph import GraphData
 from privgraph.storage.private_record import CellCheckpoint, owner_key_path
 
@@ -73,8 +74,9 @@ def test_a_corrupt_complete_line_names_the_file_and_line(tmp_path, monkeypatch):
     ck.put("a", 1)
     with ck.path.open("a") as f:
         f.write("garbage\n")
-    with pytest.raises(ValueError, match=r"\.jsonl:2: not a checkpointed cell .*delete the file"):
+    with pytest.raises(ValueError, match=r"\.jsonl:2: not a checkpointed cell .*delete the file") as err:
         CellCheckpoint(tmp_path, "cmp", {}, [_graph()])
+    assert exit_code_for(err.value) == 2 and "\n" not in one_line(err.value)
 
 
 def test_bad_name_refused(tmp_path):
