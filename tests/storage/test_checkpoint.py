@@ -3,6 +3,7 @@ by an HMAC of everything they depend on, torn last lines dropped, removed with d
 
 from __future__ import annotations
 
+import re
 import stat
 
 import numpy as np
@@ -30,7 +31,12 @@ def test_cells_survive_a_new_process_owner_only(tmp_path, monkeypatch):
     assert stat.S_IMODE(ck.path.stat().st_mode) == 0o600
     assert stat.S_IMODE(ck.path.parent.stat().st_mode) == 0o700
     assert ck.path.parent == tmp_path / "checkpoints" / "cmp"
-    assert "11" not in ck.path.name and "seed" not in ck.path.name
+    # the name is an HMAC under the owner's key: nothing of the seed is readable from it, and
+    # another owner's key gives another name for the same settings and data
+    assert re.fullmatch(r"[0-9a-f]{32}\.jsonl", ck.path.name)
+    monkeypatch.setenv("PRIVGRAPH_HOME", str(tmp_path / "other-owner"))
+    assert CellCheckpoint(tmp_path, "cmp", {"seed": 11}, [_graph()]).path.name != ck.path.name
+    monkeypatch.delenv("PRIVGRAPH_HOME")
     assert owner_key_path(tmp_path).exists()  # the key behind the file name
     back.discard()
     assert not ck.path.exists() and not ck.path.parent.exists()
