@@ -44,16 +44,16 @@ def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | No
     ccfg = cfg.comparison(name)
     label_flow_run(tags=comparison_tags(name, ccfg))
     pcfg = cfg.get(ccfg.pipeline)
-    disclosure = cfg.disclosure(ccfg.pipeline)
+    scores_cfg = ccfg.scores or pcfg.scores
+    disclosure = cfg.disclosure(ccfg.pipeline, scores=ccfg.scores)  # the comparison's scores, if it has its own
     root = as_seed_sequence(ccfg.seed)  # None: fresh OS entropy; never written anywhere
 
     graph, _ = ingest_with_features(pcfg)
     parts = partition(graph, pcfg.partitions)
-    scores_cfg = ccfg.scores or pcfg.scores
     scores = None
     if scores_cfg is not None:
-        scores = score(graph, scores_cfg, stage_seed(root, "scores"), disclosure.private_label_rows(graph),
-                       pcfg.embed, pcfg.dataset.root)
+        scores = score(disclosure.public_rows(graph), scores_cfg, stage_seed(root, "scores"), pcfg.embed,
+                       pcfg.dataset.root)
     if scores is not None and scores.guarantee is not None:
         raise ConfigError(
             f"comparisons.{name}.scores: the scores charge private labels (charge_epsilon); a comparison "

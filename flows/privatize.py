@@ -65,8 +65,8 @@ def privatize_flow(
     parts = partition(graph, cfg.partitions)
     scores = None
     if cfg.scores is not None:
-        scores = score(graph, cfg.scores, stage_seed(root, "scores"), disclosure.private_label_rows(graph),
-                       cfg.embed, cfg.dataset.root)
+        # the scores receive the declared-public rows only: a graph of those rows, nothing else
+        scores = score(disclosure.public_rows(graph), cfg.scores, stage_seed(root, "scores"), cfg.embed, cfg.dataset.root)
     result = privatize(graph, parts, cfg, stage_seed(root, "privatize"), None if scores is None else scores.theta,
                        name=pipeline)
     if scores is not None and scores.guarantee is not None:

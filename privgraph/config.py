@@ -545,11 +545,13 @@ class PipelinesConfig(_Strict):
             )
         return self.comparisons[name]
 
-    def disclosure(self, name: str) -> Disclosure:
-        """What pipeline ``name`` declares public: the one declaration every stage reads."""
+    def disclosure(self, name: str, scores: ScoresConfig | None = None) -> Disclosure:
+        """What pipeline ``name`` declares public: the one declaration every stage reads.
+        ``scores``: a comparison's own scores section in place of the pipeline's."""
         from privgraph.disclosure import declare_public
 
-        return declare_public(name, self.get(name))
+        cfg = self.get(name)
+        return declare_public(name, cfg if scores is None else cfg.model_copy(update={"scores": scores}))
 
     def get(self, name: str) -> PipelineConfig:
         if name not in self.pipelines:

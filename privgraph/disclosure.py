@@ -52,6 +52,7 @@ from privgraph.graph import GraphData
 
 if TYPE_CHECKING:
     from privgraph.config import PipelineConfig
+    from privgraph.scoring.importance import PublicRows
     from privgraph.scoring.theta import PublicNodesConfig
 
 __all__ = ["Disclosure", "declare_public", "FINGERPRINT_FORMAT"]
@@ -119,27 +120,26 @@ class Disclosure:
             return np.ones(n, dtype=bool)
         out = np.zeros(n, dtype=bool)
         if self.public_nodes is not None:
-            out[self.public_node_ids(graph)] = True
+            out[self.public_rows(graph).nodes] = True
         return out
 
-    def public_node_ids(self, graph: GraphData) -> np.ndarray:
-        """The ids of the scores' declared-public nodes (empty without scores).
+    def public_rows(self, graph: GraphData) -> PublicRows:
+        """The scores' declared-public rows as the view the scores stage reads (a graph of those
+        rows only: :class:`~privgraph.scoring.importance.PublicRows`).
 
-        The same selection :func:`~privgraph.scoring.compute_scores` makes (one function:
-        :func:`~privgraph.scoring.importance.public_node_subset`, public selection seed)."""
+        Made by THE one selection, :func:`~privgraph.scoring.importance.public_rows` (public
+        selection seed; unlabelled nodes excluded exactly when the scores read labels), which
+        :func:`~privgraph.scoring.compute_scores` also calls when given a whole graph.
+
+        Raises:
+            ValueError: the pipeline computes no scores.
+        """
         if self.public_nodes is None:
-            return np.zeros(0, dtype=np.int64)
-        from privgraph.scoring.importance import public_node_subset
-        from privgraph.seeding import stage_seed
+            raise ValueError(f"{self.path('scores')} is not set: the pipeline declares no public rows")
+        from privgraph.scoring.importance import public_rows
 
-        pn = self.public_nodes
-        subset = public_node_subset(
-            graph, rule=pn.rule, fraction=pn.fraction, size=pn.size,
-            seed=stage_seed(np.random.SeedSequence(pn.selection_seed), "scores.subset"),
-            private_labels=self.private_label_rows(graph), use_labels=False,
-            all_features_public=pn.all_features_public,
-        )
-        return subset.nodes
+        return public_rows(graph, self.public_nodes, use_labels=self.scores_read_labels,
+                           private_labels=self.private_label_rows(graph))
 
     def public_inputs(self, graph: GraphData) -> Iterator[tuple[str, np.ndarray]]:
         """The public parts of an input graph, in a fixed order (what :meth:`fingerprint` hashes)."""
@@ -272,7 +272,7 @@ def declare_public(name: str, cfg: PipelineConfig) -> Disclosure:
         private_edges_by = None
     scores = cfg.scores
     pn = None if scores is None else scores.public_nodes
-    reads_labels = bool(scores is not None and scores.gamma > 0 and scores.importance.source == "public_subset")
+    reads_labels = bool(scores is not None and scores.reads_labels)
     d = Disclosure(
         pipeline=name,
         private_edges_by=private_edges_by,

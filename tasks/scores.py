@@ -12,27 +12,28 @@ from privgraph.embed.cache import EmbeddingCache
 from privgraph.embed.stage import build_embedder, face_masked_embeddings, face_variant
 from privgraph.graph import GraphData
 from privgraph.scoring import ScoreResult, ScoresConfig, compute_scores
+from privgraph.scoring.importance import PublicRows
 
 
 @task(name="scores", cache_policy=NO_CACHE, persist_result=False)
 def score(
-    graph: GraphData, config: ScoresConfig, seed: np.random.SeedSequence, private_labels: np.ndarray | None = None,
+    rows: PublicRows, config: ScoresConfig, seed: np.random.SeedSequence,
     embed: EmbedConfig | None = None, root: str | None = None,
 ) -> ScoreResult:
-    """Scores are cached per input fingerprint by privgraph (not by Prefect: the input is raw).
-    ``private_labels``: the nodes whose label the pipeline's declaration makes private. With
-    ``sensitivity.faces`` (image graphs), beta compares the public images' embeddings with those of
-    the same images with their faces masked, by the ``embed`` stage's model."""
+    """theta from the pipeline's declared-public rows only (``rows``:
+    :meth:`privgraph.disclosure.Disclosure.public_rows`, a graph of those rows and nothing else).
+    Scores are cached by privgraph (not by Prefect: the rows are raw). With ``sensitivity.faces``
+    (image graphs), beta compares the public images' embeddings with those of the same images with
+    their faces masked, by the ``embed`` stage's model."""
     faces = config.sensitivity.faces if config.sensitivity is not None else None
     if faces is None or embed is None:
-        return compute_scores(graph, config, seed=seed, private_labels=private_labels)
+        return compute_scores(rows, config, seed=seed)
     embedder = build_embedder(embed.model_dump(), root or data_root())
     cache = EmbeddingCache() if embed.cache else None
 
-    def masked(nodes: np.ndarray) -> np.ndarray:
-        return face_masked_embeddings(graph, nodes, embedder, threshold=faces.threshold, margin=faces.margin,
-                                      mask=faces.mask, cache=cache)[0]
+    def masked(view: GraphData) -> np.ndarray:
+        return face_masked_embeddings(view, np.arange(view.num_nodes), embedder, threshold=faces.threshold,
+                                      margin=faces.margin, mask=faces.mask, cache=cache)[0]
 
     masked_id = f"{embedder.model_id}/{face_variant(faces.threshold, faces.margin, faces.mask)}"
-    return compute_scores(graph, config, seed=seed, private_labels=private_labels, masked_rows=masked,
-                          masked_id=masked_id)
+    return compute_scores(rows, config, seed=seed, masked_rows=masked, masked_id=masked_id)

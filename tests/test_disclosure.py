@@ -130,3 +130,59 @@ def test_the_owners_key_and_keyed_identity(graph, tmp_path, monkeypatch):
     assert key.hex() not in ident and os.urandom(0) == b""
     with pytest.raises(ValueError, match="16 bytes"):
         graph.keyed_digest(b"short")
+
+
+def test_the_scores_read_only_the_rows_the_declaration_makes_public(tmp_path):
+    """Issue 24, leak 1: with unlabelled nodes and rule ``random``, the declaration drew the public
+    nodes over all nodes and the scores over the labelled ones: most rows theta read were private,
+    and changing one moved theta while the fingerprint stood still. Now ONE selection makes both,
+    the scores get a view holding the declared rows only, and theta does not move with any other
+    row. Real loader path: the user's files on disk."""
+    from privgraph.datasets import load_dataset
+    from privgraph.scoring import compute_scores
+    from tests.graph_files import write_generic
+
+    g = sbm_graph(300, num_classes=3, avg_degree=6.0, num_features=8, seed=5)
+    y = g.y.copy()
+    y[::3] = -1  # a third of the nodes carry no label
+    g = split_public_private(g.replace(y=y, train_mask=None, val_mask=None, test_mask=None), 0.3, seed=2)
+    options = write_generic(g, tmp_path)
+    data = copy.deepcopy(BASE)
+    p = data["pipelines"]["p"]
+    p["dataset"] = {"name": "generic", "root": str(tmp_path), "options": {**options, "train": 0.5, "val": 0.25}}
+    p["scores"] = {"gamma": 1.0, "public_nodes": {"rule": "random", "size": 40}}
+    p.pop("labels")
+    p["budget"].pop("labels")
+    cfg = parse_config(data)
+    d = cfg.disclosure("p")
+    scores = cfg.get("p").scores
+
+    def load():
+        return load_dataset("generic", root=tmp_path, **p["dataset"]["options"])
+
+    graph = load()
+    public = d.public_feature_rows(graph)
+    view = d.public_rows(graph)
+    assert public.sum() == 40 and np.array_equal(view.nodes, np.flatnonzero(public))
+    assert view.graph.num_nodes == 40 and view.graph.num_edges == 0 and np.array_equal(view.graph.x, graph.x[public])
+    assert (graph.y[public] >= 0).all()  # the surrogate trains on labels: no unlabelled public node
+    theta = compute_scores(view, scores, seed=0, cache=False).theta
+    # a whole graph goes through the same selection
+    assert np.array_equal(compute_scores(graph, scores, seed=0, cache=False).theta, theta)
+
+    x = np.load(tmp_path / "features.npy")
+    for i in np.flatnonzero(~public)[:: 25]:  # an undeclared row changed on disk moves nothing
+        changed = x.copy()
+        changed[i] = 1.0 - x[i]
+        np.save(tmp_path / "features.npy", changed)
+        other = load()
+        assert np.array_equal(d.public_feature_rows(other), public)
+        assert d.fingerprint(other) == d.fingerprint(graph)
+        assert np.array_equal(compute_scores(d.public_rows(other), scores, seed=0, cache=False).theta, theta), i
+        assert np.array_equal(compute_scores(other, scores, seed=0, cache=False).theta, theta), i
+    np.save(tmp_path / "features.npy", x)
+    j = int(np.flatnonzero(public)[0])  # a declared row does move theta (the check can fail)
+    changed = x.copy()
+    changed[j] = 1.0 - x[j]
+    np.save(tmp_path / "features.npy", changed)
+    assert not np.array_equal(compute_scores(d.public_rows(load()), scores, seed=0, cache=False).theta, theta)

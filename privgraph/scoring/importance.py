@@ -52,7 +52,7 @@ from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
 from privgraph.mechanisms.base import Guarantee, check_epsilon, check_int
 from privgraph.mechanisms.features.label_rr import LabelRR
-from privgraph.seeding import as_generator
+from privgraph.seeding import as_generator, stage_seed
 
 __all__ = [
     "RULES",
@@ -60,6 +60,9 @@ __all__ = [
     "MODEL_FILE_FORMAT",
     "PrivateLabelsError",
     "PublicSubset",
+    "PublicRows",
+    "public_rows",
+    "restrict_rows",
     "ImportanceResult",
     "LinearSurrogate",
     "public_node_subset",
@@ -109,6 +112,85 @@ class PublicSubset:
 
     def __repr__(self) -> str:  # no ids
         return f"PublicSubset(rule={self.description.get('rule')!r}, size={self.size})"
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class PublicRows:
+    """The declared-public rows of an input graph: the ONLY view of it that scoring reads.
+
+    ``graph`` holds those rows and nothing else (:func:`restrict_rows`: ``k`` nodes and no edges;
+    features, labels, split masks and the image paths of the rows), so a reader of the view cannot
+    reach a row the pipeline's declaration does not make public. Labels flagged in
+    ``subset.private_labels`` are private even here: they are read only through the charged LabelRR.
+
+    Attributes:
+        graph: the restricted graph (row ``i`` is input node ``subset.nodes[i]``).
+        subset: which input nodes they are, which labels are private, and the public description.
+    """
+
+    graph: GraphData
+    subset: PublicSubset
+
+    @property
+    def nodes(self) -> np.ndarray:
+        return self.subset.nodes
+
+    @property
+    def size(self) -> int:
+        return self.subset.size
+
+    def __repr__(self) -> str:  # no ids
+        return f"PublicRows(rule={self.subset.description.get('rule')!r}, size={self.size})"
+
+
+#: per-node metadata a restricted view keeps (restricted to its rows), and public scalars it keeps
+_ROW_META = ("image_paths",)
+_PUBLIC_META = ("name", "num_classes")
+
+
+def restrict_rows(graph: GraphData, nodes: np.ndarray) -> GraphData:
+    """``graph`` restricted to ``nodes`` (sorted ids): their features, labels, split masks and image
+    paths, no edges, and of the other metadata only the public ``name`` and ``num_classes`` (a
+    loader's other metadata may be counted from raw data)."""
+    nodes = np.asarray(nodes, dtype=np.int64)
+    meta: dict[str, Any] = {k: graph.meta[k] for k in _PUBLIC_META if k in graph.meta}
+    for k in _ROW_META:
+        if k in graph.meta:
+            meta[k] = tuple(graph.meta[k][int(i)] for i in nodes)
+    masks = {m: getattr(graph, m)[nodes] for m in MASK_NAMES if getattr(graph, m) is not None}
+    empty = np.zeros((2, 0), dtype=np.int64)
+    return GraphData(
+        num_nodes=int(nodes.size), x=None if graph.x is None else graph.x[nodes],
+        y=None if graph.y is None else graph.y[nodes], edges_public=empty, edges_private=empty, meta=meta, **masks,
+    )
+
+
+def public_rows(
+    graph: GraphData, public_nodes: Any, *, use_labels: bool, private_labels: np.ndarray | None = None
+) -> PublicRows:
+    """THE selection of the scores' public nodes, as a view (:class:`PublicRows`).
+
+    Every reader calls this one function: the pipeline's declaration
+    (:meth:`privgraph.disclosure.Disclosure.public_rows`, which the scores stage receives, and the
+    public fingerprint) and :func:`~privgraph.scoring.compute_scores` given a whole graph. The
+    draw of rule ``random`` uses the PUBLIC ``public_nodes.selection_seed`` (child
+    ``scores.subset``); ``use_labels``: whether the scores read labels (the surrogate is trained on
+    the subset), which excludes unlabelled nodes from the draw.
+
+    Args:
+        graph: the input graph.
+        public_nodes: a :class:`~privgraph.scoring.theta.PublicNodesConfig`.
+        use_labels: the scores train the importance surrogate on the subset's labels.
+        private_labels: boolean ``[n]``, the nodes whose label the declaration makes private.
+    """
+    pn = public_nodes
+    subset = public_node_subset(
+        graph, rule=pn.rule, fraction=pn.fraction, size=pn.size,
+        seed=stage_seed(np.random.SeedSequence(pn.selection_seed), "scores.subset"),
+        private_labels=private_labels, charge_epsilon=pn.charge_epsilon, use_labels=use_labels,
+        all_features_public=pn.all_features_public,
+    )
+    return PublicRows(restrict_rows(graph, subset.nodes), subset)
 
 
 def _check_mask_names(names: Any, what: str) -> tuple[str, ...]:

@@ -234,6 +234,13 @@ class ScoresConfig(_Strict):
             raise ValueError(f"gamma must be in [0, 1], got {f}")
         return f
 
+    @property
+    def reads_labels(self) -> bool:
+        """Whether the scores read the public nodes' labels (the importance surrogate is trained on
+        the public subset): then unlabelled nodes are no public node, and private ones are refused
+        or charged."""
+        return self.gamma > 0 and self.importance.source == "public_subset"
+
     @model_validator(mode="after")
     def _needs_sensitivity(self) -> ScoresConfig:
         if self.sensitivity is None and self.gamma < 1.0:
@@ -382,7 +389,7 @@ def _from_payload(payload: Mapping[str, Any], key: str) -> ScoreResult | None:
 
 
 def compute_scores(
-    graph: GraphData,
+    graph: GraphData | _imp.PublicRows,
     config: ScoresConfig | Mapping[str, Any],
     *,
     seed: Any,
@@ -395,8 +402,10 @@ def compute_scores(
 ) -> ScoreResult:
     r"""alpha (Eq. 6), beta (Eq. 5) and theta (Eq. 7, normalised) for FeatureRR, from public data.
 
-    Steps: choose the public node subset (:func:`~privgraph.scoring.importance.public_node_subset`,
-    which refuses private labels unless ``charge_epsilon`` is set); randomize the private labels
+    Steps: restrict the input to the public node subset (the view
+    :func:`~privgraph.scoring.importance.public_rows` makes, which refuses private labels unless
+    ``charge_epsilon`` is set; a pipeline passes its declaration's view, so nothing else of the
+    input is in reach); randomize the private labels
     among them with LabelRR when charged; alpha from a logistic-regression surrogate on the
     subset (or from a model file); beta from masking the sensitive columns on the subset's rows
     only; theta by Eq. 7.
@@ -409,7 +418,10 @@ def compute_scores(
     (child ``scores.labels``). Without a charge the result does not depend on ``seed``.
 
     Args:
-        graph: the input graph (``x`` required; ``y`` when importance is trained on the subset).
+        graph: the declared-public rows (:meth:`privgraph.disclosure.Disclosure.public_rows`: what a
+            pipeline passes), or a whole input graph, which is first restricted to them by
+            :func:`~privgraph.scoring.importance.public_rows` (``x`` required; ``y`` when
+            importance is trained on the subset).
         config: a :class:`ScoresConfig` or a mapping of its fields.
         seed: the run's secret noise seed (int, SeedSequence, or None: OS entropy), used only
             to randomize private labels when charged. Never recorded.
@@ -419,13 +431,14 @@ def compute_scores(
             applied to the subset's rows of ``graph.x`` (default: identity).
         embed_id: a stable name for ``embed`` (part of the cache key); with ``embed`` but no
             ``embed_id`` the cache is off, since a callable cannot be fingerprinted.
-        private_labels: boolean ``[n]``: the nodes whose label the pipeline declares private
-            (:meth:`privgraph.disclosure.Disclosure.private_label_rows`, the ONE declaration
-            every stage reads); the subset never reads them raw (refused, or randomized and
-            charged with ``charge_epsilon``). ``None``: every label is public.
-        masked_rows: ``sensitivity.faces`` only: node ids -> ``zhat``, the embeddings of those
-            nodes' images with their faces masked (:func:`privgraph.embed.stage.face_masked_embeddings`);
-            called with the PUBLIC subset's ids only.
+        private_labels: with a whole graph: boolean ``[n]``, the nodes whose label the pipeline
+            declares private (:meth:`privgraph.disclosure.Disclosure.private_label_rows`, the ONE
+            declaration every stage reads); the subset never reads them raw (refused, or
+            randomized and charged with ``charge_epsilon``). ``None``: every label is public.
+            Not with a view (it carries them).
+        masked_rows: ``sensitivity.faces`` only: the view's restricted graph -> ``zhat``, the
+            embeddings of its images with their faces masked
+            (:func:`privgraph.embed.stage.face_masked_embeddings`): the PUBLIC rows only.
         masked_id: a stable name of ``masked_rows`` (model, weights, face settings) for the cache key;
             without it the cache is off.
 
@@ -433,9 +446,10 @@ def compute_scores(
         :class:`ScoreResult`. When ``guarantee`` is not None the caller MUST record it in the
         ledger (scope LABELS), also when the result came from the cache.
     """
-    if not isinstance(graph, GraphData):
-        raise TypeError(f"graph must be a GraphData, got {type(graph).__name__}")
-    if graph.x is None:
+    if not isinstance(graph, (GraphData, _imp.PublicRows)):
+        raise TypeError(f"graph must be a GraphData or PublicRows, got {type(graph).__name__}")
+    whole = graph if isinstance(graph, GraphData) else graph.graph
+    if whole.x is None:
         raise ValueError("compute_scores: graph.x is None (an unattributed graph has no features to score)")
     cfg = as_scores_config(config)
     if embed is not None and not callable(embed):
@@ -453,20 +467,17 @@ def compute_scores(
     selection = np.random.SeedSequence(pn.selection_seed)  # public-row choices only
     need_alpha = cfg.gamma > 0.0
     need_beta = cfg.gamma < 1.0
-    train_on_subset = need_alpha and imp.source == "public_subset"
+    train_on_subset = cfg.reads_labels
 
-    subset = _imp.public_node_subset(
-        graph,
-        rule=pn.rule,
-        fraction=pn.fraction,
-        size=pn.size,
-        seed=stage_seed(selection, "scores.subset"),
-        private_labels=private_labels,
-        charge_epsilon=pn.charge_epsilon,
-        use_labels=train_on_subset,
-        all_features_public=pn.all_features_public,
-    )
-    x_sub = graph.x[subset.nodes]
+    if isinstance(graph, GraphData):
+        view = _imp.public_rows(graph, pn, use_labels=train_on_subset, private_labels=private_labels)
+    elif private_labels is not None:
+        raise ValueError("compute_scores: a PublicRows view carries its private labels; pass private_labels "
+                         "with a whole graph only")
+    else:
+        view = graph
+    subset, rows = view.subset, view.graph  # from here on, only the public rows are in reach
+    x_sub = rows.x
     if need_beta and not faces:
         bad = [c for c in cfg.sensitivity.sensitive_columns if c >= x_sub.shape[1]]  # type: ignore[union-attr]
         if bad:
@@ -476,11 +487,11 @@ def compute_scores(
     y_used = y_eval = None
     guarantee: Guarantee | None = None
     if need_alpha and (train_on_subset or not subset.private_labels.any()):
-        if graph.y is None or graph.y.ndim != 1:
+        if rows.y is None or rows.y.ndim != 1:
             if train_on_subset:
                 raise ValueError("compute_scores: importance from the public subset needs single labels graph.y [n]")
         else:
-            y_sub = graph.y[subset.nodes]
+            y_sub = rows.y
             if train_on_subset and (y_sub < 0).any():
                 raise GraphValidationError(
                     f"compute_scores: {int((y_sub < 0).sum())} of the public nodes are unlabelled (-1) and the "
@@ -489,7 +500,7 @@ def compute_scores(
             if not train_on_subset:
                 y_eval = y_sub  # public labels: only the model file's accuracy
             elif subset.private_labels.any():
-                c = pn.num_classes if pn.num_classes is not None else graph.meta.get("num_classes")
+                c = pn.num_classes if pn.num_classes is not None else rows.meta.get("num_classes")
                 if c is None:
                     raise ValueError(
                         "compute_scores: charging private labels needs the PUBLIC number of classes: set "
@@ -567,7 +578,7 @@ def compute_scores(
     if need_beta and faces:
         fc = cfg.sensitivity.faces  # type: ignore[union-attr]
         z_sub = embedded(x_sub) if z_sub is None else z_sub
-        beta = _sens.embedding_sensitivity(z_sub, masked_rows(subset.nodes), what="masking the faces")  # type: ignore[misc]
+        beta = _sens.embedding_sensitivity(z_sub, masked_rows(rows), what="masking the faces")  # type: ignore[misc]
         sens_prov = {
             "sensitive_input": "faces found by RetinaFace in the public subset's images",
             "faces": fc.model_dump(mode="json"),  # type: ignore[union-attr]

@@ -91,12 +91,13 @@ def test_scores_with_faces_use_the_public_images_only(photos, embedder):
         compute_scores(g, cfg, seed=0, cache=False)
     seen = []
 
-    def masked(nodes):
-        seen.append(np.asarray(nodes).copy())
-        return face_masked_embeddings(g, nodes, embedder)[0]
+    def masked(view):  # the scores hand over a graph of the public rows only
+        seen.append(view.meta["image_paths"])
+        return face_masked_embeddings(view, np.arange(view.num_nodes), embedder)[0]
 
     res = compute_scores(g, cfg, seed=0, cache=False, masked_rows=masked, masked_id="test")
-    assert len(seen) == 1 and set(seen[0].tolist()) <= set(np.flatnonzero(g.train_mask).tolist())
+    public = [g.meta["image_paths"][i] for i in np.flatnonzero(g.train_mask)]
+    assert len(seen) == 1 and list(seen[0]) == public
     assert res.theta.shape == (2048,) and res.theta.sum() == pytest.approx(1.0)
     assert res.beta.sum() == pytest.approx(1.0)
     assert res.provenance["sensitivity"]["sensitive_input"].startswith("faces")
