@@ -234,6 +234,15 @@ def _check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+def output_classes(graph: GraphData, label_classes: int | None = None) -> int:
+    """The size of a node classifier's output layer for ``graph``: the largest of the PUBLIC class
+    count (``label_classes``, the labels mechanism's configured ``num_classes``, else
+    ``graph.meta["num_classes"]``) and the classes present in ``graph.y``. A function of the graph
+    trained on and public configuration only (for a version: post-processing of its release)."""
+    declared = label_classes if label_classes is not None else graph.meta.get("num_classes")
+    return max(graph.num_classes, int(declared) if declared is not None else 0)
+
+
 def drop_bound(label_epsilon: float | None, num_classes: int) -> float:
     r"""LPGNN's :math:`\mathrm{Acc}^*`, the highest expected accuracy on RR-perturbed labels.
 
@@ -554,11 +563,10 @@ def fit_node_classifier(
                 "train_node_classifier: eval_y must be integer labels of shape "
                 f"{list(graph.y.shape)}, got dtype {eval_y.dtype} shape {list(eval_y.shape)}"
             )
-    # a private graph's labels may miss a class that the clean graph has: size the output layer
-    # for both
-    num_classes = graph.num_classes
-    if eval_y is not None:
-        num_classes = max(num_classes, int(eval_y.max()) + 1)
+    # the output layer is sized from the trained graph and public configuration only, never from
+    # eval_y: for a version, eval_y holds raw labels, and a layer sized by their largest class
+    # would make the version's shareable metrics move with one raw label (issue 24, leak 4)
+    num_classes = output_classes(graph, label_classes)
 
     _check_choice(edges, "edges", EDGE_SETS)
     model_kwargs: dict[str, Any] = {} if aggr is None else {"aggr": aggr}

@@ -14,6 +14,7 @@ from privgraph.training import (
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 
 FAST = {"hidden": 16, "epochs": 60, "patience": None}
+QUICK = {"hidden": 16, "epochs": 15, "patience": None}
 
 
 def two_communities(n: int = 200, *, signal: float = 1.0, seed: int = 0) -> GraphData:
@@ -190,6 +191,28 @@ def test_evaluate_utility_scores_the_shareable_figure_on_the_versions_own_labels
     assert owner["private_on_raw_labels"] == owner["clean"]
     flipped = [1 - a for a in owner["clean"]["test_acc"]]
     assert res["private"]["test_acc"] == pytest.approx(flipped)
+
+
+def test_the_shareable_metrics_do_not_move_with_a_raw_label(noisy_graph):
+    """Issue 24, leak 4: the output layer was sized by the raw labels' largest class, so with the
+    version fixed, one raw training label set to a new class moved every shareable accuracy. The
+    layer now comes from the version and public configuration only; the owner's figures may move."""
+    rng = np.random.default_rng(0)
+    x = noisy_graph.x + rng.normal(size=noisy_graph.x.shape).astype(np.float32)
+    version = noisy_graph.replace(x=x, edges_private=noisy_graph.edges_public[:, ::3],
+                                  edges_public=np.delete(noisy_graph.edges_public, np.s_[::3], axis=1))
+    raw_y = noisy_graph.y.copy()
+    raw_y[int(np.flatnonzero(noisy_graph.train_mask)[0])] = 2  # a class the version does not have
+    base = evaluate_utility(version, noisy_graph, runs=1, seed_sequence=5, device="cpu", **QUICK)
+    other = evaluate_utility(version, noisy_graph.replace(y=raw_y), runs=1, seed_sequence=5, device="cpu", **QUICK)
+    assert set(base) >= {"private", "feature_only", "public_edges", "selected"}
+    shareable = {k: v for k, v in base.items() if k != OWNER_ONLY}
+    assert shareable == {k: v for k, v in other.items() if k != OWNER_ONLY}
+    # a declared class count (the labels mechanism's num_classes) sizes the layer: also public
+    declared = evaluate_utility(version, noisy_graph, runs=1, seed_sequence=5, device="cpu", label_classes=3, **QUICK)
+    again = evaluate_utility(version, noisy_graph.replace(y=raw_y), runs=1, seed_sequence=5, device="cpu",
+                             label_classes=3, **QUICK)
+    assert {k: v for k, v in declared.items() if k != OWNER_ONLY} == {k: v for k, v in again.items() if k != OWNER_ONLY}
 
 
 def test_evaluate_utility_detects_feature_noise(graph):
