@@ -53,9 +53,20 @@ EXIT_CODES: dict[int, str] = {
 
 
 class PrivgraphError(Exception):
-    """Base class of every error privgraph raises for a user-caused problem."""
+    """Base class of every error privgraph raises for a user-caused problem.
+
+    The message (``str(exc)``) reaches shareable channels (the CLI, ``run --ci``, the CI step
+    summary, Prefect's logs and run states), so it holds no value computed from private data. A
+    refusal that depends on private data puts what only the data owner may see (which node, its
+    degree) in ``private_detail``: the flow writes it to the owner's private record
+    (:func:`privgraph.storage.private_record.write_private_refusal`) and the message says so.
+    """
 
     exit_code: int = EXIT_BAD_INPUT
+
+    def __init__(self, *args: object, private_detail: dict[str, object] | None = None) -> None:
+        super().__init__(*args)
+        self.private_detail = private_detail
 
 
 class GraphValidationError(PrivgraphError, ValueError):

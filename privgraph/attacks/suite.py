@@ -11,7 +11,7 @@ everything returned is PRIVATE evaluation (the owner's record).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -69,9 +69,10 @@ def run_attacks(
             samples[a.name] = private_edge_pairs(clean, np.random.default_rng(pair_seed), max_positive=a.max_pairs)
         except GraphValidationError as exc:
             samples[a.name] = str(exc)
-    lt = samples.get("linkteller")
-    queries = np.unique(lt.pairs[0]).size if isinstance(lt, PairSample) else 0
-    tracker = ProgressTracker("attacks", len(ROWS) * (len(attacks) + queries), progress)
+    # progress in PUBLIC units only: the number of LinkTeller's query nodes is drawn from the raw
+    # private edges, and progress lines reach Prefect's logs (issue 24, leak 2)
+    ticks = QUERY_TICKS if any(a.name == "linkteller" for a in attacks) else 0
+    tracker = ProgressTracker("attacks", len(ROWS) * (len(attacks) + ticks), progress)
     out: dict[str, Any] = {"note": NOTE, "models": {}}
     for which, source, edges in ROWS:
         graph = private if source == "private" else clean
@@ -86,11 +87,13 @@ def run_attacks(
             if a.name == "attribute":
                 if which == "private":
                     results[a.name] = _attribute(private, clean, a, feature_mechanism, public_feature_rows, attribute_seed)
+            elif a.name == "linkteller":
+                queries = PublicTicks(tracker, f"linkteller queries, {which} model")
+                results[a.name] = ({"skipped": sample} if isinstance(sample, str) else
+                                   linkteller(model, sample, rng, delta=a.delta, progress=queries).to_dict())
+                queries.finish()
             elif isinstance(sample, str):
                 results[a.name] = {"skipped": sample}
-            elif a.name == "linkteller":
-                results[a.name] = linkteller(model, sample, rng, delta=a.delta,
-                                             progress=_every_twentieth(tracker, f"linkteller queries, {which} model")).to_dict()
             elif a.name == "link_stealing":
                 results[a.name] = link_stealing_unsupervised(post, sample, rng, metric=a.metric).to_dict()
                 if a.supervised:
@@ -137,16 +140,27 @@ def _membership_shadow(
     return out
 
 
-def _every_twentieth(tracker: ProgressTracker, detail: str) -> Callable[[int, int], None]:
-    """A ``progress(k, N)`` that advances ``tracker`` in steps of about N/20 (a log line each)."""
-    done = [0]
+#: the steps in which a loop of private length (LinkTeller's queries) reports its progress
+QUERY_TICKS = 20
 
-    def step(k: int, n: int) -> None:
-        if k == n or k - done[0] >= max(1, n // 20):
-            tracker.advance(k - done[0], detail=detail)
-            done[0] = k
 
-    return step
+class PublicTicks:
+    """A ``progress(k, N)`` that advances ``tracker`` by exactly :data:`QUERY_TICKS` steps over a
+    loop of any length ``N`` (:meth:`finish` completes them, also for a loop that never ran): the
+    events (their number, ``done`` and ``total``) are the same whatever ``N``, which is a count of
+    private data, so a progress line publishes nothing of it."""
+
+    def __init__(self, tracker: ProgressTracker, detail: str) -> None:
+        self.tracker, self.detail, self.done = tracker, detail, 0
+
+    def __call__(self, k: int, n: int) -> None:
+        target = QUERY_TICKS * k // n if n > 0 else QUERY_TICKS
+        while self.done < min(target, QUERY_TICKS):
+            self.tracker.advance(detail=self.detail)
+            self.done += 1
+
+    def finish(self) -> None:
+        self(1, 1)
 
 
 class AttackProbe:

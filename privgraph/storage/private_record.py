@@ -31,13 +31,13 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from privgraph.errors import ConfigError
+from privgraph.errors import ConfigError, PrivgraphError
 from privgraph.storage.base import check_name, check_version_id
 
 __all__ = [
@@ -109,6 +109,39 @@ def write_private_record(
     body = {"pipeline": pipeline, "version": version, "covered_by_guarantee": False, "note": PRIVATE_NOTE, **record}
     write_private_file(path, (json.dumps(body, sort_keys=True, indent=1) + "\n").encode())
     return path
+
+
+def private_refusals_dir(directory: str | os.PathLike[str], pipeline: str) -> Path:
+    """``<directory>/<pipeline>/refusals/``: where refused runs' private details go."""
+    return Path(directory) / check_name(pipeline, "pipeline") / "refusals"
+
+
+def write_private_refusal(directory: str | os.PathLike[str], pipeline: str, exc: BaseException) -> Path | None:
+    """Keep a refusal's private detail (``exc.private_detail``: values computed from private data,
+    which its shareable message leaves out) for the owner, as
+    ``<directory>/<pipeline>/refusals/<UTC time>.json`` (mode 0600); ``None`` when it has none."""
+    detail = getattr(exc, "private_detail", None)
+    if not detail:
+        return None
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    path = private_refusals_dir(directory, pipeline) / f"{stamp}.json"
+    body = {"pipeline": pipeline, "refused": str(exc), "covered_by_guarantee": False, "note": PRIVATE_NOTE,
+            "detail": _plain(detail)}
+    write_private_file(path, (json.dumps(body, sort_keys=True, indent=1) + "\n").encode())
+    return path
+
+
+@contextlib.contextmanager
+def private_refusals(directory: str | os.PathLike[str], pipeline: str) -> Iterator[None]:
+    """Inside the block, a :class:`~privgraph.errors.PrivgraphError` with a ``private_detail``
+    leaves that detail in the owner's private record (:func:`write_private_refusal`) and goes on
+    with its shareable message only (the detail is removed from the exception)."""
+    try:
+        yield
+    except PrivgraphError as exc:
+        write_private_refusal(directory, pipeline, exc)
+        exc.private_detail = None  # kept once, in the owner's record; not carried on (pickled run states)
+        raise
 
 
 def read_private_record(directory: str | os.PathLike[str], pipeline: str, version: str) -> dict[str, Any]:

@@ -140,10 +140,15 @@ def test_a_graph_over_the_public_degree_bound_is_refused_before_anything_is_priv
     features = build_mechanism("feature_rr", {"epsilon": 1.0, "bins": 2, "lower": 0.0, "upper": 1.0})
     calls = []
     features.privatize_rows = lambda *a, **k: calls.append(1)  # must never run
-    with pytest.raises(GraphValidationError, match=r"1 node\(s\) have more than max_degree = 4 private edges \(node 0: 5\)"):
+    with pytest.raises(GraphValidationError, match=r"a node with more than max_degree = 4 private edges") as refused:
         privatize_graph(g, features=features, edges=over, partitioning=partition_graph(g, 1, method="hash"),
                         root_seed=np.random.SeedSequence(0), device="cpu")
     assert calls == []
+    # the message (shareable: CLI, --ci, Prefect) holds the public bound only; which node and its
+    # degree are for the owner's private record (issue 24, leak 3)
+    assert "5" not in str(refused.value) and "node 0" not in str(refused.value)
+    assert refused.value.private_detail == {"nodes_over_max_degree": [0], "private_degrees": [5], "max_degree": 4}
+    assert any("publishes one bit" in a for a in over.guarantee.assumptions)
     # the library call refuses too, and needs to know which edges are private
     with pytest.raises(GraphValidationError, match="max_degree = 4"):
         over.aggregate(np.ones((g.num_nodes, 16)), g.edges("all"), g.private_nodes(), np.random.default_rng(0),

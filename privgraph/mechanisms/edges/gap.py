@@ -327,6 +327,9 @@ class AggregationPerturbation:
                 *((f"node level: neighbouring graphs differ in all private edges of one node; both have at most "
                    f"max_degree = {self.max_degree} private edges at every node (a public bound; a graph over it "
                    "is refused before anything is released)",
+                   "the refusal publishes one bit beside the release: whether every node has at most max_degree "
+                   "private edges (a refused run fails, exit 2, publishes nothing else; its message names the "
+                   "bound only, the nodes over it go to the owner's private record)",
                    f"each row's private part is clipped to L2 norm row_clip = {self.row_clip:g}: L2 sensitivity "
                    "sqrt(max_degree + row_clip^2) per hop",
                    "node level covers the edges scope; a node's features and label are the features and labels "
@@ -381,8 +384,12 @@ class AggregationPerturbation:
         """Node level: refuse a graph in which some node has more than ``max_degree`` private edges
         (the guarantee holds only under that public bound); edge level: nothing to check.
 
+        What the refusal publishes is one bit, stated in the guarantee: whether every node is
+        within the bound. Its message names the bound only; which nodes are over it and their
+        degrees (private) are the exception's ``private_detail``, for the owner's private record.
+
         Raises:
-            GraphValidationError: a node over the bound (exit 2), naming the first one."""
+            GraphValidationError: a node over the bound (exit 2)."""
         if self.level != "node":
             return
         e = np.asarray(edges_private, dtype=np.int64).reshape(2, -1)
@@ -390,9 +397,12 @@ class AggregationPerturbation:
         over = np.flatnonzero(degree > self.max_degree)
         if over.size:
             raise GraphValidationError(
-                f"gap: {over.size} node(s) have more than max_degree = {self.max_degree} private edges (node "
-                f"{int(over[0])}: {int(degree[over[0]])}); node-level privacy holds only under that public bound: "
-                "raise edges.max_degree or remove private edges before the run"
+                f"gap: the input has a node with more than max_degree = {self.max_degree} private edges, the "
+                "public bound of level 'node' (node-level privacy holds only under it): nothing was privatized; "
+                "raise edges.max_degree or remove private edges before the run (which nodes: the owner's "
+                "private record)",
+                private_detail={"nodes_over_max_degree": over.tolist(), "private_degrees": degree[over].tolist(),
+                                "max_degree": self.max_degree},
             )
 
     def aggregate(
