@@ -16,6 +16,7 @@ from flows.reporting import (
 from privgraph.accounting import PrivacyLedger
 from privgraph.config import PipelineConfig, load_config
 from privgraph.disclosure import Disclosure
+from privgraph.evaluation import label_noise
 from privgraph.errors import ArtifactError, ArtifactIntegrityError
 from privgraph.graph import GraphData
 from privgraph.graph_utility import structure_plot_png
@@ -27,34 +28,6 @@ from privgraph.storage.seal import public_key_hex
 from privgraph.training import OWNER_ONLY, check_evaluable
 from tasks.evaluate import attack, evaluate, graph_report
 from tasks.embed import ingest_with_features
-
-
-def label_noise(cfg: PipelineConfig, manifest: dict[str, Any] | None) -> dict[str, Any]:
-    """``label_epsilon`` and ``label_classes`` of the label randomized response behind a version.
-
-    Drop (``evaluate.drop``) stops training when the model beats, on the noisy validation labels,
-    the accuracy bound of that randomized response; its budget and (public) number of classes are
-    read from the version's ledger (a published version) or, for a version the privatize flow
-    has only staged, from the pipeline's ``labels`` section that is making it. Empty when no
-    ``label_rr`` perturbed the validation labels: they are then clean and the bound is 1.
-    """
-    if manifest is not None:
-        found = [
-            (e.mechanism, e.params) for e in PrivacyLedger.from_dict(manifest["ledger"])
-            if e.scope.value == "labels"
-        ]
-    elif cfg.labels is not None:
-        found = [(cfg.labels.mechanism, cfg.labels.params())]
-    else:
-        found = []
-    for mechanism, params in found:
-        mask = params.get("mask")
-        if mechanism == "label_rr" and (mask is None or "val_mask" in mask):
-            return {
-                "label_epsilon": float(params["epsilon"]),
-                "label_classes": params["num_classes"],
-            }
-    return {}
 
 
 @flow(name="evaluate", flow_run_name="{pipeline}/{version}/evaluate")
@@ -83,6 +56,9 @@ def evaluate_flow(
     The run is named ``<pipeline>/<version>/evaluate`` and tagged as the pipeline's runs.
     ``feature_release`` (a staged version: no manifest yet) names the feature mechanism and its
     public parameters for the ``attribute`` attack; a published version's ledger says it.
+    ``seed_entropy``: the evaluation's seed; a flow parameter is stored and shown by Prefect, so
+    the privatize flow passes a one-way function of its secret seed
+    (:func:`privgraph.evaluation.evaluation_entropy`), never the seed.
     """
     cfgs = load_config(config_path)
     cfg = cfgs.get(pipeline)
@@ -95,20 +71,19 @@ def evaluate_flow(
     clean, _ = ingest_with_features(cfg)
     check_evaluable(clean, cfg.dataset.name)  # labels and a split, or one line (exit 2)
     identity = "staged by this run" if staged else _check_input(pipeline, version, cfg, disclosure, clean, fingerprint)
-    noise: dict[str, Any] = {}
+    manifest: dict[str, Any] | None = None
     if cfg.evaluate.drop:
         try:
-            manifest: dict[str, Any] | None = st.read_manifest(pipeline, version)
+            manifest = st.read_manifest(pipeline, version)
         except ArtifactIntegrityError:
             raise
         except ArtifactError:
             if not staged:
                 raise
             manifest = None  # staged: made by this configuration, its manifest not yet written
-        noise = label_noise(cfg, manifest)
+    noise = label_noise(cfg, manifest) if cfg.evaluate.drop else {}
     root = as_seed_sequence(seed_entropy)
-    seed = stage_seed(root, "evaluate")
-    metrics = dict(evaluate(private, clean, cfg.evaluate, seed, **noise))
+    metrics = dict(evaluate(private, clean, cfg, manifest, seed_entropy))
     owner_only = metrics.pop(OWNER_ONLY)
     if cfg.evaluate.graph_report and (clean.edges_private.size or private.edges_private.size):
         owner_only["graph_utility"] = graph_report(private, clean, stage_seed(root, "graph-report"))

@@ -26,6 +26,7 @@ from flows.evaluate import evaluate_flow, feature_release_of
 from flows.reporting import label_flow_run, pipeline_tags, publish_ledger, publish_metrics
 from privgraph.accounting import BudgetPolicy, LedgerEntry
 from privgraph.config import load_config
+from privgraph.evaluation import evaluation_entropy
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage.manifest import build_manifest
 from privgraph.preflight import check_before_reading, resolve_store
@@ -91,7 +92,7 @@ def privatize_flow(
         if evaluate:
             ev = evaluate_flow(
                 pipeline=pipeline, version=pending.version, config_path=config_path,
-                store=store_uri, staged=True, seed_entropy=None if cfg.seed is None else cfg.seed,
+                store=store_uri, staged=True, seed_entropy=evaluation_entropy(cfg.seed),  # never the seed
                 feature_release=feature_release_of(result.ledger.to_dict()),
             )
             metrics, private_evaluation = ev["metrics"], ev["private_evaluation"]
@@ -103,6 +104,8 @@ def privatize_flow(
         record_path = write_private_record(cfg.private_records, pipeline, pending.version, {
             "input_identity": input_identity(graph, cfg.private_records),
             "private_evaluation": private_evaluation,
+            # covered by the guarantees, but not in the stored objects: the owner's (see PrivatizationResult)
+            "release": {k: v for k, v in result.release.items() if v} or None,
             **result.private_record,
         })
         version = publish(pending, manifest, str(cfg.private_records))

@@ -31,9 +31,12 @@ class PrivatizationResult:
     * ``stats``: PUBLIC facts of the run (the partition sizes, computed from public edges; the
       feature range the mechanism's parameters fix; |V_pri|, declared public; the step counts an
       MCMC was given and the public convergence check that chose them). Published in the manifest.
-    * ``release``: per scope, summaries of that scope's mechanism OUTPUT (released edge count,
-      report count, the noisy dendrogram's summary): functions of the release, covered by the
-      scope's guarantee. Published in the manifest under ``release.<scope>``.
+    * ``release``: per scope, summaries of that scope's mechanism output that the stored version
+      does not hold (DPRR's count of directed reports, the noisy dendrogram's summary, GAP's
+      DP-trained attention losses, the released edge count). Covered by the scope's guarantee,
+      but not recomputable from the stored objects, so they go to the private record with
+      ``private_record``: every manifest field that moves with private data is a function of the
+      stored objects (the manifest's ``graph`` section holds their counts).
     * ``private_record``: run diagnostics computed from private data that NO guarantee covers
       (e.g. an MCMC log-likelihood trace). Goes to the run's private record, never to the store.
     """

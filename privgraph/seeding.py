@@ -21,13 +21,15 @@ Two kinds of generator:
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 import zlib
 from typing import Any
 
 import numpy as np
 
-__all__ = ["as_seed_sequence", "as_generator", "noise_generator", "stage_seed", "partition_seeds", "NOISE_BIT_GENERATOR"]
+__all__ = ["as_seed_sequence", "as_generator", "noise_generator", "stage_seed", "partition_seeds", "one_way_entropy",
+           "NOISE_BIT_GENERATOR"]
 
 #: the bit generator behind :func:`noise_generator` (recorded in the run's private record)
 NOISE_BIT_GENERATOR = "randomgen.AESCounter (AES-128-CTR)"
@@ -72,6 +74,22 @@ def stage_seed(root: np.random.SeedSequence, name: str) -> np.random.SeedSequenc
     """
     key = zlib.crc32(name.encode("utf-8"))
     return np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (key,))
+
+
+def one_way_entropy(seed: Any, name: str) -> int | None:
+    """A 128-bit entropy for a stage whose seed may be SEEN, derived one way from the run's seed.
+
+    A Prefect flow parameter is stored in the API's database and shown in the UI; the run's seed
+    is secret (its children seed the privacy noise: knowing it de-randomizes every release of the
+    run). So a subflow gets ``SHA-256(name | root entropy | spawn key)`` (first 16 bytes) instead:
+    the same seed gives the same value (reproducible evaluation), and the value reveals nothing
+    of the seed. ``None`` (fresh OS entropy) stays ``None``.
+    """
+    if seed is None:
+        return None
+    ss = as_seed_sequence(seed)
+    h = hashlib.sha256(f"privgraph.one-way/1|{name}|{ss.entropy}|{tuple(ss.spawn_key)}".encode())
+    return int.from_bytes(h.digest()[:16], "big")
 
 
 def partition_seeds(stage: np.random.SeedSequence, num_parts: int) -> list[np.random.SeedSequence]:

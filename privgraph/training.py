@@ -717,7 +717,7 @@ def _summary(accs: list[float]) -> dict[str, Any]:
 
 def evaluate_utility(
     private: GraphData,
-    clean: GraphData,
+    clean: GraphData | None,
     *,
     runs: int = 5,
     seed_sequence: np.random.SeedSequence | int,
@@ -735,6 +735,12 @@ def evaluate_utility(
     agree) and the same dropout draws. The private model's shareable test accuracy is scored
     against the version's own labels (what a reader of the version can recompute); against the
     raw labels it is owner-only (see Returns).
+
+    With ``clean=None`` only the shareable part is computed: the version's models, scored on its
+    own labels, nothing under :data:`OWNER_ONLY`. That is how a reader of the version (or a test in
+    a fresh process) recomputes the published metrics from the stored version and public
+    configuration alone; the result equals the shareable part of a run with the raw graph (same
+    seeds), because no shareable figure reads ``clean``.
 
     LPGNN's denoising options (:data:`DENOISING_OPTIONS`: ``kprop_features``, ``kprop_labels``,
     ``drop``, ``label_epsilon``, ``label_classes``) apply to the PRIVATE graph only; the clean
@@ -781,12 +787,14 @@ def evaluate_utility(
                 f"evaluate_utility: {reserved!r} is set per run by evaluate_utility; "
                 "pass seed_sequence instead"
             )
-    if private.num_nodes != clean.num_nodes:
+    if clean is None:
+        _check_graph(private)
+    elif private.num_nodes != clean.num_nodes:
         raise ValueError(
             f"evaluate_utility: private graph has {private.num_nodes} nodes, clean graph "
             f"{clean.num_nodes}; they must be the same nodes"
         )
-    for name in _MASKS:
+    for name in _MASKS if clean is not None else ():
         a, b = getattr(private, name), getattr(clean, name)
         if a is None or b is None:
             if a is not b:
@@ -798,24 +806,28 @@ def evaluate_utility(
                 f"evaluate_utility: {name} of the private graph differs from the clean graph's at "
                 f"{int(np.count_nonzero(a != b))} nodes; both must use the same split"
             )
-    _check_graph(clean)
-    _check_graph(private)
+    if clean is not None:
+        _check_graph(clean)
+        _check_graph(private)
+    raw_y = None if clean is None else clean.y
     seeds = partition_seeds(as_seed_sequence(seed_sequence), int(runs))
     clean_kwargs = {k: v for k, v in train_kwargs.items() if k not in DENOISING_OPTIONS}
     floor_kwargs = feature_only_kwargs(train_kwargs)
     public_kwargs = public_edges_kwargs(private, train_kwargs)
     private_kwargs = version_kwargs(private, train_kwargs)
     clean_res, private_res, floor_res, public_res = [], [], [], []
-    tracker = ProgressTracker("training", (3 + (public_kwargs is not None)) * int(runs), progress)
+    per_run = 2 + (clean is not None) + (public_kwargs is not None)
+    tracker = ProgressTracker("training", per_run * int(runs), progress)
     for i, s in enumerate(seeds):
-        clean_res.append(train_node_classifier(clean, seed=s, **clean_kwargs))
-        tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
-        private_res.append(train_node_classifier(private, seed=s, eval_y=clean.y, **private_kwargs))
+        if clean is not None:
+            clean_res.append(train_node_classifier(clean, seed=s, **clean_kwargs))
+            tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
+        private_res.append(train_node_classifier(private, seed=s, eval_y=raw_y, **private_kwargs))
         tracker.advance(detail=f"private graph, run {i + 1}/{runs}")
-        floor_res.append(train_node_classifier(private, seed=s, eval_y=clean.y, **floor_kwargs))
+        floor_res.append(train_node_classifier(private, seed=s, eval_y=raw_y, **floor_kwargs))
         tracker.advance(detail=f"private graph without edges (feature-only floor), run {i + 1}/{runs}")
         if public_kwargs is not None:
-            public_res.append(train_node_classifier(private, seed=s, eval_y=clean.y, **public_kwargs))
+            public_res.append(train_node_classifier(private, seed=s, eval_y=raw_y, **public_kwargs))
             tracker.advance(detail=f"private graph, public edges only, run {i + 1}/{runs}")
     # per run, the model of highest validation accuracy on the version's own labels (ties: the
     # simpler one: the floor, then the public edges alone, then the GNN over all edges)
@@ -826,8 +838,7 @@ def evaluate_utility(
         chosen.append(res)
         models.append(name)
     extra = {"public_edges": _summary([r["test_acc_own_labels"] for r in public_res])} if public_res else {}
-    extra_raw = {"public_edges_on_raw_labels": _summary([r["test_acc"] for r in public_res])} if public_res else {}
-    return {
+    shareable = {
         "runs": int(runs),
         "private": {**_summary([r["test_acc_own_labels"] for r in private_res]),
                     # LPGNN's search: the [K_x, K_y] chosen per run on the version's own labels
@@ -837,7 +848,13 @@ def evaluate_utility(
         "selected": {**_summary([r["test_acc_own_labels"] for r in chosen]), "models": models},
         "gnn_vs_feature_only": paired_test([r["test_acc_own_labels"] for r in private_res],
                                            [r["test_acc_own_labels"] for r in floor_res]),
-        "device": clean_res[0]["device"],
+        "device": private_res[0]["device"],
+    }
+    if clean is None:
+        return shareable
+    extra_raw = {"public_edges_on_raw_labels": _summary([r["test_acc"] for r in public_res])} if public_res else {}
+    return {
+        **shareable,
         OWNER_ONLY: {
             "note": "computed from the raw graph: the data owner's private evaluation, covered by no guarantee",
             "clean": _summary([r["test_acc"] for r in clean_res]),

@@ -8,11 +8,11 @@ import numpy as np
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from privgraph.config import EvaluateConfig
+from privgraph.config import EvaluateConfig, PipelineConfig
+from privgraph.evaluation import version_metrics
 from privgraph.graph import GraphData
 from privgraph.attacks import run_attacks
 from privgraph.graph_utility import graph_utility_report
-from privgraph.training import evaluate_utility
 from tasks.observe import prefect_progress
 
 
@@ -20,17 +20,14 @@ from tasks.observe import prefect_progress
 def evaluate(
     private: GraphData,
     clean: GraphData,
-    config: EvaluateConfig,
-    seed: np.random.SeedSequence,
-    label_epsilon: float | None = None,
-    label_classes: int | None = None,
+    config: PipelineConfig,
+    manifest: dict[str, Any] | None,
+    seed_entropy: int | None,
 ) -> dict[str, Any]:
-    """Progress (``training k/N, ETA``: clean and private model per run) goes to the task's log
-    and the process's listeners."""
-    return evaluate_utility(
-        private, clean, runs=config.runs, seed_sequence=seed, progress=prefect_progress(),
-        label_epsilon=label_epsilon, label_classes=label_classes, **config.train_kwargs(),
-    )
+    """:func:`privgraph.evaluation.version_metrics` with the raw graph (its owner's figures too).
+    Progress (``training k/N, ETA``: clean and private model per run) goes to the task's log and
+    the process's listeners."""
+    return version_metrics(private, config, manifest, seed_entropy, clean=clean, progress=prefect_progress())
 
 
 @task(name="attacks", cache_policy=NO_CACHE, persist_result=False)

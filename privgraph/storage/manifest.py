@@ -20,8 +20,9 @@ A manifest never holds a seed: a seed plus the raw data replays the noise. Any k
 whose name contains ``seed`` (case-insensitive) is refused.
 
 Every other field is either configuration, public by the pipeline's declaration, or a function of
-a mechanism's output (``release.<scope>``, ``graph``, ``metrics``): the non-interference test
-(tests/test_non_interference.py) checks this byte for byte on neighbouring inputs.
+the stored objects (``graph``: their counts; ``metrics``: a model trained on them): the
+non-interference test (tests/test_non_interference.py) checks this byte for byte on neighbouring
+inputs, and recomputes those two sections from the stored objects alone.
 """
 
 from __future__ import annotations
@@ -227,12 +228,12 @@ def build_manifest(
     Only public quantities go in: the fingerprint of the PUBLIC inputs (never of private data),
     what the pipeline declares public, the mechanisms and their public parameters, the ledger, the
     caps, the validation results, the shareable metrics (computed from the stored version only),
-    the public run facts (``stats``) and, per scope, summaries of the mechanism's output
-    (``release``). Left out on purpose: the noise seed, the dataset's ``split_seed`` (with the
+    the public run facts (``stats``) and the stored graph's counts (``graph``). Left out on purpose: the noise seed, the dataset's ``split_seed`` (with the
     public dataset it tells exactly which edges are private), the data ``root`` and the directories
     of file options (local paths: only file names are kept),
-    and everything computed from raw data (the clean graph's accuracy, the MCMC trace, the keyed
-    identity of the input): those go to the owner's private record.
+    everything computed from raw data (the clean graph's accuracy, the MCMC trace, the keyed
+    identity of the input) and the mechanisms' output summaries that the stored objects do not
+    hold (``result.release``): those go to the owner's private record.
 
     Args:
         pipeline: the pipeline name.
@@ -279,7 +280,6 @@ def build_manifest(
         "budget": _plain(dict(config.budget)),
         "privatized": privatized,
         "stats": _plain(result.stats),
-        "release": _plain({k: v for k, v in result.release.items() if v}),
         "validation": _plain(dict(validation)),
         "metrics": None if metrics is None else _plain(dict(metrics)),
         "scores": None if scores is None else _plain(dict(scores)),

@@ -1,0 +1,73 @@
+"""What a version's shareable metrics are made of: the seeds, the label noise and the training.
+
+The evaluate flow computes a version's metrics on the staged objects; :func:`version_metrics`
+recomputes them from the STORED version and public configuration alone (no raw data is read), as a
+reader of the version holding the run's seed would, and as the non-interference test does in a
+fresh process. One function each, used by both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from privgraph.accounting import PrivacyLedger
+from privgraph.config import PipelineConfig
+from privgraph.graph import GraphData
+from privgraph.progress import ProgressCallback
+from privgraph.seeding import as_seed_sequence, one_way_entropy, stage_seed
+from privgraph.training import evaluate_utility
+
+__all__ = ["evaluation_entropy", "label_noise", "version_metrics"]
+
+
+def evaluation_entropy(seed: int | None) -> int | None:
+    """The evaluate subflow's seed for a run seeded by ``seed``: a Prefect flow parameter (stored
+    and shown in the UI), so a one-way function of the secret seed
+    (:func:`~privgraph.seeding.one_way_entropy`), never the seed itself."""
+    return one_way_entropy(seed, "evaluate")
+
+
+def label_noise(cfg: PipelineConfig, manifest: dict[str, Any] | None) -> dict[str, Any]:
+    """``label_epsilon`` and ``label_classes`` of the label randomized response behind a version.
+
+    Drop (``evaluate.drop``) stops training when the model beats, on the noisy validation labels,
+    the accuracy bound of that randomized response; its budget and (public) number of classes are
+    read from the version's ledger (a published version) or, for a version the privatize flow
+    has only staged, from the pipeline's ``labels`` section that is making it. Empty when no
+    ``label_rr`` perturbed the validation labels: they are then clean and the bound is 1.
+    """
+    if manifest is not None:
+        found = [
+            (e.mechanism, e.params) for e in PrivacyLedger.from_dict(manifest["ledger"])
+            if e.scope.value == "labels"
+        ]
+    elif cfg.labels is not None:
+        found = [(cfg.labels.mechanism, cfg.labels.params())]
+    else:
+        found = []
+    for mechanism, params in found:
+        mask = params.get("mask")
+        if mechanism == "label_rr" and (mask is None or "val_mask" in mask):
+            return {
+                "label_epsilon": float(params["epsilon"]),
+                "label_classes": params["num_classes"],
+            }
+    return {}
+
+
+def version_metrics(
+    version: GraphData, cfg: PipelineConfig, manifest: dict[str, Any] | None, entropy: int | None,
+    clean: GraphData | None = None, progress: ProgressCallback | None = None,
+) -> dict[str, Any]:
+    """A version's metrics: :func:`~privgraph.training.evaluate_utility` with the pipeline's
+    ``evaluate`` settings, the label noise of its ledger (with Drop) and the seed child
+    ``evaluate`` of ``entropy`` (the evaluate flow's, :func:`evaluation_entropy`).
+
+    Without ``clean`` only the shareable metrics, from the stored version and public configuration
+    alone; with it, also the owner's figures (under :data:`~privgraph.training.OWNER_ONLY`), the
+    shareable ones unchanged.
+    """
+    noise = label_noise(cfg, manifest) if cfg.evaluate.drop else {}
+    seed = stage_seed(as_seed_sequence(entropy), "evaluate")
+    return evaluate_utility(version, clean, runs=cfg.evaluate.runs, seed_sequence=seed, progress=progress,
+                            **noise, **cfg.evaluate.train_kwargs())
