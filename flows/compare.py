@@ -26,7 +26,7 @@ from privgraph.config import load_config
 from privgraph.errors import ConfigError
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage.manifest import code_version
-from privgraph.storage.private_record import CellCheckpoint, private_refusals, write_private_report
+from privgraph.storage.private_record import CellCheckpoint, write_private_report
 from tasks.compare import compare, graph_compare
 from tasks.embed import ingest_with_features
 from tasks.ingest import ingest_graph_set
@@ -64,9 +64,8 @@ def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | No
         {"comparison": ccfg.model_dump(mode="json"), "pipeline": pcfg.model_dump(mode="json"), "code": code_version()},
         [graph],
     )
-    with private_refusals(pcfg.private_records, ccfg.pipeline):  # a refusal's private detail: the owner's record
-        result = compare(graph, parts, ccfg, pcfg, stage_seed(root, "compare"), None if scores is None else scores.theta,
-                         name=name, checkpoint=checkpoint)
+    result = compare(graph, parts, ccfg, pcfg, stage_seed(root, "compare"), None if scores is None else scores.theta,
+                     name=name, checkpoint=checkpoint)
     title = ccfg.description or f"{name}: {ccfg.scope} mechanisms on {pcfg.dataset.name}"
     objects = comparison_objects(title, result)
     info = comparison_info(name, config=ccfg, pipeline_config=pcfg, result=result,

@@ -30,7 +30,7 @@ from privgraph.evaluation import evaluation_entropy
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage.manifest import build_manifest
 from privgraph.preflight import check_before_reading, resolve_store
-from privgraph.storage.private_record import input_identity, private_refusals, write_private_record
+from privgraph.storage.private_record import input_identity, write_private_record
 from privgraph.training import check_evaluable, evaluation_problem
 from privgraph.validation import enforce
 from tasks.embed import ingest_with_features
@@ -68,9 +68,8 @@ def privatize_flow(
     if cfg.scores is not None:
         # the scores receive the declared-public rows only: a graph of those rows, nothing else
         scores = score(disclosure.public_rows(graph), cfg.scores, stage_seed(root, "scores"), cfg.embed, cfg.dataset.root)
-    with private_refusals(cfg.private_records, pipeline):  # a refusal's private detail: the owner's record
-        result = privatize(graph, parts, cfg, stage_seed(root, "privatize"), None if scores is None else scores.theta,
-                           name=pipeline)
+    result = privatize(graph, parts, cfg, stage_seed(root, "privatize"), None if scores is None else scores.theta,
+                       name=pipeline)
     if scores is not None and scores.guarantee is not None:
         # private labels randomized to train the SHAP surrogate: charged to the labels scope
         result.ledger.record(LedgerEntry(

@@ -77,19 +77,20 @@ def stage_seed(root: np.random.SeedSequence, name: str) -> np.random.SeedSequenc
 
 
 def one_way_entropy(seed: Any, name: str) -> int | None:
-    """A 128-bit entropy for a stage whose seed may be SEEN, derived one way from the run's seed.
+    """A 63-bit entropy for a stage whose seed may be SEEN, derived one way from the run's seed.
 
     A Prefect flow parameter is stored in the API's database and shown in the UI; the run's seed
     is secret (its children seed the privacy noise: knowing it de-randomizes every release of the
-    run). So a subflow gets ``SHA-256(name | root entropy | spawn key)`` (first 16 bytes) instead:
-    the same seed gives the same value (reproducible evaluation), and the value reveals nothing
-    of the seed. ``None`` (fresh OS entropy) stays ``None``.
+    run). So a subflow gets 63 bits of ``SHA-256(name | root entropy | spawn key)`` instead (63:
+    Prefect's API reads a JSON integer of 64 bits at most back, and a larger one breaks every
+    listing of flow runs): the same seed gives the same value (reproducible evaluation), and the
+    value reveals nothing of the seed. ``None`` (fresh OS entropy) stays ``None``.
     """
     if seed is None:
         return None
     ss = as_seed_sequence(seed)
     h = hashlib.sha256(f"privgraph.one-way/1|{name}|{ss.entropy}|{tuple(ss.spawn_key)}".encode())
-    return int.from_bytes(h.digest()[:16], "big")
+    return int.from_bytes(h.digest()[:8], "big") >> 1
 
 
 def partition_seeds(stage: np.random.SeedSequence, num_parts: int) -> list[np.random.SeedSequence]:

@@ -12,7 +12,7 @@ from privgraph.datasets.graph_set import GraphSet
 from privgraph.graph_comparison import GraphComparisonResult, run_graph_comparison
 from privgraph.graph import GraphData
 from privgraph.partition import Partitioning
-from privgraph.storage.private_record import CellCheckpoint
+from privgraph.storage.private_record import CellCheckpoint, private_refusals
 from tasks.observe import logged_executor, prefect_progress
 
 
@@ -32,7 +32,8 @@ def compare(
     link artifact; ``checkpoint``: finished runs kept and resumed (see run_comparison)."""
     ev = config.evaluate_settings(pipeline)
     train_kwargs = ev.train_kwargs()
-    with logged_executor(pipeline.executor, pipeline.dask, name) as ex:
+    with private_refusals(pipeline.private_records, config.pipeline), \
+            logged_executor(pipeline.executor, pipeline.dask, name) as ex:  # a refusal's detail: the owner's record
         return run_comparison(
             graph, scope=config.scope, mechanisms=config.mechanisms, epsilons=config.epsilons,
             runs=config.runs, target=config.target, partitioning=partitioning, root_seed=root_seed,

@@ -11,6 +11,7 @@ from privgraph.graph import GraphData
 from privgraph.mechanisms import build_mechanism
 from privgraph.partition import Partitioning
 from privgraph.privatize import PrivatizationResult, privatize_graph
+from privgraph.storage.private_record import private_refusals
 from tasks.observe import logged_executor
 
 
@@ -25,14 +26,17 @@ def privatize(
 ) -> PrivatizationResult:
     """The seed sequence is an argument: a retried run of this task re-draws the same noise.
     ``theta`` (from the scores stage) sets FeatureRR's per-feature budget shares. ``name``: the
-    pipeline's, for the Dask dashboard's link artifact."""
+    pipeline's, for the Dask dashboard's link artifact and the owner's record of a refusal."""
     fparams = None if config.features is None else config.features.params()
     if theta is not None and fparams is not None:
         fparams["theta"] = theta
     features = None if config.features is None else build_mechanism(config.features.mechanism, fparams)
     edges = None if config.edges is None else build_mechanism(config.edges.mechanism, config.edges.params())
     labels = None if config.labels is None else build_mechanism(config.labels.mechanism, config.labels.params())
-    with logged_executor(config.executor, config.dask, name) as ex:
+    # a refusal's private detail goes to the owner's record here, before Prefect records (and may
+    # persist) the failed task's exception: what leaves this task holds the shareable message only
+    with private_refusals(config.private_records, name or "pipeline"), \
+            logged_executor(config.executor, config.dask, name) as ex:
         return privatize_graph(
             graph, features=features, edges=edges, labels=labels, partitioning=partitioning,
             root_seed=root_seed, executor=ex, device=config.evaluate.device,

@@ -1,44 +1,70 @@
-"""Non-interference: a published version reveals nothing beyond its ledger (issue 9).
+"""Non-interference: a published version reveals nothing beyond its ledger (issues 9 and 24).
 
-For every pipeline shipped in pipelines.yaml (at test scale) and each scope (edges, features,
-labels), the real ``privatize`` flow runs twice with the same seed on NEIGHBOURING inputs: one
+For every pipeline shipped in pipelines.yaml (at test scale), one more that the shipped ones do not
+cover (a user's generic files with unlabelled nodes and ``rule: random``), and each scope (edges,
+features, labels), ``privgraph run --ci`` runs twice with the same seed on NEIGHBOURING inputs: one
 private edge added between two nodes that already have private edges (so V_pri, declared public,
-does not move), one private node's feature vector changed (in an image graph, its image), one
-private label changed. Every stored object, every manifest field and every shareable Prefect
-artifact must then be byte-identical, except:
+does not move), one private node's feature vector changed (in an image graph, its image file), one
+private label changed. Then EVERY published channel is read and compared:
 
-* the version id, the timestamps and the seal's signature (over the manifest, which differs);
-* the stored object that the mechanism covering the change outputs (``edges.parquet`` for an edge,
-  ``features.npy`` for a feature row, ``labels.npy`` for a label), its checksum in the manifest,
-  and the manifest's summaries of that output (``release.<scope>`` and the released graph's
-  count of that part, ``graph.num_edges_private`` / ``graph.num_classes``);
-* the shareable metrics, which are computed from the stored objects only (checked: the metrics
-  artifact is exactly the rendering of the stored manifest's metrics).
+* the stored objects and the manifest (``artifacts show --json`` must print exactly the stored
+  manifest, ``artifacts list --json`` exactly its listing);
+* the shareable Prefect artifacts (ledger, metrics);
+* Prefect's logs of every flow and task run of the run, and their names, parameters, tags and
+  final states, read back through the API;
+* ``run --ci``'s JSON on stdout and the markdown it appends to ``$GITHUB_STEP_SUMMARY``;
+* refusal messages (a refused run has no version: the exit code, the JSON, the step summary, the
+  logs and the run states are all that it publishes).
 
-Anything else that moves is a leak, whatever it is called: a fingerprint, a count, theta, a
-convergence statistic. A scope in which a pipeline keeps nothing private (e.g. the labels of
+Timestamps, ids, durations, the version id (a hash of the stored objects) and each run's own
+temporary directory are normalised. What may then differ between the two runs is only:
+
+* the stored object that the mechanism covering the change outputs (``edges.parquet`` or GAP's
+  ``aggregates.npy`` for an edge, ``features.npy`` for a feature row, ``labels.npy`` for a label)
+  and its checksum in the manifest;
+* the manifest sections that are functions of the stored objects, each RECOMPUTED here from the
+  stored objects alone and required equal to what was published: ``graph`` (their counts) and
+  ``metrics`` (recomputed in a fresh process from the stored version and the public configuration,
+  no raw data: :mod:`tests.recompute_metrics`); every channel that shows the metrics must show
+  exactly the manifest's.
+
+Anything else that moves is a leak, whatever it is called: a fingerprint, a count, theta, a log
+line, a refusal message. A scope in which a pipeline keeps nothing private (e.g. the labels of
 ``cora``, released as they are) has no neighbouring input; the test then checks that the
 published manifest declares that part public, with the YAML path that declares it.
 
-A pipeline that runs attacks (``cora-heterorr``) runs them here too: their scores, computed on raw
-data, must reach the owner's private record and move nothing above.
+The real loader reads files on disk for the generic pipeline, for ``images-heterorr`` (the bundled
+photo graph written as an image-graph directory; its neighbours are edited files) and for
+``sbm-gap-node`` (its graph written as a user's generic files); the neighbour of a file-backed run
+is a second directory of edited files. The other shipped pipelines get their (test-scale) graph
+through the ingest task (``tasks.ingest.load_dataset`` swapped for it); the rest is the real CLI and
+flow. Pipelines with ``evaluate.attacks`` run them: their scores must reach the owner's private
+record and move nothing above. GAP at node level is also run with one neighbour crossing the
+public degree bound (:func:`test_a_refusal_at_the_degree_bound_publishes_one_bit`), and
+:func:`test_every_planted_leak_is_caught` proves the checks can fail.
 
 Test scale: the evaluation trains 1 run of 3 epochs; Facebook is the subgraph induced by its first
-2,500 nodes (after the pipeline's own rho split); the SBM has 1,000 nodes, the photo graph 60; the flows run serially
-(the output does not depend on the executor: tests/test_privatize.py). The input reaches the flow
-through its ingest task (``tasks.ingest.load_dataset`` is swapped for the prepared graph); the
-rest of the flow is the real one.
+2,500 nodes (after the pipeline's own rho split); the SBMs have 1,000 nodes, the photo graph 60; the
+flows run serially (the output does not depend on the executor: tests/test_privatize.py) with one
+torch thread (bit-identical training in the fresh process that recomputes the metrics).
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
+import hashlib
 import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -50,16 +76,33 @@ REPO = Path(__file__).resolve().parents[1]
 SHIPPED: dict[str, dict[str, Any]] = yaml.safe_load((REPO / "pipelines.yaml").read_text())["pipelines"]
 SCOPES = ("edges", "features", "labels")
 SEED = 20261123
-#: what a change in each scope may move besides the version id, the timestamps and the metrics
-# the stored objects each scope's mechanism releases (gap releases aggregates.npy for the edges)
+#: the stored objects each scope's mechanism releases (gap releases aggregates.npy for the edges)
 OBJECT = {"edges": ("edges.parquet", "aggregates.npy"), "features": ("features.npy",), "labels": ("labels.npy",)}
-GRAPH_COUNT = {"edges": "num_edges_private", "features": None, "labels": "num_classes"}
+#: manifest sections that are functions of the stored objects: recomputed, then allowed to move
+DERIVED = ("graph", "metrics")
 FACEBOOK_NODES = 2500
 SBM_NODES = 1000
 PHOTOS_NODES = 60
+GENERIC_NODES = 400
+#: pipelines whose input is read from files on disk by the real loader (the others are handed over)
+FROM_FILES = ("generic-unlabelled", "images-heterorr", "sbm-gap-node")
+
+#: a user's own graph: unlabelled nodes, scores from a random public subset, every scope private
+GENERIC_UNLABELLED: dict[str, Any] = {
+    "description": "a user's generic files: unlabelled nodes, theta from a random public node subset",
+    "dataset": {"name": "generic", "options": {}},
+    "scores": {"gamma": 1.0, "public_nodes": {"rule": "random", "size": 40}},
+    "features": {"mechanism": "feature_rr", "epsilon": 1.0, "bins": 2, "lower": 0.0, "upper": 1.0},
+    "edges": {"mechanism": "dprr", "epsilon": 1.0},
+    "labels": {"mechanism": "label_rr", "epsilon": 1.0, "num_classes": 3, "mask": ["train_mask"]},
+    "budget": {"features": 1.0, "edges": 2.0, "labels": 1.0},
+    "partitions": {"num_parts": 2},
+    "evaluate": {"attacks": ["linkteller", "membership"]},
+}
+PIPELINES: dict[str, dict[str, Any]] = {**SHIPPED, "generic-unlabelled": GENERIC_UNLABELLED}
 
 
-# -- test scale -------------------------------------------------------------------------------------
+# -- inputs -----------------------------------------------------------------------------------------
 def _induced(graph: GraphData, k: int) -> GraphData:
     """The subgraph induced by nodes ``0 .. k-1`` (public/private marking and splits kept)."""
     def keep(e: np.ndarray) -> np.ndarray:
@@ -70,10 +113,26 @@ def _induced(graph: GraphData, k: int) -> GraphData:
                      edges_private=keep(graph.edges_private), meta=dict(graph.meta), **masks)
 
 
+def _generic_graph() -> GraphData:
+    """400 nodes, every fourth unlabelled, features in [0, 1], 30% of the edges private."""
+    from privgraph.datasets.split import random_node_split, split_public_private
+    from privgraph.datasets.synthetic import sbm_graph
+
+    g = sbm_graph(GENERIC_NODES, num_classes=3, avg_degree=6.0, num_features=8, seed=7)
+    y = g.y.copy()
+    y[::4] = -1
+    x = (g.x - g.x.min(0)) / (g.x.max(0) - g.x.min(0))
+    masks = random_node_split(GENERIC_NODES, train=0.5, val=0.25, seed=1, labelled=y >= 0)
+    g = g.replace(x=x.astype(np.float32), y=y, train_mask=masks[0], val_mask=masks[1], test_mask=masks[2])
+    return split_public_private(g, 0.3, seed=3)
+
+
 def _input_graph(name: str, data_root: Path) -> GraphData:
-    """The shipped pipeline's input, loaded as its ingest loads it, at test scale."""
+    """The pipeline's input at test scale, as its ingest loads it."""
     from privgraph.datasets import load_dataset
 
+    if name == "generic-unlabelled":
+        return _generic_graph()
     ds = copy.deepcopy(SHIPPED[name]["dataset"])
     options = dict(ds.get("options") or {})
     if ds["name"] == "sbm":
@@ -86,49 +145,66 @@ def _input_graph(name: str, data_root: Path) -> GraphData:
     return g
 
 
-def _test_scale_config(name: str, tmp: Path) -> Path:
+def _write_input(name: str, graph: GraphData, data: Path) -> dict[str, Any]:
+    """Write a file-backed pipeline's input under ``data``; returns its test-scale ``dataset`` section."""
+    from privgraph.datasets.image_graph import write_photo_graph
+    from tests.graph_files import write_generic
+
+    if name == "images-heterorr":
+        opts = SHIPPED[name]["dataset"]["options"]
+        write_photo_graph(data / "photos", num_nodes=PHOTOS_NODES, seed=opts["seed"],
+                          private_fraction=opts["private_fraction"])
+        return {"name": "images", "root": str(data), "options": {"path": "photos"}}
+    return {"name": "generic", "root": str(data), "options": write_generic(graph, data)}
+
+
+def _test_scale_config(name: str, tmp: Path, dataset: dict[str, Any] | None = None, **changes: Any) -> Path:
     tmp.mkdir(parents=True, exist_ok=True)
-    p = copy.deepcopy(SHIPPED[name])
+    p = copy.deepcopy(PIPELINES[name])
     p["evaluate"] = {**(p.get("evaluate") or {}), "runs": 1, "epochs": 3}
     p.update(executor="serial", seed=SEED, storage=str(tmp / "store"), private_records=str(tmp / "private"))
+    if dataset is not None:
+        p["dataset"] = dataset
+        p["dataset"].pop("rho", None)
     p.pop("schedule", None)
+    p.update(changes)
     path = tmp / "pipelines.yaml"
     path.write_text(yaml.safe_dump({"pipelines": {name: p}}))
     return path
 
 
 # -- neighbouring inputs ----------------------------------------------------------------------------
+def _private_edge_to_add(graph: GraphData) -> tuple[int, int] | None:
+    """Two nodes of V_pri that are not adjacent: adding their edge keeps V_pri as it is."""
+    vpri = graph.private_nodes()
+    if vpri.size < 3:
+        return None
+    rng = np.random.default_rng(0)
+    n = np.int64(graph.num_nodes)
+    existing = set((graph.edges("all")[0] * n + graph.edges("all")[1]).tolist())
+    while True:
+        u, v = np.sort(rng.choice(vpri, 2, replace=False))
+        if int(u * n + v) not in existing:
+            return int(u), int(v)
+
+
 def _neighbour(graph: GraphData, disclosure: Any, scope: str) -> GraphData | None:
     """``graph`` with one private item of ``scope`` changed, or None when the scope has none."""
     if scope not in disclosure.private_scopes():
         return None
-    rng = np.random.default_rng(0)
     if scope == "edges":
-        vpri = graph.private_nodes()
-        if vpri.size < 3:
+        pair = _private_edge_to_add(graph)
+        if pair is None:
             return None
-        n = np.int64(graph.num_nodes)
-        existing = set((graph.edges("all")[0] * n + graph.edges("all")[1]).tolist())
-        while True:  # two nodes of V_pri, not adjacent: adding the edge keeps V_pri as it is
-            u, v = np.sort(rng.choice(vpri, 2, replace=False))
-            if int(u * n + v) not in existing:
-                break
-        e = np.concatenate([graph.edges_private, [[u], [v]]], axis=1)
-        return graph.replace(edges_private=e)
+        return graph.replace(edges_private=np.concatenate([graph.edges_private, [[pair[0]], [pair[1]]]], axis=1))
     if scope == "features":
         rows = np.flatnonzero(~disclosure.public_feature_rows(graph))
-        if graph.x is None and "image_paths" in graph.meta:  # an image graph: one private node's image
-            paths = list(graph.meta["image_paths"])
-            i = int(rows[0])
-            other = int(next(j for j in rows[1:] if Path(paths[j]).read_bytes() != Path(paths[i]).read_bytes()))
-            paths[i] = paths[other]
-            return graph.replace(meta={**graph.meta, "image_paths": tuple(paths)})
         i = int(rows[0])
         other = int(next(j for j in rows[1:] if not np.array_equal(graph.x[j], graph.x[i])))
         x = graph.x.copy()
         x[i] = graph.x[other]  # another node's row: within the public bounds
         return graph.replace(x=x)
-    rows = np.flatnonzero(disclosure.private_label_rows(graph))
+    rows = np.flatnonzero(disclosure.private_label_rows(graph) & graph.labelled())
     if rows.size == 0:
         return None
     i = int(rows[0])
@@ -137,35 +213,216 @@ def _neighbour(graph: GraphData, disclosure: Any, scope: str) -> GraphData | Non
     return graph.replace(y=y)
 
 
-# -- one run, everything it publishes --------------------------------------------------------------
-async def _artifacts() -> list[dict[str, Any]]:
+def _image_neighbour(base: Path, dest: Path, graph: GraphData, disclosure: Any, scope: str) -> bool:
+    """The photo graph directory ``base`` copied to ``dest`` with one private item edited on disk:
+    a private edge row added to edges.csv, or a private node's image file replaced by another's."""
+    if scope not in disclosure.private_scopes() or scope == "labels":
+        return False
+    shutil.copytree(base, dest)
+    if scope == "edges":
+        pair = _private_edge_to_add(graph)
+        if pair is None:
+            return False
+        with open(dest / "edges.csv", "a", encoding="utf-8") as fh:
+            fh.write(f"{pair[0]},{pair[1]},true\n")
+        return True
+    nodes = pd.read_csv(dest / "nodes.csv").set_index("id")
+    rows = np.flatnonzero(~disclosure.public_feature_rows(graph))
+    target = dest / nodes.loc[int(rows[0]), "image"]
+    donor = next(dest / nodes.loc[int(j), "image"] for j in rows[1:]
+                 if (dest / nodes.loc[int(j), "image"]).read_bytes() != target.read_bytes())
+    target.write_bytes(donor.read_bytes())
+    return True
+
+
+# -- one run through the CLI, everything it publishes ---------------------------------------------
+def _api(path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every row of a Prefect ``/.../filter`` endpoint (pages of 200), as the UI reads them."""
     from prefect.client.orchestration import get_client
 
-    async with get_client() as client:
-        # prefect 3.8.0's client sends nulls its own server rejects: post the UI's filter
-        r = await client._client.post("/artifacts/filter", json={"limit": 200, "sort": "CREATED_DESC"})
-        return r.json()
+    rows: list[dict[str, Any]] = []
+    with get_client(sync_client=True) as client:
+        while True:
+            r = client._client.post(path, json={**body, "limit": 200, "offset": len(rows)})
+            r.raise_for_status()
+            page = r.json()
+            rows += page
+            if len(page) < 200:
+                return rows
 
 
-def _run(cfg: Path, name: str, graph: GraphData, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def _cli(*args: str) -> Any:
+    from typer.testing import CliRunner
+
+    from privgraph.cli import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+def _run(cfg: Path, name: str, monkeypatch: pytest.MonkeyPatch, graph: GraphData | None = None) -> dict[str, Any]:
+    """``privgraph run NAME --ci`` in this process (the module's Prefect API), and everything it
+    published; ``graph``: handed to the ingest task (None: the real loader reads the files)."""
     import tasks.ingest
-    from flows.privatize import privatize_flow
-    from privgraph.storage import open_store
-    from privgraph.storage.private_record import read_private_record
+    from prefect.logging.handlers import APILogWorker
 
-    monkeypatch.setattr(tasks.ingest, "load_dataset", lambda *a, **k: graph)
-    before = {a["id"] for a in asyncio.run(_artifacts())}
-    res = privatize_flow(pipeline=name, config_path=str(cfg))
-    created = sorted((a for a in asyncio.run(_artifacts()) if a["id"] not in before), key=lambda a: a["created"])
-    store = open_store(str(cfg.parent / "store"))
-    private_dir = yaml.safe_load(cfg.read_text())["pipelines"][name]["private_records"]
-    return {
-        "version": res["version"],
-        "manifest": store.read_manifest(name, res["version"]),
-        "objects": store.read_objects(name, res["version"]),
-        "artifacts": created,
-        "record": read_private_record(private_dir, name, res["version"]),
+    from privgraph.storage import open_store
+    from privgraph.storage.private_record import private_refusals_dir, read_private_record
+
+    tmp = cfg.parent
+    if graph is not None:
+        monkeypatch.setattr(tasks.ingest, "load_dataset", lambda *a, **k: graph)
+    flows_before = {f["id"] for f in _api("/flow_runs/filter", {})}
+    artifacts_before = {a["id"] for a in _api("/artifacts/filter", {})}
+    summary = tmp / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    res = _cli("run", name, "--config", str(cfg), "--ci")
+    APILogWorker.drain_all(timeout=30)
+    ci = json.loads(next(line for line in reversed(res.stdout.splitlines()) if line.startswith("{")))
+    flows = [f for f in _api("/flow_runs/filter", {}) if f["id"] not in flows_before]
+    ids = [f["id"] for f in flows]
+    run: dict[str, Any] = {
+        "tmp": tmp, "exit_code": res.exit_code, "ci": ci, "summary": summary.read_text(),
+        "flows": flows,
+        "tasks": _api("/task_runs/filter", {"flow_runs": {"id": {"any_": ids}}}) if ids else [],
+        "logs": _api("/logs/filter", {"logs": {"flow_run_id": {"any_": ids}}, "sort": "TIMESTAMP_ASC"}) if ids else [],
+        "artifacts": sorted((a for a in _api("/artifacts/filter", {}) if a["id"] not in artifacts_before),
+                            key=lambda a: a["created"]),
+        "version": ci.get("version"),
     }
+    private = yaml.safe_load(cfg.read_text())["pipelines"][name]["private_records"]
+    if run["version"] is None:  # refused: the owner's record of why, if the refusal has private detail
+        folder = private_refusals_dir(private, name)
+        run["refusals"] = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+        return run
+    store = open_store(str(tmp / "store"))
+    run["manifest"] = store.read_manifest(name, run["version"])
+    run["objects"] = store.read_objects(name, run["version"])
+    run["show"] = _cli("artifacts", "show", run["version"], "--store", str(tmp / "store"), "--json",
+                       "--private-records", private).stdout
+    run["list"] = _cli("artifacts", "list", "--store", str(tmp / "store"), "--json").stdout
+    run["record"] = read_private_record(private, name, run["version"])
+    return run
+
+
+# -- what a run published, normalised -----------------------------------------------------------------
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\b[0-9a-f]{32}\b")
+_DURATION = re.compile(r"\b\d+ h \d+ min\b|\b\d+ min \d+ s\b|\b\d+(?:\.\d+)? s\b")
+_TASK_SUFFIX = re.compile(r"-[0-9a-f]{3}$")
+
+
+def _normalise(text: str, run: dict[str, Any]) -> str:
+    """Ids, durations, the version id and the run's own directory replaced by placeholders."""
+    if run.get("version"):
+        text = text.replace(run["version"], "<version>")
+    text = text.replace(str(run["tmp"]), "<tmp>")
+    return _DURATION.sub("<t>", _UUID.sub("<id>", text))
+
+
+def _manifest_view(manifest: dict[str, Any]) -> dict[str, Any]:
+    m = copy.deepcopy(manifest)
+    for key in ("version", "created"):
+        m.pop(key, None)
+    m.get("seal", {}).pop("signature", None)
+    return m
+
+
+def published(run: dict[str, Any]) -> dict[str, Any]:
+    """Every channel of one run, normalised (what two neighbouring runs must share)."""
+    from flows.reporting import PRIVATE_PREFIX, artifact_key, is_shareable
+
+    def norm(value: Any) -> Any:
+        return json.loads(_normalise(json.dumps(value, sort_keys=True), run))
+
+    flow_names = {f["id"]: _normalise(f["name"], run) for f in run["flows"]}
+    task_names = {t["id"]: _TASK_SUFFIX.sub("", _normalise(t["name"], run)) for t in run["tasks"]}
+    logs: dict[str, list[list[Any]]] = {}
+    for entry in run["logs"]:
+        where = f"{flow_names.get(entry['flow_run_id'], '?')} :: {task_names.get(entry['task_run_id'], '-')}"
+        logs.setdefault(where, []).append([entry["level"], _normalise(entry["message"], run)])
+    ci = dict(run["ci"])
+    ci["seconds"] = "<t>"
+    name = ci["pipeline"]
+    view: dict[str, Any] = {
+        "exit_code": run["exit_code"],
+        "ci": norm(ci),
+        "flow runs": sorted(norm([flow_names[f["id"]], f["state_type"], f["state"].get("message") or "",
+                                  f["parameters"], sorted(f["tags"])]) for f in run["flows"]),
+        "task runs": sorted(norm([task_names[t["id"]], t["state_type"], t["state"].get("message") or "",
+                                  sorted(t["tags"])]) for t in run["tasks"]),
+        "logs": logs,
+        "artifacts": [[a["key"], _normalise(a["data"], run)] for a in run["artifacts"] if is_shareable(a["key"] or "", name)],
+        "private artifacts": sorted(a["key"] for a in run["artifacts"]
+                                    if (a["key"] or "").startswith(artifact_key(name, PRIVATE_PREFIX))),
+        # an artifact without a key (Prefect's own): compared as it is
+        "other artifacts": sorted(norm([a["type"], a["description"] or "", str(a["data"])]) for a in run["artifacts"]
+                                  if not a["key"]),
+    }
+    if run["version"] is not None:
+        view["manifest"] = _manifest_view(run["manifest"])
+        view["objects"] = {k: hashlib.sha256(v).hexdigest() for k, v in run["objects"].items()}
+    return view
+
+
+def consistency(run: dict[str, Any]) -> list[str]:
+    """Every channel that shows a function of the stored objects shows exactly that function of
+    THIS run's stored objects (metrics: checked against the fresh-process recomputation
+    separately, :func:`metrics_recomputed`)."""
+    from flows.reporting import PRIVATE_PREFIX, artifact_key, is_shareable
+    from privgraph.cli import _ci_markdown
+    from privgraph.report import metrics_markdown
+    from privgraph.storage.base import VersionInfo
+    from privgraph.storage.graph_io import objects_to_graph
+
+    out = []
+    name = run["ci"]["pipeline"]
+    if run["summary"] != _ci_markdown(run["ci"]):
+        out.append("the step summary holds more than run --ci's JSON")
+    for a in run["artifacts"]:
+        key = a["key"]
+        if key is None:
+            continue  # Prefect's own (compared between the runs as it is)
+        if not (is_shareable(key, name) or (key.startswith(artifact_key(name, PRIVATE_PREFIX))
+                                            and a["data"].startswith("# PRIVATE EVALUATION"))):
+            out.append(f"artifact {key!r} is neither shareable nor titled as private evaluation")
+    if run["version"] is None:
+        return out
+    manifest = run["manifest"]
+    graph = objects_to_graph(run["objects"], manifest["num_nodes"])
+    if manifest["graph"] != json.loads(json.dumps(dict(graph.summary()))):
+        out.append("manifest field graph is not the stored objects' summary")
+    if set(manifest) - {"pipeline", "description", "dataset", "public_input_fingerprint", "public", "num_nodes",
+                        "graph", "mechanisms", "ledger", "budget", "privatized", "stats", "validation", "metrics",
+                        "scores", "code_version", "embed", "format", "version", "created", "objects", "seal"}:
+        out.append(f"manifest fields nobody declared: {sorted(set(manifest))}")
+    if run["ci"].get("metrics") != manifest["metrics"]:
+        out.append("run --ci's metrics are not the manifest's")
+    for a in run["artifacts"]:
+        if a["key"] == artifact_key(name, "metrics") and a["data"] != metrics_markdown(name, run["version"], manifest["metrics"]):
+            out.append("the metrics artifact holds more than the stored manifest's metrics")
+    if json.loads(run["show"]) != manifest:
+        out.append("artifacts show --json is not the stored manifest")
+    if json.loads(run["list"]) != [VersionInfo.from_manifest(manifest).to_dict()]:
+        out.append("artifacts list --json is not the stored manifest's listing")
+    return out
+
+
+def metrics_recomputed(runs: list[dict[str, Any]], cfgs: list[Path], name: str) -> list[str]:
+    """Each published run's metrics recomputed in ONE fresh process from its stored version and
+    public configuration alone; the published ones must be exactly those."""
+    out = []
+    for run, cfg in zip(runs, cfgs, strict=True):
+        if run["version"] is None or run["manifest"].get("metrics") is None:
+            continue
+        r = subprocess.run(
+            [sys.executable, "-m", "tests.recompute_metrics", str(cfg), name, str(run["tmp"] / "store"), run["version"]],
+            cwd=REPO, capture_output=True, text=True, timeout=900,
+            env={**os.environ, "PRIVGRAPH_CACHE_DIR": os.environ.get("PRIVGRAPH_CACHE_DIR", "")},
+        )
+        assert r.returncode == 0, r.stderr[-3000:]
+        again = json.loads(r.stdout.strip().splitlines()[-1])[run["version"]]
+        if again != run["manifest"]["metrics"]:
+            out.append(f"metrics: the published metrics are not those of the stored version ({sorted(_diff(again, run['manifest']['metrics']))[:5]})")
+    return out
 
 
 def _diff(a: Any, b: Any, path: str = "") -> list[str]:
@@ -173,7 +430,7 @@ def _diff(a: Any, b: Any, path: str = "") -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict):
         out = []
         for k in sorted(set(a) | set(b)):
-            p = f"{path}.{k}" if path else k
+            p = f"{path}.{k}" if path else str(k)
             out += [p] if (k not in a or k not in b) else _diff(a[k], b[k], p)
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
@@ -182,53 +439,51 @@ def _diff(a: Any, b: Any, path: str = "") -> list[str]:
 
 
 def _allowed(path: str, scope: str) -> bool:
-    if path in ("version", "created", "seal.signature") or path == "metrics" or path.startswith("metrics."):
+    """What the covering mechanism's output may move: its stored object(s) and their checksum,
+    and the manifest sections recomputed from the stored objects (plus their copies: the
+    metrics in run --ci's JSON and the metrics artifact, each checked equal to the manifest's)."""
+    if any(path.startswith(f"objects.{obj}") or path.startswith(f"manifest.objects.{obj}") for obj in OBJECT[scope]):
         return True
-    if any(path.startswith(f"objects.{obj}") for obj in OBJECT[scope]) or path == f"release.{scope}" or path.startswith(f"release.{scope}."):
+    if any(path == f"manifest.{d}" or path.startswith(f"manifest.{d}.") for d in DERIVED):
         return True
-    return GRAPH_COUNT[scope] is not None and path == f"graph.{GRAPH_COUNT[scope]}"
+    return path == "ci.metrics" or path.startswith("ci.metrics.") or path.startswith("metrics artifact")
 
 
-def violations(base: dict[str, Any], other: dict[str, Any], name: str, scope: str) -> list[str]:
+def violations(base: dict[str, Any], other: dict[str, Any]) -> list[str]:
     """Everything that moved between two runs on neighbouring inputs and may not have."""
-    from flows.reporting import PRIVATE_PREFIX, artifact_key, is_shareable
-    from privgraph.report import metrics_markdown
+    scope = other["scope"]
+    a, b = published(base), published(other)
+    name = base["ci"]["pipeline"]
+    for view in (a, b):  # the metrics artifact is checked equal to the manifest's metrics: set it apart
+        arts = view.pop("artifacts")
+        from flows.reporting import artifact_key
 
-    out = []
-    for obj in sorted(set(base["objects"]) | set(other["objects"])):
-        if obj not in OBJECT[scope] and base["objects"].get(obj) != other["objects"].get(obj):
-            out.append(f"stored object {obj}")
-    out += [f"manifest field {p}" for p in _diff(base["manifest"], other["manifest"]) if not _allowed(p, scope)]
-
-    def shareable(run: dict[str, Any]) -> list[tuple[str, str]]:
-        arts = []
-        for a in run["artifacts"]:
-            key = a["key"]
-            if is_shareable(key, name):
-                arts.append((key, a["data"].replace(run["version"], "<version>")))
-            elif not (key.startswith(artifact_key(name, PRIVATE_PREFIX)) and a["data"].startswith("# PRIVATE EVALUATION")):
-                out.append(f"artifact {key!r} is neither shareable nor titled as private evaluation")
-        return arts
-
-    a_arts, b_arts = shareable(base), shareable(other)
-    metrics_key = artifact_key(name, "metrics")
-    for run, arts in ((base, a_arts), (other, b_arts)):
-        for key, data in arts:  # the metrics artifact is the stored manifest's metrics, nothing more
-            if key == metrics_key and data != metrics_markdown(name, "<version>", run["manifest"]["metrics"]):
-                out.append("the metrics artifact holds more than the stored manifest's metrics")
-    strip = [(k, d) for k, d in a_arts if k != metrics_key], [(k, d) for k, d in b_arts if k != metrics_key]
-    if strip[0] != strip[1]:
-        out.append("a shareable artifact (the ledger) differs")
+        view["artifacts"] = [x for x in arts if x[0] != artifact_key(name, "metrics")]
+        view["metrics artifact"] = [x for x in arts if x[0] == artifact_key(name, "metrics")]
+    out = consistency(base) + consistency(other)
+    out += [f"{p.split('.')[0].split('[')[0]}: {p}" for p in _diff(a, b) if not _allowed(p, scope)]
     return out
 
 
 # -- the test ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def harness():
+    import torch
     from prefect.testing.utilities import prefect_test_harness
 
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # bit-identical training here and in the fresh process that recomputes
     with prefect_test_harness():
         yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def owner(tmp_path_factory, monkeypatch):
+    """One owner (one HMAC key, one signing key: the seal's public key must not move) and one
+    score cache for every run."""
+    monkeypatch.setenv("PRIVGRAPH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "score-cache"))
+    monkeypatch.setenv("PRIVGRAPH_HOME", str(tmp_path_factory.getbasetemp() / "owner-home"))
 
 
 @pytest.fixture(scope="module")
@@ -236,25 +491,42 @@ def base_runs() -> dict[str, Any]:
     return {}
 
 
+def _base(name: str, base_runs: dict[str, Any], data_root: Path, tmp_path_factory, monkeypatch) -> tuple[Path, GraphData, dict[str, Any]]:
+    if name not in base_runs:
+        tmp = tmp_path_factory.mktemp(f"{name}-base")
+        graph = _input_graph(name, data_root)
+        if name in FROM_FILES:
+            cfg = _test_scale_config(name, tmp, _write_input(name, graph, tmp / "data"))
+            run = _run(cfg, name, monkeypatch)
+        else:
+            cfg = _test_scale_config(name, tmp)
+            run = _run(cfg, name, monkeypatch, graph)
+        assert run["exit_code"] == 0, run["ci"]
+        base_runs[name] = (cfg, graph, run, metrics_recomputed([run], [cfg], name))
+    cfg, graph, run, recomputed = base_runs[name]
+    return cfg, graph, run, recomputed
+
+
 @pytest.mark.parametrize("scope", SCOPES)
-@pytest.mark.parametrize("name", sorted(SHIPPED))
+@pytest.mark.parametrize("name", sorted(PIPELINES))
 def test_a_published_version_reveals_nothing_beyond_its_ledger(
-    name, scope, harness, base_runs, data_root, tmp_path_factory, monkeypatch
+    name, scope, harness, owner, base_runs, data_root, tmp_path_factory, monkeypatch
 ):
     from privgraph.config import load_config
 
-    monkeypatch.setenv("PRIVGRAPH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "score-cache"))
-    # one owner (one HMAC key, one signing key) for every run: the seal's public key must not move
-    monkeypatch.setenv("PRIVGRAPH_HOME", str(tmp_path_factory.getbasetemp() / "owner-home"))
-    if name not in base_runs:
-        tmp = tmp_path_factory.mktemp(f"{name}-base")
-        cfg = _test_scale_config(name, tmp)
-        graph = _input_graph(name, data_root)
-        base_runs[name] = (cfg, graph, _run(cfg, name, graph, monkeypatch))
-    cfg, graph, base = base_runs[name]
+    cfg, graph, base, recomputed = _base(name, base_runs, data_root, tmp_path_factory, monkeypatch)
     disclosure = load_config(cfg).disclosure(name)
-    neighbour = _neighbour(graph, disclosure, scope)
-    if neighbour is None:
+    tmp = tmp_path_factory.mktemp(f"{name}-{scope}")
+    if name == "images-heterorr":
+        ok = _image_neighbour(cfg.parent / "data" / "photos", tmp / "data" / "photos", graph, disclosure, scope)
+        other_cfg = _test_scale_config(name, tmp, {"name": "images", "root": str(tmp / "data"),
+                                                   "options": {"path": "photos"}}) if ok else None
+    else:
+        neighbour = _neighbour(graph, disclosure, scope)
+        other_cfg = None if neighbour is None else (
+            _test_scale_config(name, tmp, _write_input(name, neighbour, tmp / "data")) if name in FROM_FILES
+            else _test_scale_config(name, tmp))
+    if other_cfg is None:
         # nothing of this scope is private in this pipeline: then the manifest must say it is public
         public = base["manifest"]["public"]
         declared = {"edges": "edges_public", "features": "features", "labels": "labels"}[scope]
@@ -262,33 +534,159 @@ def test_a_published_version_reveals_nothing_beyond_its_ledger(
         if scope == "edges":
             assert "private_nodes" not in public and not graph.edges_private.size
         return
-    other_cfg = _test_scale_config(name, tmp_path_factory.mktemp(f"{name}-{scope}"))
-    other = _run(other_cfg, name, neighbour, monkeypatch)
+    other = _run(other_cfg, name, monkeypatch, None if name in FROM_FILES else neighbour)
+    other["scope"] = scope
+    assert other["exit_code"] == 0, other["ci"]
     assert other["record"]["input_identity"] != base["record"]["input_identity"]  # the inputs differ
-    assert violations(base, other, name, scope) == []
-    if (SHIPPED[name].get("evaluate") or {}).get("attacks"):  # they ran, on raw data, and stayed in the owner's record
+    assert recomputed == [] and metrics_recomputed([other], [other_cfg], name) == []
+    seen = published(other)  # every channel was read back
+    assert seen["logs"] and seen["flow runs"] and seen["task runs"] and seen["artifacts"] and seen["ci"]["metrics"]
+    assert violations(base, other) == []
+    if (PIPELINES[name].get("evaluate") or {}).get("attacks"):  # they ran, on raw data, and stayed in the owner's record
         scored = other["record"]["private_evaluation"]["attacks"]["private"]
         assert "linkteller" in scored and "auc" in scored["linkteller"], scored
-        assert "attacks" not in json.dumps(other["manifest"]) and "linkteller" not in json.dumps(other["manifest"])
+        text = json.dumps(published(other))
+        assert "linkteller\": {" not in text and "\"auc\"" not in text
 
 
-def test_the_check_catches_a_field_computed_from_private_data(harness, data_root, tmp_path, monkeypatch):
-    """The test can fail: with the fingerprint hashing the private edges again (leak 1 of issue 9),
-    one toggled private edge moves a manifest field that no guarantee covers."""
-    from privgraph.config import load_config
+# -- GAP at node level: a neighbour that crosses the public degree bound ------------------------------
+def test_a_refusal_at_the_degree_bound_publishes_one_bit(harness, owner, data_root, tmp_path_factory, monkeypatch):
+    """The base graph is within the bound and publishes; its neighbour (one more private edge at a
+    node of the largest private degree) crosses it and is refused: that bit is what the guarantee
+    says the refusal publishes. Nothing else may depend on the data: a second neighbour, over the
+    bound at another node too, publishes byte-identical channels (message, exit code, JSON, step
+    summary, logs, states), no version is staged, and which nodes are over the bound (private)
+    is in the owner's record only."""
+    name = "sbm-gap-node"
+    graph = _input_graph(name, data_root)
+    degree = np.bincount(graph.edges_private.ravel(), minlength=graph.num_nodes)
+    bound = int(degree.max())  # the base is exactly at the bound
+    edges = SHIPPED[name]["edges"] | {"max_degree": bound}
+    at_bound = np.flatnonzero(degree == bound)
+    have = set(map(tuple, graph.edges("all").T.tolist()))
+
+    def add_edge_at(g: GraphData, u: int) -> GraphData:
+        v = next(int(w) for w in g.private_nodes() if w != u and (min(u, w), max(u, w)) not in have
+                 and degree[w] < bound - 1)
+        have.add((min(u, v), max(u, v)))
+        return g.replace(edges_private=np.concatenate([g.edges_private, [[min(u, v)], [max(u, v)]]], axis=1))
+
+    crossing = add_edge_at(graph, int(at_bound[0]))
+    runs = []
+    for tag, g in (("within", graph), ("crossing", crossing), ("crossing-twice", add_edge_at(crossing, int(at_bound[-1])))):
+        tmp = tmp_path_factory.mktemp(f"gap-bound-{tag}")
+        cfg = _test_scale_config(name, tmp, _write_input(name, g, tmp / "data"), edges=edges)
+        runs.append(_run(cfg, name, monkeypatch))
+    within, once, twice = runs
+    assert within["exit_code"] == 0 and within["version"] is not None
+    for run in (once, twice):
+        assert run["exit_code"] == 2 and run["version"] is None and run["ci"]["status"] == "failed"
+        assert f"more than max_degree = {bound} private edges" in run["ci"]["error"]
+        assert not list((run["tmp"] / "store").rglob("*.npy")) and not list((run["tmp"] / "store").rglob("*.parquet"))
+        [refusal] = run["refusals"]  # the owner's record: which nodes, their private degrees
+        assert refusal["detail"]["max_degree"] == bound and refusal["detail"]["private_degrees"]
+    assert twice["refusals"][0]["detail"] != once["refusals"][0]["detail"]
+    for run in (once, twice):
+        run["scope"] = "edges"
+    assert violations(once, twice) == []
+    digits = set(re.findall(r"\d+", once["ci"]["error"])) - {str(bound)}
+    assert not digits, once["ci"]["error"]  # the message holds the public bound and nothing counted
+
+
+# -- the checks can fail ------------------------------------------------------------------------------
+def test_every_planted_leak_is_caught(harness, owner, data_root, tmp_path_factory, monkeypatch):
+    """Leaks planted one per channel, each computed from a private feature row (the neighbour
+    changes the one row that the planted theta reads although the declaration keeps it private):
+    a manifest field (``release.*``, as issue 24 found one), a shareable metric, a log line, the
+    public fingerprint, theta, and a refusal message. Every plant must be caught."""
+    import flows.privatize
+    import tasks.evaluate
+    import tasks.partition
+    from prefect import get_run_logger
+
     from privgraph.disclosure import Disclosure
+    from privgraph.errors import GraphValidationError
+    from privgraph.scoring.importance import PublicRows, PublicSubset, restrict_rows
 
-    real = Disclosure.public_inputs
+    name = "generic-unlabelled"
+    graph = _input_graph(name, data_root)
+    real_rows, real_build = Disclosure.public_rows, flows.privatize.build_manifest
+    real_partition, real_metrics = tasks.partition.partition_graph, tasks.evaluate.version_metrics
+    real_inputs = Disclosure.public_inputs
 
-    def leaky(self, graph):
-        yield from real(self, graph)
-        yield "edges_private", graph.edges_private
+    def declared(self: Disclosure, g: GraphData) -> np.ndarray:
+        out = np.zeros(g.num_nodes, bool)
+        out[real_rows(self, g).nodes] = True
+        return out
 
-    monkeypatch.setattr(Disclosure, "public_inputs", leaky)
-    monkeypatch.setenv("PRIVGRAPH_HOME", str(tmp_path / "owner-home"))  # one owner: one signing key
-    cfg = _test_scale_config("cora", tmp_path / "a")
-    graph = _input_graph("cora", data_root)
-    base = _run(cfg, "cora", graph, monkeypatch)
-    neighbour = _neighbour(graph, load_config(cfg).disclosure("cora"), "edges")
-    other = _run(_test_scale_config("cora", tmp_path / "b"), "cora", neighbour, monkeypatch)
-    assert violations(base, other, "cora", "edges") == ["manifest field public_input_fingerprint"]
+    def planted_row(g: GraphData, d: Disclosure) -> int:  # an undeclared row with a label
+        return int(np.flatnonzero(~declared(d, g) & g.labelled())[0])
+
+    def secret(g: GraphData) -> float:
+        return round(float(g.x.astype(np.float64).sum()), 6)
+
+    def leaky_rows(self: Disclosure, g: GraphData) -> PublicRows:  # theta reads one undeclared row
+        view = real_rows(self, g)
+        nodes = np.sort(np.append(view.nodes, planted_row(g, self)))
+        return PublicRows(restrict_rows(g, nodes), PublicSubset(nodes, np.zeros(nodes.size, bool), view.subset.description))
+
+    def leaky_build(**kw: Any) -> dict[str, Any]:
+        m = real_build(**kw)
+        m["release"] = {"features": {"input_sum": secret(kw["graph_in"])}}
+        return m
+
+    def leaky_partition(g: GraphData, *a: Any, **k: Any) -> Any:
+        get_run_logger().info("partitioning a graph whose features sum to %s", secret(g))
+        return real_partition(g, *a, **k)
+
+    def leaky_metrics(version: GraphData, *a: Any, clean: GraphData | None = None, **k: Any) -> dict[str, Any]:
+        m = real_metrics(version, *a, clean=clean, **k)
+        return {**m, "clean_feature_sum": secret(clean)}
+
+    def leaky_inputs(self: Disclosure, g: GraphData) -> Any:
+        yield from real_inputs(self, g)
+        yield "x", g.x
+
+    monkeypatch.setattr(Disclosure, "public_rows", leaky_rows)
+    monkeypatch.setattr(Disclosure, "public_feature_rows", declared)
+    monkeypatch.setattr(flows.privatize, "build_manifest", leaky_build)
+    monkeypatch.setattr(tasks.partition, "partition_graph", leaky_partition)
+    monkeypatch.setattr(tasks.evaluate, "version_metrics", leaky_metrics)
+    monkeypatch.setattr(Disclosure, "public_inputs", leaky_inputs)
+
+    def run(tag: str, g: GraphData) -> tuple[dict[str, Any], Path]:
+        tmp = tmp_path_factory.mktemp(f"planted-{tag}")
+        cfg = _test_scale_config(name, tmp, _write_input(name, g, tmp / "data"))
+        return _run(cfg, name, monkeypatch), cfg
+
+    from privgraph.config import load_config
+
+    base, base_cfg = run("base", graph)
+    d = load_config(base_cfg).disclosure(name)
+    i = planted_row(graph, d)
+    x = graph.x.copy()
+    x[i] = 1.0 - x[i]
+    other, other_cfg = run("neighbour", graph.replace(x=x))
+    other["scope"] = "features"
+    found = violations(base, other) + metrics_recomputed([base, other], [base_cfg, other_cfg], name)
+    caught = {
+        "release.*": any("manifest.release" in v for v in found),
+        "metrics.*": any(v.startswith("metrics:") for v in found),
+        "a log line": any(v.startswith("logs:") and "partition" in v for v in found),
+        "the fingerprint": any("manifest.public_input_fingerprint" in v for v in found),
+        "theta": any("manifest.mechanisms" in v and "theta" in v for v in found),
+    }
+    assert all(caught.values()), (caught, found)
+
+    # a refusal whose message carries a private value
+    def leaky_refusal(g: GraphData, *a: Any, **k: Any) -> Any:
+        raise GraphValidationError(f"refused: the features sum to {secret(g)}")
+
+    monkeypatch.setattr(tasks.partition, "partition_graph", leaky_refusal)
+    refused, _ = run("refused-base", graph)
+    refused_other, _ = run("refused-neighbour", graph.replace(x=x))
+    refused_other["scope"] = "features"
+    found = violations(refused, refused_other)
+    assert refused["exit_code"] == refused_other["exit_code"] == 2
+    assert any(v.startswith("ci:") for v in found) and any(v.startswith("logs:") or v.startswith("flow runs:")
+                                                           for v in found), found

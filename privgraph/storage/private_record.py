@@ -126,8 +126,8 @@ def write_private_refusal(directory: str | os.PathLike[str], pipeline: str, exc:
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     path = private_refusals_dir(directory, pipeline) / f"{stamp}.json"
     body = {"pipeline": pipeline, "refused": str(exc), "covered_by_guarantee": False, "note": PRIVATE_NOTE,
-            "detail": _plain(detail)}
-    write_private_file(path, (json.dumps(body, sort_keys=True, indent=1) + "\n").encode())
+            "detail": detail}
+    write_private_file(path, (json.dumps(body, sort_keys=True, indent=1, default=_plain) + "\n").encode())
     return path
 
 
