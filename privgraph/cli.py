@@ -120,6 +120,10 @@ def _quiet_prefect() -> None:
             h.addFilter(flt)
 
 
+_SHOW_PRIVATE_HELP = ("also print the owner's private evaluation (the clean graph's accuracy, the structure report, "
+                      "attack scores) here; off by default: CLI output is a published channel (CI logs, shared terminals)")
+
+
 @app.command()
 def run(
     pipeline: str = typer.Argument("cora", help="pipeline name in pipelines.yaml"),
@@ -131,6 +135,7 @@ def run(
         False, "--ci",
         help="machine-readable summary for CI: JSON on stdout (also on failure), markdown to $GITHUB_STEP_SUMMARY",
     ),
+    show_private: bool = typer.Option(False, "--show-private", help=_SHOW_PRIVATE_HELP),
 ) -> None:
     """Run the privatize flow (and evaluate) for PIPELINE and publish a private version."""
     t0 = time.perf_counter()
@@ -167,7 +172,7 @@ def run(
     _print_ledger(res["ledger"])
     if res.get("metrics"):
         owner_only = None
-        if res.get("private_record"):
+        if res.get("private_record") and show_private:
             owner_only = json.loads(Path(res["private_record"]).read_text()).get("private_evaluation")
         _print_metrics(res["metrics"], owner_only)
     elif res.get("not_evaluated"):
@@ -175,7 +180,8 @@ def run(
         out.print("not evaluated: " + escape("run without --no-evaluate to train and report utility" if why == "--no-evaluate"
                                              else why + "; add them to report utility"))
     if res.get("private_record"):
-        out.print(f"private record (owner only, not published): {escape(res['private_record'])}")
+        out.print(f"private record (owner only, not published): {escape(res['private_record'])}"
+                  + ("" if show_private else "; --show-private prints its evaluation here"))
 
 
 
@@ -234,6 +240,7 @@ def evaluate(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
     structure_plot: Path | None = typer.Option(
         None, "--structure-plot", help="also write the graph-utility report as a PNG here (private evaluation)"),
+    show_private: bool = typer.Option(False, "--show-private", help=_SHOW_PRIVATE_HELP),
 ) -> None:
     """Train the GNN on a published version (shareable accuracy) and on the clean graph (the
     owner's private evaluation); print both."""
@@ -266,7 +273,9 @@ def evaluate(
     if as_json:
         print(json.dumps({k: v for k, v in res.items() if k != "private_evaluation"}, sort_keys=True))
         return
-    _print_metrics(res["metrics"], res.get("private_evaluation"))
+    _print_metrics(res["metrics"], res.get("private_evaluation") if show_private else None)
+    if not show_private:
+        out.print("the owner's private evaluation (clean graph, structure, attacks) is not printed: --show-private")
     out.print(f"input check: {res.get('input_check')}")
 
 

@@ -281,3 +281,24 @@ def test_the_suite_scores_attribute_inference_once_on_the_release(graph):
     assert out["private"]["attribute"]["auc"] > 0.95 and "attribute" not in out["clean"]
     none = run_attacks(clean.replace(x=released), clean, attacks, seed_sequence=3, epochs=5, patience=None)
     assert none["private"]["attribute"] == {"skipped": "no feature mechanism made this version's features"}
+
+
+def test_the_suites_progress_counts_public_units_only():
+    """Issue 24, leak 2: the attacks' progress total was the number of LinkTeller's query nodes,
+    drawn from the raw private edges (``attacks 0/396`` against ``0/405`` after one more private
+    edge), and progress lines reach Prefect's logs. Now the events (task, done, total, detail) are
+    the same for graphs with different private edges; only timings differ."""
+    from privgraph.attacks import run_attacks
+    from privgraph.config import EvaluateConfig
+
+    def events(g: GraphData) -> list[tuple]:
+        seen = []
+        attacks = EvaluateConfig(attacks=["linkteller", {"name": "membership", "shadow": False}]).attacks
+        run_attacks(g, g, attacks, seed_sequence=3, epochs=3, patience=None,
+                    progress=lambda e: seen.append((e.task, e.done, e.total, e.detail)))
+        return seen
+
+    g = planted(0, n=300, m=450)
+    fewer = g.replace(edges_private=g.edges_private[:, : g.edges_private.shape[1] // 3])
+    a, b = events(g), events(fewer)
+    assert a == b and a[-1][1] == a[-1][2] == 3 * (2 + 20)  # 3 models x (2 attacks + LinkTeller's 20 steps)

@@ -95,6 +95,10 @@ def test_cli_run_publishes_a_private_cora_version(tmp_path, data_root):
     r = _cli("evaluate", version, "--config", str(cfg), "--store", store, "--structure-plot",
              str(tmp_path / "structure.png"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
+    # CLI output is a published channel: the owner's evaluation only when asked for
+    assert "structure of the released edges" not in r.stdout and "--show-private" in r.stdout
+    r = _cli("evaluate", version, "--config", str(cfg), "--store", store, "--show-private", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
     assert "structure of the released edges" in r.stdout and "triangles" in r.stdout
     assert (tmp_path / "structure.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privgraph.errors import GraphValidationError
 from privgraph.graph import UNLABELLED, GraphData
 from privgraph.mechanisms.base import (
     MAX_EXACT_EPSILON,
@@ -269,10 +270,10 @@ class LabelRR:
             raise TypeError(f"y must hold integer labels, got dtype {y.dtype}")
         y = y.astype(np.int64)
         bad = np.flatnonzero((y < 0) | (y >= c))
-        if bad.size:
-            raise ValueError(
-                f"y: labels out of range [0, {c}) at rows {bad[:5].tolist()}"
-                + (f" (and {bad.size - 5} more)" if bad.size > 5 else "")
-                + f" (first: {int(y[bad[0]])})"
+        if bad.size:  # the rows and values are private labels: the owner's record, not the message
+            raise GraphValidationError(
+                f"y: labels out of range [0, {c}) (num_classes, a public setting): a label is outside the "
+                "configured classes (which rows: the owner's private record)",
+                private_detail={"rows": bad.tolist(), "labels": y[bad].tolist(), "num_classes": c},
             )
         return y
