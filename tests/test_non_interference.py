@@ -59,6 +59,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -251,6 +252,20 @@ def _api(path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
                 return rows
 
 
+_FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def _final_task_runs(flow_run_ids: list[str]) -> list[dict[str, Any]]:
+    """The task runs of these flow runs once the API has recorded their final states (Prefect 3
+    sends task-run states as events that the server records asynchronously)."""
+    deadline = time.monotonic() + 60
+    while True:
+        runs = _api("/task_runs/filter", {"flow_runs": {"id": {"any_": flow_run_ids}}}) if flow_run_ids else []
+        if all(t["state_type"] in _FINAL for t in runs) or time.monotonic() > deadline:
+            return runs
+        time.sleep(0.5)
+
+
 def _cli(*args: str) -> Any:
     from typer.testing import CliRunner
 
@@ -283,7 +298,7 @@ def _run(cfg: Path, name: str, monkeypatch: pytest.MonkeyPatch, graph: GraphData
     run: dict[str, Any] = {
         "tmp": tmp, "exit_code": res.exit_code, "ci": ci, "summary": summary.read_text(),
         "flows": flows,
-        "tasks": _api("/task_runs/filter", {"flow_runs": {"id": {"any_": ids}}}) if ids else [],
+        "tasks": _final_task_runs(ids),
         "logs": _api("/logs/filter", {"logs": {"flow_run_id": {"any_": ids}}, "sort": "TIMESTAMP_ASC"}) if ids else [],
         "artifacts": sorted((a for a in _api("/artifacts/filter", {}) if a["id"] not in artifacts_before),
                             key=lambda a: a["created"]),
