@@ -20,9 +20,10 @@ from typing import Any
 from prefect import flow
 
 from flows.reporting import comparison_tags, label_flow_run, publish_comparison
+from privgraph.disclosure import disclosure_of
 from privgraph.comparison import comparison_info, comparison_objects, summarize
 from privgraph.graph_comparison import graph_comparison_objects, summarize_graph_comparison
-from privgraph.config import load_config
+from privgraph.config_loader import load_config
 from privgraph.errors import ConfigError
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage.manifest import code_version
@@ -45,7 +46,7 @@ def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | No
     label_flow_run(tags=comparison_tags(name, ccfg))
     pcfg = cfg.get(ccfg.pipeline)
     scores_cfg = ccfg.scores or pcfg.scores
-    disclosure = cfg.disclosure(ccfg.pipeline, scores=ccfg.scores)  # the comparison's scores, if it has its own
+    disclosure = disclosure_of(cfg, ccfg.pipeline, scores=ccfg.scores)  # the comparison's scores, if it has its own
     root = as_seed_sequence(ccfg.seed)  # None: fresh OS entropy; never written anywhere
 
     graph, _ = ingest_with_features(pcfg)

@@ -13,8 +13,10 @@ from flows.reporting import (
     publish_private_evaluation,
     publish_structure_plot,
 )
+from privgraph.disclosure import disclosure_of
 from privgraph.accounting import PrivacyLedger
-from privgraph.config import PipelineConfig, load_config
+from privgraph.config import PipelineConfig
+from privgraph.config_loader import load_config
 from privgraph.disclosure import Disclosure
 from privgraph.evaluation import label_noise
 from privgraph.errors import ArtifactError, ArtifactIntegrityError
@@ -63,7 +65,7 @@ def evaluate_flow(
     cfgs = load_config(config_path)
     cfg = cfgs.get(pipeline)
     label_flow_run(tags=[*pipeline_tags(pipeline, cfg), "evaluate"])
-    disclosure = cfgs.disclosure(pipeline)
+    disclosure = disclosure_of(cfgs, pipeline)
     st = open_store(store or cfg.storage)
     if not staged:  # a published version must carry the owner's seal: an edited ledger stops here
         st.read_manifest(pipeline, version, trusted=[public_key_hex(owner_signing_key(cfg.private_records))], sealed=True)

@@ -24,8 +24,9 @@ from prefect import flow, get_run_logger
 
 from flows.evaluate import evaluate_flow, feature_release_of
 from flows.reporting import label_flow_run, pipeline_tags, publish_ledger, publish_metrics
+from privgraph.disclosure import disclosure_of
 from privgraph.accounting import BudgetPolicy, LedgerEntry
-from privgraph.config import load_config
+from privgraph.config_loader import load_config
 from privgraph.evaluation import evaluation_entropy
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage.manifest import build_manifest
@@ -51,7 +52,7 @@ def privatize_flow(
     """Privatize the pipeline's graph and publish a version; returns version, ledger, metrics."""
     cfgs = load_config(config_path)
     cfg = cfgs.get(pipeline)
-    disclosure = cfgs.disclosure(pipeline)  # the one declaration of what is public
+    disclosure = disclosure_of(cfgs, pipeline)  # the one declaration of what is public
     store_uri = resolve_store(cfg, store)
     check_before_reading(cfg, store_uri)  # store, private records, input files: before any data is read
     root = as_seed_sequence(cfg.seed)  # None: fresh OS entropy; never written anywhere

@@ -1,7 +1,7 @@
 """Privacy accounting: the ledger of every mechanism application and the budget caps.
 
 A :class:`LedgerEntry` records one application of one mechanism: which stage ran it, what it
-promised (its :class:`~privgraph.mechanisms.base.Guarantee`: kind, epsilon, scope), which disjoint
+promised (its :class:`~privgraph.guarantee.Guarantee`: kind, epsilon, scope), which disjoint
 node partitions it touched, and its PUBLIC parameters. Entries are frozen and serialise to JSON;
 their meaning never changes once written (old manifests must keep saying what they said).
 
@@ -10,7 +10,7 @@ their meaning never changes once written (old manifests must keep saying what th
 * **sequential composition** where entries touch the same data: their epsilons add;
 * **parallel composition** across disjoint node partitions: the maximum counts.
 
-Each scope composes in ONE unit (:data:`~privgraph.mechanisms.base.SCOPE_UNITS`): features in
+Each scope composes in ONE unit (:data:`~privgraph.guarantee.SCOPE_UNITS`): features in
 feature-LDP, labels in label-LDP, edges in edge-level DP. A per-node (local) edge guarantee
 states the edge-level figure it implies (DPRR and Warner RR at eps: 2 eps, since both endpoints
 report an edge; LocalLap: 2 eps1 + eps2), and that figure is what counts. Concretely, for a
@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from privgraph.errors import BudgetExceededError, PrivgraphError
-from privgraph.mechanisms.base import SCOPE_UNITS, Guarantee, GuaranteeKind, Scope, check_epsilon
+from privgraph.guarantee import SCOPE_UNITS, Guarantee, GuaranteeKind, Scope, check_epsilon
 
 __all__ = [
     "LedgerEntry",
@@ -323,7 +323,7 @@ class PrivacyLedger:
         """The epsilon spent in ``scope`` (0.0 when nothing was recorded there).
 
         Without ``kind``, every entry counts with its guarantee in the scope's unit
-        (:data:`~privgraph.mechanisms.base.SCOPE_UNITS`, :attr:`Guarantee.ledger_epsilon`): for
+        (:data:`~privgraph.guarantee.SCOPE_UNITS`, :attr:`Guarantee.ledger_epsilon`): for
         edges the edge-level figure (a per-node guarantee of DPRR at eps counts 2 eps). This is the
         figure the budget caps are checked against. With ``kind``, only the entries of that kind
         count, with their own epsilon (e.g. the per-node ``edge_ldp`` total).

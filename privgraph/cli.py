@@ -142,7 +142,7 @@ def run(
     res: dict[str, Any] | None = None
     try:
         with _errors():
-            from privgraph.config import load_config
+            from privgraph.config_loader import load_config
             from privgraph.preflight import check_before_reading, resolve_store
             from privgraph.progress import rich_progress
 
@@ -290,7 +290,7 @@ def compare(
     the table (mean +- std, t-test of the target against the best other) and the plots as a
     PRIVATE report (scored on raw data) under the pipeline's private_records directory."""
     with _errors():
-        from privgraph.config import load_config
+        from privgraph.config_loader import load_config
 
         cfg = load_config(config)
         if cfg.graph_comparison(name) is not None:
@@ -377,7 +377,7 @@ def serve(
 ) -> None:
     """Serve scheduled production runs of the privatize flow (needs a running Prefect server)."""
     with _errors():
-        from privgraph.config import load_config
+        from privgraph.config_loader import load_config
 
         cfg = load_config(config)
         names = pipelines or [n for n, p in cfg.pipelines.items() if p.schedule is not None]

@@ -34,7 +34,7 @@ from privgraph.attacks.suite import AttackProbe
 from privgraph.config import mechanism_entry
 from privgraph.graph import GraphData, in_sorted
 from privgraph.mechanisms import build_at_epsilon, takes_epsilon
-from privgraph.mechanisms.base import Scope
+from privgraph.guarantee import Scope
 from privgraph.parallel import Executor
 from privgraph.partition import Partitioning
 from privgraph.privatize import privatize_graph

@@ -51,11 +51,11 @@ from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
 
 if TYPE_CHECKING:
-    from privgraph.config import PipelineConfig
+    from privgraph.config import PipelineConfig, PipelinesConfig
     from privgraph.scoring.importance import PublicRows
-    from privgraph.scoring.theta import PublicNodesConfig
+    from privgraph.scoring.config import PublicNodesConfig, ScoresConfig
 
-__all__ = ["Disclosure", "declare_public", "FINGERPRINT_FORMAT"]
+__all__ = ["Disclosure", "declare_public", "disclosure_of", "FINGERPRINT_FORMAT"]
 
 #: The tag hashed first by :meth:`Disclosure.fingerprint` (bump when its input changes).
 FINGERPRINT_FORMAT = "privgraph.public-inputs/1"
@@ -321,3 +321,10 @@ def declare_public(name: str, cfg: PipelineConfig) -> Disclosure:
                 f"{p('scores', 'public_nodes', 'charge_epsilon')} or a labels mask"
             )
     return d
+
+
+def disclosure_of(config: PipelinesConfig, name: str, scores: ScoresConfig | None = None) -> Disclosure:
+    """What pipeline ``name`` of a loaded ``pipelines.yaml`` declares public: the one declaration
+    every stage reads. ``scores``: a comparison's own scores section in place of the pipeline's."""
+    cfg = config.get(name)
+    return declare_public(name, cfg if scores is None else cfg.model_copy(update={"scores": scores}))

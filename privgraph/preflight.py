@@ -19,7 +19,8 @@ from pathlib import Path
 from privgraph.config import PipelineConfig
 from privgraph.errors import ConfigError, DatasetNotFoundError
 from privgraph.storage import ArtifactStore, open_store
-from privgraph.storage.private_record import mkdir_private, owner_key, owner_signing_key
+from privgraph.private_files import mkdir_private
+from privgraph.storage.private_record import owner_key, owner_signing_key
 
 __all__ = ["STORE_ENV", "check_before_reading", "check_private_records", "resolve_store"]
 

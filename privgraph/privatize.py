@@ -16,7 +16,7 @@ import numpy as np
 from privgraph.accounting import LedgerEntry, PrivacyLedger
 from privgraph.errors import ConfigError
 from privgraph.graph import GraphData, in_sorted, sorted_unique
-from privgraph.mechanisms.base import Scope
+from privgraph.guarantee import Scope
 from privgraph.parallel import Executor, map_partitions
 from privgraph.partition import Partitioning
 from privgraph.seeding import noise_generator, partition_seeds, stage_seed

@@ -17,7 +17,7 @@ def main(argv: list[str]) -> int:
     import torch
 
     torch.set_num_threads(1)
-    from privgraph.config import load_config
+    from privgraph.config_loader import load_config
     from privgraph.evaluation import evaluation_entropy, version_metrics
     from privgraph.storage import open_store
 

@@ -16,7 +16,7 @@ from privgraph.accounting import (
     UnsupportedCompositionError,
 )
 from privgraph.errors import BudgetExceededError
-from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Scope
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 
 F, E, L = Scope.FEATURES, Scope.EDGES, Scope.LABELS
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from privgraph.config import load_config, parse_config
+from privgraph.disclosure import disclosure_of
+from privgraph.config_loader import load_config, parse_config
 from privgraph.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,7 +55,7 @@ def test_repo_pipelines_yaml_is_valid():
     assert cora.dataset.rho == 0.2
     assert cora.budget == {"features": 1.0, "edges": 2.0}  # edge-level DP: 2 x DPRR's per-node eps
     for name in cfg.pipelines:
-        cfg.disclosure(name)  # every shipped pipeline declares what is public without conflict
+        disclosure_of(cfg, name)  # every shipped pipeline declares what is public without conflict
 
 
 def test_valid_base():
@@ -175,7 +176,7 @@ def test_consistent_declarations_are_accepted():
     parse_config(charged)
     # the labels mechanism leaves the training labels public
     val_only = _heterorr(labels={**LABELS, "mask": ["val_mask"]})
-    d = parse_config(val_only).disclosure("cora")
+    d = disclosure_of(parse_config(val_only), "cora")
     assert d.manifest_section()["labels_outside_mask"]["declared_by"] == "pipelines.cora.labels.mask"
     # rule random draws outside the private masks
     rnd = _heterorr(scores={"gamma": 1.0, "public_nodes": {"rule": "random", "fraction": 0.1}})
@@ -208,7 +209,7 @@ def test_private_edges_need_an_edge_mechanism():
     no_rho = _with("pipelines.cora.edges", None, delete=True)
     no_rho["pipelines"]["cora"]["dataset"]["rho"] = 0.0
     no_rho["pipelines"]["cora"]["budget"] = {"features": 1.0}
-    d = parse_config(no_rho).disclosure("cora")
+    d = disclosure_of(parse_config(no_rho), "cora")
     assert "private_nodes" not in d.manifest_section() and d.private_scopes() == ("features",)
 
 

@@ -9,7 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from privgraph.config import parse_config
+from privgraph.disclosure import disclosure_of
+from privgraph.config_loader import parse_config
 from privgraph.datasets.split import split_public_private
 from privgraph.datasets.synthetic import sbm_graph
 from privgraph.storage.private_record import input_identity, owner_key, owner_key_path
@@ -35,7 +36,7 @@ def graph():
 
 @pytest.fixture(scope="module")
 def disclosure():
-    return parse_config(copy.deepcopy(BASE)).disclosure("p")
+    return disclosure_of(parse_config(copy.deepcopy(BASE)), "p")
 
 
 def _old_fingerprint(g) -> str:
@@ -105,7 +106,7 @@ def test_nonpriv_part_declares_v_pri_public():
 
     data = copy.deepcopy(BASE)
     data["pipelines"]["p"]["edges"] = {"mechanism": "nonpriv_part"}
-    d = parse_config(data).disclosure("p")
+    d = disclosure_of(parse_config(data), "p")
     assert "private_nodes" in d.manifest_section()
     g = build_mechanism("nonpriv_part", {}).guarantee
     assert g.epsilon == 0.0 and any("V_pri" in a and "public" in a for a in g.assumptions)
@@ -120,7 +121,7 @@ def test_the_owners_key_and_keyed_identity(graph, tmp_path, monkeypatch):
     assert owner_key(tmp_path) == key  # read, not recreated
     ident = input_identity(graph, tmp_path)
     assert ident.startswith("hmac-sha256:") and ident == input_identity(graph, tmp_path)
-    d = parse_config(copy.deepcopy(BASE)).disclosure("p")
+    d = disclosure_of(parse_config(copy.deepcopy(BASE)), "p")
     for g in _neighbours(graph, d).values():
         assert input_identity(g, tmp_path) != ident
     # another owner's key: another identity (no one without the key can test candidates)
@@ -154,7 +155,7 @@ def test_the_scores_read_only_the_rows_the_declaration_makes_public(tmp_path):
     p.pop("labels")
     p["budget"].pop("labels")
     cfg = parse_config(data)
-    d = cfg.disclosure("p")
+    d = disclosure_of(cfg, "p")
     scores = cfg.get("p").scores
 
     def load():

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from privgraph.attacks import linkteller_scores
-from privgraph.config import ConfigError, load_config
+from privgraph.config import ConfigError
+from privgraph.config_loader import load_config
 from privgraph.graph import GraphData
 from privgraph.training import fit_node_classifier, principal_basis
 

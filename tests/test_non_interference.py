@@ -60,7 +60,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +68,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from privgraph.disclosure import disclosure_of
 from privgraph.graph import GraphData
 
 pytestmark = [pytest.mark.flow, pytest.mark.dataset]
@@ -527,10 +527,10 @@ def _base(name: str, base_runs: dict[str, Any], data_root: Path, tmp_path_factor
 def test_a_published_version_reveals_nothing_beyond_its_ledger(
     name, scope, harness, owner, base_runs, data_root, tmp_path_factory, monkeypatch
 ):
-    from privgraph.config import load_config
+    from privgraph.config_loader import load_config
 
     cfg, graph, base, recomputed = _base(name, base_runs, data_root, tmp_path_factory, monkeypatch)
-    disclosure = load_config(cfg).disclosure(name)
+    disclosure = disclosure_of(load_config(cfg), name)
     tmp = tmp_path_factory.mktemp(f"{name}-{scope}")
     if name == "images-heterorr":
         ok = _image_neighbour(cfg.parent / "data" / "photos", tmp / "data" / "photos", graph, disclosure, scope)
@@ -674,10 +674,10 @@ def test_every_planted_leak_is_caught(harness, owner, data_root, tmp_path_factor
         cfg = _test_scale_config(name, tmp, _write_input(name, g, tmp / "data"))
         return _run(cfg, name, monkeypatch), cfg
 
-    from privgraph.config import load_config
+    from privgraph.config_loader import load_config
 
     base, base_cfg = run("base", graph)
-    d = load_config(base_cfg).disclosure(name)
+    d = disclosure_of(load_config(base_cfg), name)
     i = planted_row(graph, d)
     x = graph.x.copy()
     x[i] = 1.0 - x[i]

@@ -11,7 +11,7 @@ import pytest
 from privgraph.datasets.split import split_public_private
 from privgraph.datasets.synthetic import sbm_graph
 from privgraph.mechanisms import MECHANISMS, build_mechanism
-from privgraph.mechanisms.base import Scope
+from privgraph.guarantee import Scope
 from privgraph.parallel import SerialExecutor
 from tasks.dask_executor import DaskExecutor
 from privgraph.partition import partition_graph

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from privgraph.accounting import LedgerEntry, PrivacyLedger
-from privgraph.config import EvaluateConfig, parse_config
+from privgraph.config import EvaluateConfig
+from privgraph.config_loader import parse_config
 from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
 from privgraph.mechanisms.features.label_rr import LabelRR

@@ -10,17 +10,8 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from privgraph.mechanisms.base import (
-    Guarantee,
-    GuaranteeKind,
-    Mechanism,
-    Scope,
-    check_epsilon,
-    check_generator,
-    check_int,
-    check_probability,
-    epsilon_upper,
-)
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, check_epsilon, epsilon_upper
+from privgraph.mechanisms.base import Mechanism, check_generator, check_int, check_probability
 from privgraph.mechanisms.edges import (
     DPRR,
     AggregationPerturbation,

@@ -81,7 +81,8 @@ from typing import Any
 import numba
 import numpy as np
 
-from privgraph.mechanisms.base import check_epsilon, check_generator, check_int, epsilon_upper, sum_upper
+from privgraph.guarantee import check_epsilon, epsilon_upper, sum_upper
+from privgraph.mechanisms.base import check_generator, check_int
 from privgraph.mechanisms.noise import WordStream, dyadic_parameter
 from privgraph.mechanisms.sampling import bernoulli_exact
 

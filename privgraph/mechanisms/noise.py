@@ -39,7 +39,8 @@ from typing import Any
 import numba
 import numpy as np
 
-from privgraph.mechanisms.base import check_epsilon, check_generator, check_int
+from privgraph.guarantee import check_epsilon
+from privgraph.mechanisms.base import check_generator, check_int
 
 __all__ = [
     "discrete_laplace",

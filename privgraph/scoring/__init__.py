@@ -35,17 +35,14 @@ from privgraph.scoring.importance import (
     shap_importance,
 )
 from privgraph.scoring.sensitivity import MASK_VALUES, mask_inputs, masking_sensitivity
-from privgraph.scoring.theta import (
-    SCORING_VERSION,
+from privgraph.scoring.config import (
     ImportanceConfig,
     PublicNodesConfig,
-    ScoreResult,
     ScoresConfig,
     SensitivityConfig,
     as_scores_config,
-    compute_scores,
-    theta_from_scores,
 )
+from privgraph.scoring.theta import SCORING_VERSION, ScoreResult, compute_scores, theta_from_scores
 
 __all__ = [
     "MASK_VALUES",

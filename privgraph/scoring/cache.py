@@ -21,6 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+
+from privgraph.private_files import write_private_file
+
 import numpy as np
 
 __all__ = ["DirectoryCache", "ScoreCache", "default_cache_dir", "fingerprint"]
@@ -92,8 +95,6 @@ class DirectoryCache:
 
     def _write(self, p: Path, body: bytes) -> Path:
         """``body`` to ``p`` atomically, mode 0600 (directories 0700)."""
-        from privgraph.storage.private_record import write_private_file
-
         write_private_file(p, body)
         self.puts += 1
         return p

@@ -50,7 +50,8 @@ import numpy as np
 
 from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
-from privgraph.mechanisms.base import Guarantee, check_epsilon, check_int
+from privgraph.guarantee import Guarantee, check_epsilon
+from privgraph.mechanisms.base import check_int
 from privgraph.mechanisms.features.label_rr import LabelRR
 from privgraph.seeding import as_generator, stage_seed
 
@@ -179,7 +180,7 @@ def public_rows(
 
     Args:
         graph: the input graph.
-        public_nodes: a :class:`~privgraph.scoring.theta.PublicNodesConfig`.
+        public_nodes: a :class:`~privgraph.scoring.config.PublicNodesConfig`.
         use_labels: the scores train the importance surrogate on the subset's labels.
         private_labels: boolean ``[n]``, the nodes whose label the declaration makes private.
     """

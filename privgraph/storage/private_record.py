@@ -38,6 +38,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from privgraph.errors import ConfigError, PrivgraphError
+from privgraph.private_files import mkdir_private, write_private_file
 from privgraph.storage.base import check_name, check_version_id
 
 __all__ = [
@@ -53,8 +54,6 @@ __all__ = [
     "input_identity",
     "PRIVATE_NOTE",
     "CellCheckpoint",
-    "mkdir_private",
-    "write_private_file",
 ]
 
 PRIVATE_NOTE = (
@@ -62,36 +61,6 @@ PRIVATE_NOTE = (
     "never publish or share"
 )
 _KEY_BYTES = 32
-
-
-def mkdir_private(path: Path) -> None:
-    """Create ``path`` and every missing parent with mode 0700 (owner only), whatever the umask."""
-    missing = []
-    p = Path(path)
-    while not p.exists() and p != p.parent:
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # a concurrent run created it
-            d.mkdir(mode=0o700)
-            d.chmod(0o700)
-
-
-def write_private_file(path: Path, data: bytes) -> None:
-    """Write ``data`` at ``path`` atomically (a temporary file beside it, fsync, ``os.replace``),
-    mode 0600 from creation on; missing directories are created 0700."""
-    mkdir_private(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def private_record_path(directory: str | os.PathLike[str], pipeline: str, version: str) -> Path:

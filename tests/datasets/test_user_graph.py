@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from privgraph.disclosure import disclosure_of
 from privgraph.datasets import check_dataset_options, load_dataset
 from privgraph.disclosure import Disclosure
 from privgraph.errors import DatasetNotFoundError, GraphValidationError, exit_code_for
@@ -194,13 +195,13 @@ def test_label_rr_never_touches_unlabelled_nodes(tmp_path: Path) -> None:
 def test_which_nodes_are_labelled_is_in_the_public_fingerprint(tmp_path: Path) -> None:
     """The presence of a label is public (as the split is): it moves the fingerprint; a private
     label's value does not."""
-    from privgraph.config import parse_config
+    from privgraph.config_loader import parse_config
 
     cfg = parse_config({"pipelines": {"p": {
         "dataset": {"name": "generic", "options": {"edges": "e.csv"}},
         "labels": {"mechanism": "label_rr", "epsilon": 1.0, "num_classes": 3},
         "budget": {"labels": 1.0}}}})
-    disc = cfg.disclosure("p")
+    disc = disclosure_of(cfg, "p")
     base = GraphData.from_edges(N, np.zeros((2, 0), np.int64), y=np.array(UNL))
     value = base.replace(y=np.where(np.arange(N) == 0, 1, base.y))  # node 0: label 0 -> 1 (private)
     presence = base.replace(y=np.where(np.arange(N) == 0, -1, base.y))  # node 0: now unlabelled
@@ -280,7 +281,8 @@ def test_each_failure_is_one_line_naming_the_file(tmp_path: Path, files, options
 def test_scores_from_every_node_refuse_unlabelled_nodes_in_one_line(tmp_path: Path) -> None:
     """The SHAP surrogate trains on the public nodes' labels: rule 'all' over unlabelled nodes is
     one line (exit 2), rule 'random' draws among the labelled nodes only."""
-    from privgraph.scoring.theta import ScoresConfig, compute_scores
+    from privgraph.scoring.config import ScoresConfig
+    from privgraph.scoring.theta import compute_scores
 
     big = GraphData.from_edges(60, np.zeros((2, 0), np.int64), x=np.random.default_rng(0).random((60, 4)),
                                y=np.tile(np.array(UNL), 5))

@@ -106,7 +106,7 @@ def test_scores_with_faces_use_the_public_images_only(photos, embedder):
 
 
 def test_a_missing_weights_file_is_refused_before_any_data_is_read(tmp_path):
-    from privgraph.config import parse_config
+    from privgraph.config_loader import parse_config
     from privgraph.preflight import check_before_reading
 
     cfg = parse_config({"pipelines": {"p": {

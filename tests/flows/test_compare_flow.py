@@ -115,7 +115,7 @@ def test_compare_flow_stores_a_private_report_and_private_artifacts(harness, tmp
 
 
 def test_comparison_config_errors_name_their_path(tmp_path):
-    from privgraph.config import load_config
+    from privgraph.config_loader import load_config
     from privgraph.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"comparisons.sbm-cmp.mechanisms.dprr: 'dprr' protects edges"):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from privgraph.disclosure import disclosure_of
 
 pytestmark = pytest.mark.flow
 
@@ -216,7 +217,7 @@ def test_evaluate_checks_the_private_input_with_the_owners_keyed_identity(harnes
     import tasks.ingest
     from flows.evaluate import evaluate_flow
     from flows.privatize import privatize_flow
-    from privgraph.config import load_config
+    from privgraph.config_loader import load_config
     from privgraph.datasets import load_dataset
     from privgraph.errors import ArtifactError
     from privgraph.storage import open_store
@@ -228,7 +229,7 @@ def test_evaluate_checks_the_private_input_with_the_owners_keyed_identity(harnes
     x = graph.x.copy()
     x[0] = x[1] + 1.0
     changed = graph.replace(x=x)
-    disclosure = load_config(cfg).disclosure("sbm-small")
+    disclosure = disclosure_of(load_config(cfg), "sbm-small")
     manifest = open_store(tmp_path / "store").read_manifest("sbm-small", res["version"])
     assert disclosure.fingerprint(changed) == manifest["public_input_fingerprint"]
     monkeypatch.setattr(tasks.ingest, "load_dataset", lambda *a, **k: changed)

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from privgraph.config import parse_config
+from privgraph.config_loader import parse_config
 from privgraph.errors import ConfigError
 from tests.prefect_server import (
     PrefectServer,

@@ -92,7 +92,7 @@ def test_private_labels_for_shap_are_refused_unless_charged(harness, tmp_path, m
 
 
 def test_scores_config_errors(tmp_path):
-    from privgraph.config import load_config
+    from privgraph.config_loader import load_config
     from privgraph.errors import ConfigError
 
     p = _config(tmp_path, {"gamma": 0.5})

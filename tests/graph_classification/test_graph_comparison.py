@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import yaml
 
-from privgraph.config import ConfigError, parse_config
+from privgraph.config import ConfigError
+from privgraph.config_loader import parse_config
 from privgraph.datasets import load_graph_set
 from privgraph.graph_comparison import graph_comparison_markdown, graph_mechanism, run_graph_comparison
 

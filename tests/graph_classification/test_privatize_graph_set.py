@@ -11,7 +11,7 @@ import pytest
 from privgraph.datasets.graph_families import synthetic_graph_set
 from privgraph.graph_classification import graph_seeds, privatize_graph_set, privatize_one_graph
 from privgraph.mechanisms import build_mechanism
-from privgraph.mechanisms.base import GuaranteeKind
+from privgraph.guarantee import GuaranteeKind
 
 
 @pytest.fixture(scope="module")

@@ -155,7 +155,7 @@ def test_every_mechanism_states_the_range_in_which_it_is_exact(name: str) -> Non
 @pytest.mark.parametrize("eps", [1e308, 1e-40])
 def test_absurd_budgets_are_refused_when_the_pipeline_is_loaded(eps: float) -> None:
     """``dprr`` at 1e308 released the exact graph; at 1e-40 it failed late with a NaN error."""
-    from privgraph.config import parse_config
+    from privgraph.config_loader import parse_config
     from privgraph.errors import ConfigError
 
     data = {"pipelines": {"p": {"dataset": {"name": "cora", "rho": 0.2},

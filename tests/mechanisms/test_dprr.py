@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from privgraph.graph import GraphData
-from privgraph.mechanisms.base import GuaranteeKind, Scope
+from privgraph.guarantee import GuaranteeKind, Scope
 from privgraph.mechanisms.edges import (
     DPRR,
     expected_noisy_degree,

@@ -20,7 +20,7 @@ import pytest
 from scipy import stats
 
 from privgraph.graph import GraphData
-from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Scope
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.mechanisms.edges.dprr import DPRR, merge_with_public, private_csr, symmetrize_reports
 from privgraph.mechanisms.edges.edge_rand import (
     EdgeRand,

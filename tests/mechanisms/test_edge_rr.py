@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from privgraph.graph import GraphData, in_sorted
-from privgraph.mechanisms.base import GuaranteeKind, Scope
+from privgraph.guarantee import GuaranteeKind, Scope
 from privgraph.mechanisms.edges.edge_rr import HRG_EPSILON_RANGE, EdgeRR
 from privgraph.mechanisms.edges.priv_hrg import PrivHRG
 from privgraph.mechanisms.hrg import FittedHRG, NoisyDendrogram, exponent, private_sensitivity

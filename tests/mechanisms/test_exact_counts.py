@@ -279,7 +279,7 @@ def test_out_of_range_budgets_are_refused_when_the_pipeline_is_loaded(
     root is empty)."""
     import yaml
 
-    from privgraph.config import load_config
+    from privgraph.config_loader import load_config
     from privgraph.errors import ConfigError
 
     monkeypatch.setenv("PRIVGRAPH_DATA_ROOT", str(tmp_path / "no-data-here"))

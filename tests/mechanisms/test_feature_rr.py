@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from privgraph.graph import GraphData
-from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Scope
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.mechanisms.features import FeatureRR, worst_case_log_ratio
 
 KS = [2, 3, 4, 8, 16, 33]

@@ -12,7 +12,7 @@ from scipy.stats import beta, norm
 from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
 from privgraph.mechanisms import build_mechanism
-from privgraph.mechanisms.base import GuaranteeKind, Scope
+from privgraph.guarantee import GuaranteeKind, Scope
 from privgraph.mechanisms.edges.gap import (
     HOP_SENSITIVITY,
     AggregationPerturbation,
@@ -83,7 +83,7 @@ def test_parameters_are_validated(params, match):
 
 
 def test_a_pipeline_with_a_bad_gap_parameter_is_refused_at_load():
-    from privgraph.config import parse_config
+    from privgraph.config_loader import parse_config
 
     cfg = {"pipelines": {"p": {"dataset": {"name": "sbm", "rho": 1.0, "options": {"num_nodes": 50}},
                                "edges": {"mechanism": "gap", "epsilon": 1.0, "delta": 0.0},

@@ -252,7 +252,7 @@ def test_minimum_is_refused_at_construction(cls: type, kw: dict[str, Any], match
 
 
 def test_minimum_is_refused_when_the_config_is_loaded() -> None:
-    from privgraph.config import parse_config
+    from privgraph.config_loader import parse_config
 
     data = yaml.safe_load((REPO / "pipelines.yaml").read_text())
     edges = data["pipelines"]["cora-heterorr"]["edges"]

@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from privgraph.graph import GraphData
-from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Scope
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.mechanisms.features.feature_rr import worst_case_log_ratio
 from privgraph.mechanisms.features.label_rr import (
     LabelRR,

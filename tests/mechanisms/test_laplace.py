@@ -19,7 +19,8 @@ import pytest
 from scipy import stats
 
 from privgraph.graph import GraphData
-from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Mechanism, Scope
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
+from privgraph.mechanisms.base import Mechanism
 from privgraph.mechanisms.features import scaled as laplace_module
 from privgraph.mechanisms.features.duchi import DuchiMechanism
 from privgraph.mechanisms.features.feature_rr import worst_case_log_ratio

@@ -18,7 +18,7 @@ from scipy import integrate, stats
 
 import privgraph.mechanisms.features.scaled as base_mod
 from privgraph.graph import GraphData
-from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Scope
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.mechanisms.features.feature_rr import worst_case_log_ratio
 from privgraph.mechanisms.features.pm_sub import (
     PMSubMechanism,

@@ -17,7 +17,7 @@ from scipy import optimize, stats
 
 import privgraph.mechanisms.features.scaled as mod
 from privgraph.graph import GraphData
-from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Scope
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.mechanisms.features.feature_rr import worst_case_log_ratio
 from privgraph.mechanisms.features.three_output import (
     EPS_STAR,

@@ -213,7 +213,7 @@ def test_config_refuses_what_gat_does_not_take():
 
 
 def test_config_error_names_the_yaml_path():
-    from privgraph.config import parse_config
+    from privgraph.config_loader import parse_config
     from privgraph.errors import ConfigError
 
     base = {"pipelines": {"cora": {

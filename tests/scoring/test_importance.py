@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from privgraph.mechanisms.base import GuaranteeKind, Scope
+from privgraph.guarantee import GuaranteeKind, Scope
 from privgraph.mechanisms.features.label_rr import LabelRR
 from privgraph.scoring import (
     PrivateLabelsError,

@@ -18,7 +18,7 @@ import pytest
 
 from privgraph.accounting import LedgerEntry, PrivacyLedger
 from privgraph.graph import GraphData
-from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Scope
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.storage import ArtifactStore, LocalStore
 
 

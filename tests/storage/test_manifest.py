@@ -104,7 +104,7 @@ def test_code_version_from_git(tmp_path, monkeypatch):
 # -- build_manifest ------------------------------------------------------------------------------
 def _run_result(graph):
     from privgraph.accounting import LedgerEntry, PrivacyLedger
-    from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Scope
+    from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
     from privgraph.privatize import PrivatizationResult
 
     ledger = PrivacyLedger([

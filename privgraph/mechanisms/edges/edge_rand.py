@@ -14,14 +14,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privgraph.graph import GraphData
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, check_epsilon
 from privgraph.mechanisms.base import (
     MAX_EXACT_EPSILON,
     MIN_EXACT_EPSILON,
     EpsilonRange,
-    Guarantee,
-    GuaranteeKind,
-    Scope,
-    check_epsilon,
     check_generator,
     check_int,
 )

@@ -16,13 +16,10 @@ import numpy as np
 
 from privgraph.errors import ValidationFailedError
 from privgraph.graph import GraphData, in_sorted, sorted_unique
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, check_epsilon
 from privgraph.mechanisms.base import (
     MIN_EXACT_EPSILON,
     EpsilonRange,
-    Guarantee,
-    GuaranteeKind,
-    Scope,
-    check_epsilon,
     check_generator,
     check_int,
     check_probability,

@@ -7,7 +7,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privgraph.graph import GraphData
-from privgraph.mechanisms.base import Guarantee, GuaranteeKind, Scope, check_generator, check_int
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
+from privgraph.mechanisms.base import check_generator, check_int
 
 __all__ = ["NonPrivPart"]
 

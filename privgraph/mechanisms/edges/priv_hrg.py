@@ -9,15 +9,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privgraph.graph import GraphData, sorted_unique
-from privgraph.mechanisms.base import (
-    EpsilonRange,
-    Guarantee,
-    GuaranteeKind,
-    Scope,
-    check_generator,
-    check_int,
-    check_probability,
-)
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
+from privgraph.mechanisms.base import EpsilonRange, check_generator, check_int, check_probability
 from privgraph.mechanisms.edges.edge_rr import (
     HRG_EPSILON_RANGE,
     EdgeRR,

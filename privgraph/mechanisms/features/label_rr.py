@@ -10,14 +10,11 @@ import numpy as np
 
 from privgraph.errors import GraphValidationError
 from privgraph.graph import UNLABELLED, GraphData
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, check_epsilon
 from privgraph.mechanisms.base import (
     MAX_EXACT_EPSILON,
     MIN_EXACT_EPSILON,
     EpsilonRange,
-    Guarantee,
-    GuaranteeKind,
-    Scope,
-    check_epsilon,
     check_generator,
     check_int,
 )

@@ -13,12 +13,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.mechanisms.base import (
-    MAX_EXACT_EPSILON,
-    MIN_EXACT_EPSILON,
-    EpsilonRange,
-    check_epsilon,
-)
+from privgraph.guarantee import check_epsilon
+from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange
 from privgraph.mechanisms.features.scaled import ScaledFeatureMechanism
 from privgraph.mechanisms.noise import (
     WordStream,

@@ -7,7 +7,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.mechanisms.base import EpsilonRange, check_epsilon, check_int
+from privgraph.guarantee import check_epsilon
+from privgraph.mechanisms.base import EpsilonRange, check_int
 from privgraph.mechanisms.features.scaled import (
     bernoulli_exact,
     split_epsilon,

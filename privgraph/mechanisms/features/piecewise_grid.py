@@ -43,12 +43,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from privgraph.mechanisms.base import (
-    EpsilonRange,
-    check_epsilon,
-    check_generator,
-    check_int,
-)
+from privgraph.guarantee import check_epsilon
+from privgraph.mechanisms.base import EpsilonRange, check_generator, check_int
 from privgraph.mechanisms.sampling import bernoulli_exact
 
 __all__ = [

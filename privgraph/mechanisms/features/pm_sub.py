@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.mechanisms.base import EpsilonRange, check_epsilon
+from privgraph.guarantee import check_epsilon
+from privgraph.mechanisms.base import EpsilonRange
 from privgraph.mechanisms.features.piecewise_grid import (
     GRID_CELLS,
     GRID_EPSILON_RANGE,

@@ -30,13 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from privgraph.mechanisms.base import (
-    MIN_EXACT_EPSILON,
-    EpsilonRange,
-    check_generator,
-    check_int,
-    epsilon_upper,
-)
+from privgraph.guarantee import epsilon_upper
+from privgraph.mechanisms.base import MIN_EXACT_EPSILON, EpsilonRange, check_generator, check_int
 from privgraph.mechanisms.hrg.dendrogram import Dendrogram
 
 __all__ = [
