@@ -29,7 +29,7 @@ from privgraph.accounting import BudgetPolicy, LedgerEntry
 from privgraph.config_loader import load_config
 from privgraph.evaluation import evaluation_entropy
 from privgraph.seeding import as_seed_sequence, stage_seed
-from privgraph.storage.manifest import build_manifest
+from privgraph.publication import build_manifest
 from privgraph.preflight import check_before_reading, resolve_store
 from privgraph.storage.private_record import input_identity, write_private_record
 from privgraph.training import check_evaluable, evaluation_problem

@@ -1,11 +1,10 @@
 """Prefect artifacts of a run: shareable ones and the data owner's private evaluation.
 
-``SHAREABLE`` lists the artifact kinds whose content depends on private data only through the
-ledger's mechanisms (the ledger and validation; the metrics of the stored version). Every other
-artifact is titled and described as PRIVATE EVALUATION (computed from raw data, covered by no
-guarantee) and keyed ``<name>-private-...``; the non-interference test compares every shareable
-artifact byte for byte on neighbouring inputs. ``OPERATIONAL`` artifacts hold nothing of the data at
-all (the link to a Dask dashboard).
+Keys and kinds are :mod:`tasks.artifacts`' (``SHAREABLE``: the ledger and validation, the metrics
+of the stored version, which depend on private data only through the ledger's mechanisms). Every
+other artifact of a flow is titled and described as PRIVATE EVALUATION (computed from raw data,
+covered by no guarantee) and keyed ``<name>-private-...``; the non-interference test compares
+every shareable artifact byte for byte on neighbouring inputs.
 
 The flow runs tell the story in the UI: named ``<pipeline>/<version>`` (``<pipeline>/staging``
 until the version is staged), ``<pipeline>/<version>/evaluate``, ``compare/<name>``, and tagged
@@ -20,34 +19,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from prefect import get_run_logger
-from prefect.artifacts import create_link_artifact, create_markdown_artifact
+from prefect.artifacts import create_markdown_artifact
 from prefect.context import FlowRunContext
 
 from privgraph.config import ComparisonConfig, PipelineConfig, mechanism_entry
 from privgraph.report import ledger_markdown, metrics_markdown, private_evaluation_markdown
+from tasks.artifacts import PRIVATE_PREFIX, artifact_key
 
-#: the artifact kinds that may be shared (keys ``<pipeline>-<kind>``)
-SHAREABLE = ("ledger", "metrics")
-#: the prefix of every private artifact's kind (keys ``<name>-private-<what>``)
-PRIVATE_PREFIX = "private-"
-#: the artifact kinds that hold nothing computed from data (a link to the Dask dashboard)
-OPERATIONAL = ("dask-dashboard",)
 _PRIVATE_TITLE = "PRIVATE EVALUATION (raw data, covered by no guarantee; do not share)"
-
-
-def artifact_key(name: str, kind: str) -> str:
-    """``<name>-<kind>``: lowercase letters, digits and dashes; the same key across runs is a lineage."""
-    return f"{name}-{kind}".lower().replace("_", "-")
-
-
-def is_shareable(key: str, name: str) -> bool:
-    """Whether the artifact ``key`` of pipeline (or comparison) ``name`` is a shareable one."""
-    return any(key == artifact_key(name, k) for k in SHAREABLE)
-
-
-def is_operational(key: str, name: str) -> bool:
-    """Whether ``key`` is an artifact of ``name`` that holds nothing of the data (a dashboard link)."""
-    return any(key == artifact_key(name, k) for k in OPERATIONAL)
 
 
 # -- what the UI shows of a run: names and tags -------------------------------------------------------
@@ -109,17 +88,6 @@ def publish_metrics(pipeline: str, version: str, metrics: dict[str, Any]) -> Non
         key=artifact_key(pipeline, "metrics"),
         markdown=metrics_markdown(pipeline, version, metrics),
         description=f"utility of {pipeline} {version} (from the stored version only)",
-    )
-
-
-def publish_dask_dashboard(name: str, link: str, ready: bool = True) -> None:
-    """The Dask dashboard of the run's cluster as a link artifact (``<name>-dask-dashboard``)."""
-    create_link_artifact(
-        key=artifact_key(name, "dask-dashboard"),
-        link=link,
-        link_text="Dask dashboard",
-        description=f"Dask dashboard of the cluster running {name}"
-                    + ("" if ready else " (its pages need bokeh installed where the scheduler runs)"),
     )
 
 

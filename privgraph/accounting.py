@@ -49,7 +49,8 @@ from typing import Any
 import numpy as np
 
 from privgraph.errors import BudgetExceededError, PrivgraphError
-from privgraph.guarantee import SCOPE_UNITS, Guarantee, GuaranteeKind, Scope, check_epsilon
+from privgraph.guarantee import SCOPE_UNITS, Guarantee, GuaranteeKind, Scope
+from privgraph.params import check_epsilon
 
 __all__ = [
     "LedgerEntry",

@@ -31,7 +31,7 @@ from privgraph.accounting import LedgerEntry, PrivacyLedger
 from privgraph.datasets.graph_set import GraphSet
 from privgraph.graph import GraphData
 from privgraph.guarantee import Scope
-from privgraph.mechanisms.base import check_int
+from privgraph.params import check_int
 from privgraph.models import GeneratorDropout
 from privgraph.models.gcn import _check_generator, _check_positive_int, _fresh_generator
 from privgraph.parallel import Executor, map_partitions

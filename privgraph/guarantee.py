@@ -3,28 +3,26 @@
 A :class:`Guarantee` names the neighbouring relation and measure (:class:`GuaranteeKind`), the
 budget, the protected part of the graph (:class:`Scope`) and the assumptions it depends on, and
 states itself in its scope's ledger unit (:data:`SCOPE_UNITS`). The budget arithmetic that must
-never understate epsilon (:func:`epsilon_upper`, :func:`sum_upper`) and the validation of a budget
-(:func:`check_epsilon`: NaN, infinities, booleans and non-numbers refused, not only values <= 0)
-live here too. The pattern of dp_accounting's ``dp_event`` and diffprivlib's ``utils``: the
-record imports nothing above it.
+never understate epsilon (:func:`epsilon_upper`, :func:`sum_upper`) lives here too. The pattern
+of dp_accounting's ``dp_event``: the record imports nothing above the parameter checks
+(:mod:`privgraph.params`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-import math
-import numbers
 from typing import Any
 
 import numpy as np
+
+from privgraph.params import check_epsilon
 
 __all__ = [
     "GuaranteeKind",
     "Scope",
     "SCOPE_UNITS",
     "Guarantee",
-    "check_epsilon",
     "epsilon_upper",
     "sum_upper",
 ]
@@ -171,16 +169,3 @@ def sum_upper(*terms: float) -> float:
 def epsilon_upper(value: float) -> float:
     """Round ``value`` up to the next float, so a float error never understates epsilon."""
     return float(np.nextafter(float(value), np.inf))
-
-
-def check_epsilon(value: Any, name: str = "epsilon", *, allow_zero: bool = False) -> float:
-    """Validate a privacy budget: a real number, not bool, finite and > 0 (or >= 0)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    v = float(value)
-    if math.isnan(v) or math.isinf(v):
-        raise ValueError(f"{name} must be finite, got {v}")
-    if v < 0 or (v == 0 and not allow_zero):
-        op = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be {op}, got {v}")
-    return v

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
-from privgraph.mechanisms.features.label_rr import label_rr_keep_probability, label_rr_transition_matrix
+from privgraph.randomized_response import label_rr_keep_probability, label_rr_transition_matrix
 from privgraph.models import GAT, GCN, GIN, GAPClassifier, GraphSAGE, KProp
 from privgraph.models.gcn import quiet_sparse_beta
 from privgraph.progress import ProgressCallback, ProgressTracker

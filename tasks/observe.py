@@ -17,6 +17,7 @@ from privgraph.config import DaskConfig
 from privgraph.parallel import Executor
 from tasks.dask_executor import open_executor
 from privgraph.progress import ProgressCallback, ProgressEvent, broadcast
+from tasks.artifacts import publish_dask_dashboard
 
 
 def prefect_progress() -> ProgressCallback:
@@ -52,9 +53,6 @@ def logged_executor(kind: str, dask: DaskConfig, name: str | None = None) -> Ite
                 ready = bool(getattr(ex, "dashboard_ready", True))
                 logger.info("Dask dashboard: %s%s", link, "" if ready else " (its pages need bokeh installed)")
                 if name is not None:
-                    # imported here: flows import tasks
-                    from flows.reporting import publish_dask_dashboard
-
                     publish_dask_dashboard(name, link, ready)
             else:
                 logger.info("Dask dashboard: none (the scheduler serves no dashboard)")

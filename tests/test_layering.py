@@ -28,3 +28,117 @@ def test_the_library_imports_neither_prefect_nor_dask():
     upward = {str(f.relative_to(ROOT)) for f in files if _imports(f) & {"flows", "tasks"} and f.name != "cli.py"}
     assert not upward, upward
     assert "prefect" in _imports(ROOT / "flows" / "server.py")  # the scan sees lazy (function-level) imports too
+
+
+# -- the import graph: one floor above another, no circle ------------------------------------------
+PACKAGES = ("privgraph", "tasks", "flows")
+#: the ground floor: imports nothing of privgraph but each other
+GROUND = {"privgraph.errors", "privgraph.params", "privgraph.private_files", "privgraph.seeding",
+          "privgraph.guarantee", "privgraph.randomized_response"}
+#: what the store may import: nothing above the ledger and the graph
+STORAGE_MAY_IMPORT = GROUND | {"privgraph.graph", "privgraph.accounting"}
+
+
+def _module_files() -> dict[str, Path]:
+    out = {}
+    for base in PACKAGES:
+        for f in (ROOT / base).rglob("*.py"):
+            parts = list(f.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = f
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of privgraph, tasks and flows it imports: EVERY import, at module
+    level, inside functions (lazy) and under ``TYPE_CHECKING`` alike."""
+    mods = _module_files()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for mod, f in mods.items():
+        pkg = mod if f.name == "__init__.py" else mod.rpartition(".")[0]
+        out: set[str] = set()
+        for node in ast.walk(ast.parse(f.read_text(), filename=str(f))):
+            if isinstance(node, ast.Import):
+                out |= {r for a in node.names if (r := resolve(a.name))}
+            elif isinstance(node, ast.ImportFrom):
+                base = pkg
+                for _ in range(max(node.level - 1, 0)):
+                    base = base.rpartition(".")[0]
+                name = (base + ("." + node.module if node.module else "")) if node.level else (node.module or "")
+                for a in node.names:
+                    r = resolve(f"{name}.{a.name}") if f"{name}.{a.name}" in mods else resolve(name)
+                    if r:
+                        out.add(r)
+        out.discard(mod)
+        graph[mod] = out
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_import_graph_has_no_circle_and_no_upward_import():
+    graph = import_graph()
+    assert len(graph) > 80 and sum(map(len, graph.values())) > 200  # not vacuous
+    assert _cycles(graph) == []
+    # floors: the ground floor imports only itself; the store nothing above the ledger; tasks no flow
+    up = {m: sorted(d - GROUND) for m, d in graph.items() if m in GROUND and d - GROUND}
+    assert not up, up
+    store = {m: sorted(d - STORAGE_MAY_IMPORT) for m, d in graph.items()
+             if m.startswith("privgraph.storage") and {x for x in d if not x.startswith("privgraph.storage")} - STORAGE_MAY_IMPORT}
+    assert not store, store
+    tasks_up = {m: sorted(x for x in d if x.startswith("flows")) for m, d in graph.items()
+                if m.startswith("tasks") and any(x.startswith("flows") for x in d)}
+    assert not tasks_up, tasks_up
+    # the ledger takes guarantees as data; training reads the release's channel, not the mechanism
+    for m in ("privgraph.accounting", "privgraph.training"):
+        assert not [x for x in graph[m] if x.startswith("privgraph.mechanisms")], (m, sorted(graph[m]))
+    # configuration: pure models below the declaration, the file's loader above both
+    assert not graph["privgraph.config"] & {"privgraph.disclosure", "privgraph.config_loader", "privgraph.scoring.theta"}
+    assert "privgraph.config_loader" not in graph["privgraph.disclosure"]
+
+
+def test_the_check_finds_a_circle():
+    """The scan can fail: a planted import back up (graph -> config) closes a circle."""
+    graph = import_graph()
+    graph["privgraph.graph"] = graph["privgraph.graph"] | {"privgraph.config_loader"}
+    assert any("privgraph.graph" in c and "privgraph.config_loader" in c for c in _cycles(graph))

@@ -343,7 +343,7 @@ def _manifest_view(manifest: dict[str, Any]) -> dict[str, Any]:
 
 def published(run: dict[str, Any]) -> dict[str, Any]:
     """Every channel of one run, normalised (what two neighbouring runs must share)."""
-    from flows.reporting import PRIVATE_PREFIX, artifact_key, is_shareable
+    from tasks.artifacts import PRIVATE_PREFIX, artifact_key, is_shareable
 
     def norm(value: Any) -> Any:
         return json.loads(_normalise(json.dumps(value, sort_keys=True), run))
@@ -382,7 +382,7 @@ def consistency(run: dict[str, Any]) -> list[str]:
     """Every channel that shows a function of the stored objects shows exactly that function of
     THIS run's stored objects (metrics: checked against the fresh-process recomputation
     separately, :func:`metrics_recomputed`)."""
-    from flows.reporting import PRIVATE_PREFIX, artifact_key, is_shareable
+    from tasks.artifacts import PRIVATE_PREFIX, artifact_key, is_shareable
     from privgraph.cli import _ci_markdown
     from privgraph.report import metrics_markdown
     from privgraph.storage.base import VersionInfo
@@ -471,7 +471,7 @@ def violations(base: dict[str, Any], other: dict[str, Any]) -> list[str]:
     name = base["ci"]["pipeline"]
     for view in (a, b):  # the metrics artifact is checked equal to the manifest's metrics: set it apart
         arts = view.pop("artifacts")
-        from flows.reporting import artifact_key
+        from tasks.artifacts import artifact_key
 
         view["artifacts"] = [x for x in arts if x[0] != artifact_key(name, "metrics")]
         view["metrics artifact"] = [x for x in arts if x[0] == artifact_key(name, "metrics")]

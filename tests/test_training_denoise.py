@@ -342,7 +342,7 @@ def test_drop_forward_corrects_through_the_label_channel(rr_graph, noisy_graph, 
     softmax(f): a run with the identity in place of T (monkeypatched) trains differently, and
     without label_epsilon there is no correction (T = I) at all."""
     import privgraph.training as training
-    from privgraph.mechanisms.features.label_rr import label_rr_transition_matrix
+    from privgraph.randomized_response import label_rr_transition_matrix
 
     kw = {**FAST, "model": "sage", "eval_y": noisy_graph.y, "seed": 2, **DROP}
     corrected = train_node_classifier(rr_graph, **kw)

@@ -21,7 +21,7 @@ import numpy as np
 
 from privgraph.datasets.graph_set import GraphSet, split_private_users
 from privgraph.graph import GraphData
-from privgraph.mechanisms.base import check_int
+from privgraph.params import check_int
 from privgraph.seeding import as_generator
 
 __all__ = ["FAMILIES", "synthetic_graph_set"]

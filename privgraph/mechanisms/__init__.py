@@ -10,8 +10,10 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, check_epsilon, epsilon_upper
-from privgraph.mechanisms.base import Mechanism, check_generator, check_int, check_probability
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, epsilon_upper
+from privgraph.params import check_epsilon
+from privgraph.mechanisms.base import Mechanism, check_generator
+from privgraph.params import check_int, check_probability
 from privgraph.mechanisms.edges import (
     DPRR,
     AggregationPerturbation,

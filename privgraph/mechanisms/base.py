@@ -11,21 +11,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from privgraph.errors import ConfigError
-from privgraph.guarantee import Guarantee, check_epsilon
+from privgraph.guarantee import Guarantee
+from privgraph.params import check_epsilon
 
 __all__ = [
     "EpsilonRange",
     "MIN_EXACT_EPSILON",
     "MAX_EXACT_EPSILON",
     "Mechanism",
-    "check_probability",
-    "check_int",
     "check_generator",
 ]
 
@@ -120,29 +118,6 @@ class Mechanism(Protocol):
     def guarantee(self) -> Guarantee: ...
 
     def params(self) -> dict[str, Any]: ...
-
-
-def check_probability(value: Any, name: str, *, open_low: bool = False, open_high: bool = False) -> float:
-    """Validate a probability in [0, 1] (optionally open at either end)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    v = float(value)
-    lo_ok = v > 0 if open_low else v >= 0
-    hi_ok = v < 1 if open_high else v <= 1
-    if math.isnan(v) or not (lo_ok and hi_ok):
-        lo = "(0" if open_low else "[0"
-        hi = "1)" if open_high else "1]"
-        raise ValueError(f"{name} must be in {lo}, {hi}, got {v}")
-    return v
-
-
-def check_int(value: Any, name: str, *, minimum: int) -> int:
-    """Validate an integer parameter >= ``minimum`` (bools rejected)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if int(value) < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {int(value)}")
-    return int(value)
 
 
 def check_generator(rng: Any) -> np.random.Generator:

@@ -81,8 +81,10 @@ from typing import Any
 import numba
 import numpy as np
 
-from privgraph.guarantee import check_epsilon, epsilon_upper, sum_upper
-from privgraph.mechanisms.base import check_generator, check_int
+from privgraph.guarantee import epsilon_upper, sum_upper
+from privgraph.params import check_epsilon
+from privgraph.mechanisms.base import check_generator
+from privgraph.params import check_int
 from privgraph.mechanisms.noise import WordStream, dyadic_parameter
 from privgraph.mechanisms.sampling import bernoulli_exact
 

@@ -39,8 +39,9 @@ from typing import Any
 import numba
 import numpy as np
 
-from privgraph.guarantee import check_epsilon
-from privgraph.mechanisms.base import check_generator, check_int
+from privgraph.params import check_epsilon
+from privgraph.mechanisms.base import check_generator
+from privgraph.params import check_int
 
 __all__ = [
     "discrete_laplace",

@@ -50,8 +50,9 @@ import numpy as np
 
 from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
-from privgraph.guarantee import Guarantee, check_epsilon
-from privgraph.mechanisms.base import check_int
+from privgraph.guarantee import Guarantee
+from privgraph.params import check_epsilon
+from privgraph.params import check_int
 from privgraph.mechanisms.features.label_rr import LabelRR
 from privgraph.seeding import as_generator, stage_seed
 

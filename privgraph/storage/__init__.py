@@ -24,12 +24,7 @@ from privgraph.storage.base import (
 )
 from privgraph.storage.graph_io import graph_to_objects, objects_to_graph
 from privgraph.storage.local import LocalStore
-from privgraph.storage.manifest import (
-    REQUIRED_KEYS,
-    build_manifest,
-    code_version,
-    validate_manifest,
-)
+from privgraph.storage.manifest import REQUIRED_KEYS, code_version, validate_manifest
 
 __all__ = [
     "ArtifactStore",
@@ -41,7 +36,6 @@ __all__ = [
     "REQUIRED_KEYS",
     "check_name",
     "check_version_id",
-    "build_manifest",
     "code_version",
     "validate_manifest",
     "graph_to_objects",

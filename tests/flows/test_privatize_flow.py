@@ -128,7 +128,7 @@ def test_a_dask_run_logs_its_workers_and_publishes_the_dashboard_link(harness, t
     from prefect.logging.handlers import APILogHandler
 
     from flows.privatize import privatize_flow
-    from flows.reporting import is_operational, is_shareable
+    from tasks.artifacts import is_operational, is_shareable
 
     cfg = _config(tmp_path, executor="dask", dask={"n_workers": 1}, evaluate={"runs": 1, "epochs": 5})
     res = privatize_flow(pipeline="sbm-small", config_path=str(cfg))

@@ -135,7 +135,8 @@ def _config():
 
 
 def test_build_manifest_holds_public_facts_only(graph, tmp_path):
-    from privgraph.storage import LocalStore, build_manifest, graph_to_objects
+    from privgraph.publication import build_manifest
+    from privgraph.storage import LocalStore, graph_to_objects
 
     from privgraph.disclosure import declare_public
 

@@ -8,15 +8,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privgraph.graph import GraphData, in_sorted, sorted_unique
-from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, check_epsilon
-from privgraph.mechanisms.base import (
-    MAX_EXACT_EPSILON,
-    MIN_EXACT_EPSILON,
-    EpsilonRange,
-    check_generator,
-    check_int,
-    check_probability,
-)
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
+from privgraph.params import check_epsilon
+from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange, check_generator
+from privgraph.params import check_int, check_probability
 from privgraph.mechanisms.noise import discrete_laplace
 from privgraph.mechanisms.sampling import DISCRETE_LAPLACE_RANGE, bernoulli_exact, binomial_exact
 

@@ -22,7 +22,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from privgraph.guarantee import epsilon_upper, Guarantee, GuaranteeKind, Scope
-from privgraph.mechanisms.base import MAX_EXACT_EPSILON, EpsilonRange, check_generator, check_int
+from privgraph.mechanisms.base import MAX_EXACT_EPSILON, EpsilonRange, check_generator
+from privgraph.params import check_int
 from privgraph.errors import GraphValidationError
 from privgraph.mechanisms.gaussian_noise import gaussian_on_grid, grid_sensitivity
 

@@ -8,7 +8,8 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, sum_upper
-from privgraph.mechanisms.base import EpsilonRange, check_generator, check_int, check_probability
+from privgraph.mechanisms.base import EpsilonRange, check_generator
+from privgraph.params import check_int, check_probability
 from privgraph.mechanisms.edges.dprr import _as_ids, check_node_inputs, merge_with_public, private_csr
 from privgraph.mechanisms.edges.edge_rand import num_pairs, pairs_of_ranks, private_pair_ranks
 from privgraph.mechanisms.edges.lapgraph import select_top_pairs, split_budget, split_epsilon_range

@@ -8,7 +8,8 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.mechanisms.base import check_generator, check_int
+from privgraph.mechanisms.base import check_generator
+from privgraph.params import check_int
 
 __all__ = ["NonPrivPart"]
 

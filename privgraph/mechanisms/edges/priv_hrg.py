@@ -10,7 +10,8 @@ import numpy as np
 
 from privgraph.graph import GraphData, sorted_unique
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.mechanisms.base import EpsilonRange, check_generator, check_int, check_probability
+from privgraph.mechanisms.base import EpsilonRange, check_generator
+from privgraph.params import check_int, check_probability
 from privgraph.mechanisms.edges.edge_rr import (
     HRG_EPSILON_RANGE,
     EdgeRR,

@@ -9,13 +9,8 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.mechanisms.base import (
-    MAX_EXACT_EPSILON,
-    MIN_EXACT_EPSILON,
-    EpsilonRange,
-    check_generator,
-    check_int,
-)
+from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange, check_generator
+from privgraph.params import check_int
 from privgraph.mechanisms.edges.dprr import (
     check_node_inputs,
     merge_with_public,

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.guarantee import check_epsilon
+from privgraph.params import check_epsilon
 from privgraph.mechanisms.base import EpsilonRange, check_generator
 from privgraph.mechanisms.features.duchi import (
     _duchi_1d_probabilities,

@@ -2,7 +2,6 @@ r"""LabelRR: k-ary randomized response on node labels (LPGNN's label perturbatio
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -10,52 +9,19 @@ import numpy as np
 
 from privgraph.errors import GraphValidationError
 from privgraph.graph import UNLABELLED, GraphData
-from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, check_epsilon
-from privgraph.mechanisms.base import (
-    MAX_EXACT_EPSILON,
-    MIN_EXACT_EPSILON,
-    EpsilonRange,
-    check_generator,
-    check_int,
-)
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
+from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange, check_generator
+from privgraph.params import check_int
 from privgraph.mechanisms.features.scaled import bernoulli_exact
+from privgraph.randomized_response import (
+    label_rr_flip_probability,
+    label_rr_keep_probability,
+    label_rr_transition_matrix,
+)
 
-__all__ = [
-    "LabelRR",
-    "label_rr_transition_matrix",
-    "label_rr_keep_probability",
-    "label_rr_flip_probability",
-]
+__all__ = ["LabelRR"]
 
 _MASK_NAMES = ("train_mask", "val_mask", "test_mask")
-
-
-def label_rr_keep_probability(epsilon: float, num_classes: int) -> float:
-    r""":math:`\Pr(y' = y) = \dfrac{e^\varepsilon}{e^\varepsilon + c - 1}` (overflow-free)."""
-    eps = check_epsilon(epsilon, "epsilon")
-    c = check_int(num_classes, "num_classes", minimum=2)
-    return 1.0 / (1.0 + (c - 1) * math.exp(-eps))
-
-
-def label_rr_flip_probability(epsilon: float, num_classes: int) -> float:
-    r""":math:`\Pr(y' \ne y) = \dfrac{c - 1}{e^\varepsilon + c - 1}`, computed without cancellation."""
-    eps = check_epsilon(epsilon, "epsilon")
-    c = check_int(num_classes, "num_classes", minimum=2)
-    r = (c - 1) * math.exp(-eps)
-    return r / (1.0 + r)
-
-
-def label_rr_transition_matrix(epsilon: float, num_classes: int) -> np.ndarray:
-    r"""The exact kernel ``P[y, y'] = Pr(y' | y)`` ``[c, c]`` (float64, rows sum to 1):
-    :math:`e^\varepsilon / (e^\varepsilon + c - 1)` on the diagonal, :math:`1 / (e^\varepsilon + c - 1)`
-    elsewhere."""
-    eps = check_epsilon(epsilon, "epsilon")
-    c = check_int(num_classes, "num_classes", minimum=2)
-    q = math.exp(-eps)
-    denom = 1.0 + (c - 1) * q
-    P = np.full((c, c), q / denom)
-    np.fill_diagonal(P, 1.0 / denom)
-    return P
 
 
 def _as_mask_names(mask: Any) -> tuple[str, ...] | None:

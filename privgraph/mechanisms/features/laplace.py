@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.guarantee import check_epsilon
+from privgraph.params import check_epsilon
 from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange
 from privgraph.mechanisms.features.scaled import ScaledFeatureMechanism
 from privgraph.mechanisms.noise import (

@@ -7,8 +7,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.guarantee import check_epsilon
-from privgraph.mechanisms.base import EpsilonRange, check_int
+from privgraph.params import check_epsilon
+from privgraph.mechanisms.base import EpsilonRange
+from privgraph.params import check_int
 from privgraph.mechanisms.features.scaled import (
     bernoulli_exact,
     split_epsilon,

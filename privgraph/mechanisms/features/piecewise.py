@@ -19,8 +19,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.guarantee import check_epsilon
-from privgraph.mechanisms.base import EpsilonRange, check_generator, check_int
+from privgraph.params import check_epsilon
+from privgraph.mechanisms.base import EpsilonRange, check_generator
+from privgraph.params import check_int
 from privgraph.mechanisms.features.duchi import as_epsilon_array, as_unit_input
 from privgraph.mechanisms.features.piecewise_grid import (
     GRID_CELLS,

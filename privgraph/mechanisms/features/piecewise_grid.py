@@ -43,8 +43,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from privgraph.guarantee import check_epsilon
-from privgraph.mechanisms.base import EpsilonRange, check_generator, check_int
+from privgraph.params import check_epsilon
+from privgraph.mechanisms.base import EpsilonRange, check_generator
+from privgraph.params import check_int
 from privgraph.mechanisms.sampling import bernoulli_exact
 
 __all__ = [

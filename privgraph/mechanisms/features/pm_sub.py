@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.guarantee import check_epsilon
+from privgraph.params import check_epsilon
 from privgraph.mechanisms.base import EpsilonRange
 from privgraph.mechanisms.features.piecewise_grid import (
     GRID_CELLS,

@@ -25,14 +25,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privgraph.graph import GraphData
-from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, check_epsilon
-from privgraph.mechanisms.base import (
-    MAX_EXACT_EPSILON,
-    MIN_EXACT_EPSILON,
-    EpsilonRange,
-    check_generator,
-    check_int,
-)
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
+from privgraph.params import check_epsilon
+from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange, check_generator
+from privgraph.params import check_int
 from privgraph.mechanisms.sampling import bernoulli_exact
 
 __all__ = [

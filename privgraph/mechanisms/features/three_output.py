@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.guarantee import check_epsilon
+from privgraph.params import check_epsilon
 from privgraph.mechanisms.base import EpsilonRange
 from privgraph.mechanisms.features import scaled
 from privgraph.mechanisms.features.scaled import (

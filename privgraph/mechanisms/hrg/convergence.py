@@ -105,7 +105,7 @@ from scipy.special import ndtri
 from scipy.stats import rankdata
 
 from privgraph.graph import in_sorted, sorted_unique
-from privgraph.mechanisms.base import check_int
+from privgraph.params import check_int
 from privgraph.mechanisms.hrg.dendrogram import Dendrogram
 from privgraph.mechanisms.hrg.mcmc import Phase, convergence_stats, run_mcmc
 

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from privgraph.guarantee import epsilon_upper
-from privgraph.mechanisms.base import MIN_EXACT_EPSILON, EpsilonRange, check_generator, check_int
+from privgraph.mechanisms.base import MIN_EXACT_EPSILON, EpsilonRange, check_generator
+from privgraph.params import check_int
 from privgraph.mechanisms.hrg.dendrogram import Dendrogram
 
 __all__ = [

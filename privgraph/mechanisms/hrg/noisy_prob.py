@@ -35,7 +35,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from privgraph.guarantee import check_epsilon
+from privgraph.params import check_epsilon
 from privgraph.mechanisms.base import check_generator
 from privgraph.mechanisms.hrg.dendrogram import Dendrogram
 from privgraph.mechanisms.noise import discrete_laplace

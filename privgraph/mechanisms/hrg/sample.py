@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from privgraph.mechanisms.base import check_generator, check_int
+from privgraph.mechanisms.base import check_generator
+from privgraph.params import check_int
 from privgraph.mechanisms.hrg.noisy_prob import NoisyDendrogram
 from privgraph.mechanisms.sampling import sample_distinct_blocks
 
