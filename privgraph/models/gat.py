@@ -18,11 +18,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch.nn import Module, ModuleList
+from torch.nn import ModuleList
 from torch_geometric.nn import GATConv
 from torch_geometric.utils import add_self_loops, remove_self_loops, scatter, softmax
 
 from privgraph.models.gcn import (
+    NodeGNN,
     GeneratorDropout,
     _check_generator,
     _check_positive_int,
@@ -42,7 +43,7 @@ def _check_attention_mean(aggr: Any) -> str:
     return "mean"
 
 
-class GAT(Module):
+class GAT(NodeGNN):
     r"""A multi-layer graph attention network for node classification.
 
     From `Veličković et al., "Graph Attention Networks" (ICLR 2018)
@@ -86,29 +87,13 @@ class GAT(Module):
     The constructor and :meth:`forward` take the same arguments as :class:`~privgraph.models.GCN`,
     so that the two can be swapped by name.
 
-    Args:
-        in_channels (int): size of each input sample :math:`F`.
-        hidden_channels (int): size of each hidden layer's output, all heads together; a multiple
-            of ``heads`` (unused when ``num_layers=1``).
-        out_channels (int): number of classes :math:`C` (the output is logits).
-        num_layers (int, optional): number of attention layers (default: ``2``).
-        dropout (float, optional): dropout probability before each layer, in :math:`[0, 1)`
-            (default: ``0.5``).
-        aggr (str, optional): ``"mean"`` only (the attention-weighted mean; the argument exists
-            so that the GCN's keywords are accepted) (default: ``"mean"``).
-        cached (bool, optional): add the self-loops to ``edge_index`` on the first call and reuse
-            the result while the same ``edge_index`` tensor object is passed, and transpose the
-            structure of sparse CSR features only once (default: ``False``).
-        generator (torch.Generator, optional): generator of the initial parameters; ``None``
-            draws a fresh one from OS entropy (default: ``None``).
+    Args: as :class:`~privgraph.models.gcn.NodeGNN` (``hidden_channels``: each hidden layer's
+    output, all heads together, a multiple of ``heads``); ``aggr``: ``"mean"`` only (the
+    attention-weighted mean; the argument exists so that the GCN's keywords are accepted);
+    ``cached`` keeps ``edge_index`` with its self-loops; and
         heads (int, optional): attention heads :math:`K` of each hidden layer (default: ``8``).
         attention_dropout (float, optional): dropout probability of the normalised attention
             coefficients in training mode, in :math:`[0, 1)` (default: ``0.0``).
-
-    Shapes:
-        - **input:** node features :math:`(|\mathcal{V}|, F)` (dense, or sparse CSR/COO), edge
-          indices :math:`(2, |\mathcal{E}|)` with both directions of each undirected edge
-        - **output:** logits :math:`(|\mathcal{V}|, C)`
     """
 
     def __init__(
@@ -125,11 +110,8 @@ class GAT(Module):
         heads: int = 8,
         attention_dropout: float = 0.0,
     ) -> None:
-        super().__init__()
-        self.in_channels = _check_positive_int(in_channels, "in_channels", "GAT")
-        self.hidden_channels = _check_positive_int(hidden_channels, "hidden_channels", "GAT")
-        self.out_channels = _check_positive_int(out_channels, "out_channels", "GAT")
-        self.num_layers = _check_positive_int(num_layers, "num_layers", "GAT")
+        super().__init__("GAT", in_channels, hidden_channels, out_channels, num_layers=num_layers,
+                         dropout=dropout, cached=cached)
         self.heads = _check_positive_int(heads, "heads", "GAT")
         self.aggr = _check_attention_mean(aggr)
         if self.num_layers > 1 and self.hidden_channels % self.heads:
@@ -137,9 +119,7 @@ class GAT(Module):
                 f"GAT: hidden_channels ({self.hidden_channels}) must be a multiple of heads "
                 f"({self.heads}): each head has hidden_channels // heads channels"
             )
-        self.dropout = GeneratorDropout(dropout)
         self.attention_dropout = GeneratorDropout(attention_dropout)
-        self.cached = bool(cached)
         self._cache: tuple[Tensor, int, Tensor] | None = None  # (edge_index, n, with loops)
         self._x_cache: tuple[Tensor, Tensor, Tensor, Tensor] | None = None  # CSR x's transpose
         per_head = self.hidden_channels // self.heads
@@ -155,7 +135,7 @@ class GAT(Module):
                 for i, o, h, c in specs
             ]
         self.convs = ModuleList(convs).to_empty(device="cpu")
-        g = _fresh_generator(torch.device("cpu")) if generator is None else generator
+        g = self.parameter_generator(generator)
         self.reset_parameters(g)
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:

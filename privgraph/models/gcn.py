@@ -20,7 +20,7 @@ from torch_geometric.nn.conv import MessagePassing
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import add_remaining_self_loops, scatter
 
-__all__ = ["GCN", "GraphConvolution", "GeneratorDropout"]
+__all__ = ["GCN", "GraphConvolution", "GeneratorDropout", "NodeGNN"]
 
 _NORMALIZE = ("mean", "gcn")
 
@@ -349,7 +349,58 @@ class GraphConvolution(MessagePassing):
         )
 
 
-class GCN(Module):
+class NodeGNN(Module):
+    r"""What every node classifier of privgraph shares (:class:`GCN`,
+    :class:`~privgraph.models.GraphSAGE`, :class:`~privgraph.models.GIN`,
+    :class:`~privgraph.models.GAT`): one constructor signature, so that models are swapped by name,
+    its checked sizes, dropout whose masks come from an explicit generator
+    (:class:`GeneratorDropout`), and parameters drawn from an explicit generator: nothing reads
+    torch's global random state.
+
+    Args:
+        in_channels (int): size of each input sample :math:`F`.
+        hidden_channels (int): size of each hidden layer's output (unused when ``num_layers=1``).
+        out_channels (int): number of classes :math:`C` (the output is logits).
+        num_layers (int, optional): number of layers (default: ``2``).
+        dropout (float, optional): dropout probability before each layer, in :math:`[0, 1)`
+            (default: ``0.5``).
+        aggr (str, optional): the aggregation; each model admits its own (default: the model's).
+        cached (bool, optional): reuse the propagation operator while the same ``edge_index``
+            tensor object is passed, and transpose the structure of sparse CSR features only once
+            (default: ``False``).
+        generator (torch.Generator, optional): generator of the initial parameters; ``None``
+            draws a fresh one from OS entropy (default: ``None``).
+
+    Shapes:
+        - **input:** node features :math:`(|\mathcal{V}|, F)` (dense, or sparse CSR/COO), edge
+          indices :math:`(2, |\mathcal{E}|)` with both directions of each undirected edge
+        - **output:** logits :math:`(|\mathcal{V}|, C)`
+    """
+
+    def __init__(
+        self, owner: str, in_channels: int, hidden_channels: int, out_channels: int, *,
+        num_layers: int, dropout: float, cached: bool,
+    ) -> None:
+        super().__init__()
+        self.in_channels = _check_positive_int(in_channels, "in_channels", owner)
+        self.hidden_channels = _check_positive_int(hidden_channels, "hidden_channels", owner)
+        self.out_channels = _check_positive_int(out_channels, "out_channels", owner)
+        self.num_layers = _check_positive_int(num_layers, "num_layers", owner)
+        self.dropout = GeneratorDropout(dropout)
+        self.cached = bool(cached)
+
+    @property
+    def dims(self) -> list[int]:
+        """The widths at the layer boundaries: input, ``num_layers - 1`` hidden, output."""
+        return [self.in_channels] + [self.hidden_channels] * (self.num_layers - 1) + [self.out_channels]
+
+    @staticmethod
+    def parameter_generator(generator: torch.Generator | None) -> torch.Generator:
+        """``generator``, or a fresh one seeded from OS entropy (never the global RNG)."""
+        return _fresh_generator(torch.device("cpu")) if generator is None else generator
+
+
+class GCN(NodeGNN):
     r"""A multi-layer graph convolutional network for node classification.
 
     The GCN of `Kipf & Welling (ICLR 2017) <https://arxiv.org/abs/1609.02907>`_: ``num_layers``
@@ -373,24 +424,9 @@ class GCN(Module):
     (:meth:`reset_parameters`); dropout is :class:`GeneratorDropout`, whose masks come from the
     generator passed to :meth:`forward`. Nothing here reads torch's global random state.
 
-    Args:
-        in_channels (int): size of each input sample :math:`F`.
-        hidden_channels (int): size of each hidden sample (unused when ``num_layers=1``).
-        out_channels (int): number of classes :math:`C` (the output is logits).
-        num_layers (int, optional): number of graph convolutions (default: ``2``).
-        dropout (float, optional): dropout probability before each layer, in :math:`[0, 1)`
-            (default: ``0.5``).
-        aggr (str, optional): ``"mean"`` (average aggregation) or ``"gcn"`` (symmetric
-            normalisation) (default: ``"mean"``).
-        cached (bool, optional): cache each layer's propagation matrix
-            (see :class:`GraphConvolution`) (default: ``False``).
-        generator (torch.Generator, optional): generator of the initial parameters; ``None``
-            draws a fresh one from OS entropy (default: ``None``).
-
-    Shapes:
-        - **input:** node features :math:`(|\mathcal{V}|, F)` (dense, or sparse CSR/COO), edge
-          indices :math:`(2, |\mathcal{E}|)` with both directions of each undirected edge
-        - **output:** logits :math:`(|\mathcal{V}|, C)`
+    Args: as :class:`NodeGNN`; ``aggr``: ``"mean"`` (average aggregation, the default) or
+    ``"gcn"`` (symmetric normalisation); ``cached``: cache each layer's propagation matrix (see
+    :class:`GraphConvolution`).
     """
 
     def __init__(
@@ -405,17 +441,12 @@ class GCN(Module):
         cached: bool = False,
         generator: torch.Generator | None = None,
     ) -> None:
-        super().__init__()
-        self.in_channels = _check_positive_int(in_channels, "in_channels", "GCN")
-        self.hidden_channels = _check_positive_int(hidden_channels, "hidden_channels", "GCN")
-        self.out_channels = _check_positive_int(out_channels, "out_channels", "GCN")
-        self.num_layers = _check_positive_int(num_layers, "num_layers", "GCN")
+        super().__init__("GCN", in_channels, hidden_channels, out_channels, num_layers=num_layers,
+                         dropout=dropout, cached=cached)
         self.aggr = _check_normalize(aggr, "GCN")
-        self.dropout = GeneratorDropout(dropout)
-        dims = [self.in_channels] + [self.hidden_channels] * (self.num_layers - 1)
-        dims.append(self.out_channels)
+        dims = self.dims
         # one generator for all layers, drawn in layer order: the same order as reset_parameters
-        g = _fresh_generator(torch.device("cpu")) if generator is None else generator
+        g = self.parameter_generator(generator)
         self.convs = ModuleList(
             GraphConvolution(i, o, normalize=self.aggr, cached=cached, generator=g)
             for i, o in zip(dims[:-1], dims[1:])

@@ -15,13 +15,12 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.nn import Linear, Module, ModuleList, ReLU, Sequential
+from torch.nn import Linear, ModuleList, ReLU, Sequential
 from torch_geometric.nn import GINConv
 
 from privgraph.models.gcn import (
-    GeneratorDropout,
+    NodeGNN,
     _check_generator,
-    _check_positive_int,
     _csr,
     _fresh_generator,
     _FixedSpMM,
@@ -55,7 +54,7 @@ def _sum_operator(
         return _csr(ei.flip(0), w, shape), _csr(ei, w, shape)
 
 
-class GIN(Module):
+class GIN(NodeGNN):
     r"""A multi-layer graph isomorphism network (GIN-0) for node classification.
 
     From `Xu, Hu, Leskovec & Jegelka, "How Powerful are Graph Neural Networks?" (ICLR 2019)
@@ -98,26 +97,9 @@ class GIN(Module):
     The constructor and :meth:`forward` take the same arguments as :class:`~privgraph.models.GCN`,
     so that the two can be swapped by name.
 
-    Args:
-        in_channels (int): size of each input sample :math:`F`.
-        hidden_channels (int): width of every MLP's hidden layer and of each hidden GIN layer's
-            output.
-        out_channels (int): number of classes :math:`C` (the output is logits).
-        num_layers (int, optional): number of GIN layers (default: ``2``).
-        dropout (float, optional): dropout probability before each layer, in :math:`[0, 1)`
-            (default: ``0.5``).
-        aggr (str, optional): ``"sum"`` only (see above)
-            (default: ``"sum"``).
-        cached (bool, optional): build the sum operator on the first call and reuse it while the
-            same ``edge_index`` tensor object is passed, and transpose the structure of sparse
-            CSR features only once (default: ``False``).
-        generator (torch.Generator, optional): generator of the initial parameters; ``None``
-            draws a fresh one from OS entropy (default: ``None``).
-
-    Shapes:
-        - **input:** node features :math:`(|\mathcal{V}|, F)` (dense, or sparse CSR/COO), edge
-          indices :math:`(2, |\mathcal{E}|)` with both directions of each undirected edge
-        - **output:** logits :math:`(|\mathcal{V}|, C)`
+    Args: as :class:`~privgraph.models.gcn.NodeGNN` (``hidden_channels``: the width of every MLP's
+    hidden layer and of each hidden GIN layer's output); ``aggr``: ``"sum"`` only (see above);
+    ``cached`` also keeps the sum operator.
     """
 
     def __init__(
@@ -132,19 +114,13 @@ class GIN(Module):
         cached: bool = False,
         generator: torch.Generator | None = None,
     ) -> None:
-        super().__init__()
-        self.in_channels = _check_positive_int(in_channels, "in_channels", "GIN")
-        self.hidden_channels = _check_positive_int(hidden_channels, "hidden_channels", "GIN")
-        self.out_channels = _check_positive_int(out_channels, "out_channels", "GIN")
-        self.num_layers = _check_positive_int(num_layers, "num_layers", "GIN")
+        super().__init__("GIN", in_channels, hidden_channels, out_channels, num_layers=num_layers,
+                         dropout=dropout, cached=cached)
         self.aggr = _check_sum(aggr)
         self.eps = 0.0  # GIN-0
-        self.dropout = GeneratorDropout(dropout)
-        self.cached = bool(cached)
         self._cache: tuple[Tensor, Tensor, Tensor] | None = None  # (edge_index, S, S^T)
         self._x_cache: tuple[Tensor, Tensor, Tensor, Tensor] | None = None  # CSR x's transpose
-        dims = [self.in_channels] + [self.hidden_channels] * (self.num_layers - 1)
-        dims.append(self.out_channels)
+        dims = self.dims
         hid = self.hidden_channels
         # on the meta device neither torch.nn.Linear nor GINConv draws from the global RNG
         with torch.device("meta"):
@@ -154,7 +130,7 @@ class GIN(Module):
                 for i, o in zip(dims[:-1], dims[1:])
             ]
         self.convs = ModuleList(convs).to_empty(device="cpu")
-        g = _fresh_generator(torch.device("cpu")) if generator is None else generator
+        g = self.parameter_generator(generator)
         self.reset_parameters(g)
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:

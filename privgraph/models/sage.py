@@ -13,14 +13,13 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.nn import Module, ModuleList
+from torch.nn import ModuleList
 from torch_geometric.nn import SAGEConv
 from torch_geometric.utils import scatter
 
 from privgraph.models.gcn import (
-    GeneratorDropout,
+    NodeGNN,
     _check_generator,
-    _check_positive_int,
     _csr,
     _fresh_generator,
     _FixedSpMM,
@@ -52,7 +51,7 @@ def _mean_operator(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tu
         return _csr(edge_index.flip(0), w, shape), _csr(edge_index, w, shape)
 
 
-class GraphSAGE(Module):
+class GraphSAGE(NodeGNN):
     r"""A multi-layer GraphSAGE network (mean aggregator) for node classification.
 
     From `Hamilton, Ying & Leskovec, "Inductive Representation Learning on Large Graphs"
@@ -87,25 +86,8 @@ class GraphSAGE(Module):
     The constructor and :meth:`forward` take the same arguments as :class:`~privgraph.models.GCN`,
     so that the two can be swapped by name.
 
-    Args:
-        in_channels (int): size of each input sample :math:`F`.
-        hidden_channels (int): size of each hidden sample (unused when ``num_layers=1``).
-        out_channels (int): number of classes :math:`C` (the output is logits).
-        num_layers (int, optional): number of SAGE layers (default: ``2``).
-        dropout (float, optional): dropout probability before each layer, in :math:`[0, 1)`
-            (default: ``0.5``).
-        aggr (str, optional): ``"mean"`` only (GraphSAGE-mean; the argument exists so that the
-            GCN's keywords are accepted) (default: ``"mean"``).
-        cached (bool, optional): build the mean operator on the first call and reuse it while the
-            same ``edge_index`` tensor object is passed, and transpose the structure of sparse
-            CSR features only once (default: ``False``).
-        generator (torch.Generator, optional): generator of the initial parameters; ``None``
-            draws a fresh one from OS entropy (default: ``None``).
-
-    Shapes:
-        - **input:** node features :math:`(|\mathcal{V}|, F)` (dense, or sparse CSR/COO), edge
-          indices :math:`(2, |\mathcal{E}|)` with both directions of each undirected edge
-        - **output:** logits :math:`(|\mathcal{V}|, C)`
+    Args: as :class:`~privgraph.models.gcn.NodeGNN`; ``aggr``: ``"mean"`` only (GraphSAGE-mean; the
+    argument exists so that the GCN's keywords are accepted); ``cached`` also keeps the mean operator.
     """
 
     def __init__(
@@ -120,23 +102,17 @@ class GraphSAGE(Module):
         cached: bool = False,
         generator: torch.Generator | None = None,
     ) -> None:
-        super().__init__()
-        self.in_channels = _check_positive_int(in_channels, "in_channels", "GraphSAGE")
-        self.hidden_channels = _check_positive_int(hidden_channels, "hidden_channels", "GraphSAGE")
-        self.out_channels = _check_positive_int(out_channels, "out_channels", "GraphSAGE")
-        self.num_layers = _check_positive_int(num_layers, "num_layers", "GraphSAGE")
+        super().__init__("GraphSAGE", in_channels, hidden_channels, out_channels, num_layers=num_layers,
+                         dropout=dropout, cached=cached)
         self.aggr = _check_mean(aggr)
-        self.dropout = GeneratorDropout(dropout)
-        self.cached = bool(cached)
         self._cache: tuple[Tensor, Tensor, Tensor] | None = None  # (edge_index, M, M^T)
         self._x_cache: tuple[Tensor, Tensor, Tensor, Tensor] | None = None  # CSR x's transpose
-        dims = [self.in_channels] + [self.hidden_channels] * (self.num_layers - 1)
-        dims.append(self.out_channels)
+        dims = self.dims
         # on the meta device SAGEConv's own reset_parameters draws nothing from the global RNG
         with torch.device("meta"):
             convs = [SAGEConv(i, o, aggr="mean") for i, o in zip(dims[:-1], dims[1:])]
         self.convs = ModuleList(convs).to_empty(device="cpu")
-        g = _fresh_generator(torch.device("cpu")) if generator is None else generator
+        g = self.parameter_generator(generator)
         self.reset_parameters(g)
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:

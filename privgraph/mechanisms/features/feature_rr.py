@@ -131,10 +131,8 @@ class FeatureRR:
         theta (array-like, optional): per-feature non-negative scores, normalised to sum 1
             (default: ``None``, uniform :math:`1/d`, with :math:`d` known at privatize time).
             Must be computed from public data: it sets the per-feature budgets.
-        lower (float or array-like, optional): PUBLIC lower bound(s) of the raw features
-            (default: ``0.0``). Never derive it from the private data.
-        upper (float or array-like, optional): PUBLIC upper bound(s), ``> lower``
-            (default: ``1.0``). Values outside ``[lower, upper]`` are clipped.
+        lower, upper (float or array-like, optional): the PUBLIC feature bounds (default
+            ``0.0`` and ``1.0``; :func:`~privgraph.mechanisms.features.scaled.check_bounds`).
 
     Shapes:
         - input: node features :math:`[|V|, d]` (or any row block ``[rows, d]``)

@@ -135,10 +135,8 @@ class LaplaceMechanism(ScaledFeatureMechanism):
     Args:
         epsilon (float): the budget of one node's whole vector (its per-coordinate share
             :math:`\varepsilon / d` must be at most 50, :attr:`epsilon_range`).
-        lower (float or array-like, optional): PUBLIC lower bound(s) of the raw features
-            (default: ``0.0``). Never derive it from the private data.
-        upper (float or array-like, optional): PUBLIC upper bound(s), ``> lower``
-            (default: ``1.0``). Values outside ``[lower, upper]`` are clipped.
+        lower, upper (float or array-like, optional): the PUBLIC feature bounds (default
+            ``0.0`` and ``1.0``; :func:`~privgraph.mechanisms.features.scaled.check_bounds`).
 
     Shapes:
         - input: node features :math:`[|V|, d]` (or any row block ``[rows, d]``)

@@ -195,10 +195,8 @@ class PMSubMechanism(SampledFeatureMechanism):
 
     Args:
         epsilon (float): the budget :math:`\varepsilon` of one node's feature vector (> 0).
-        lower (float or array-like, optional): PUBLIC lower bound(s) of the raw features
-            (default: ``0.0``). Never derive it from the private data.
-        upper (float or array-like, optional): PUBLIC upper bound(s), ``> lower``
-            (default: ``1.0``). Values outside ``[lower, upper]`` are clipped.
+        lower, upper (float or array-like, optional): the PUBLIC feature bounds (default
+            ``0.0`` and ``1.0``; :func:`~privgraph.mechanisms.features.scaled.check_bounds`).
 
     Shapes:
         - input: node features :math:`[|V|, d]` (or any row block ``[rows, d]``)

@@ -102,7 +102,10 @@ def as_bounds(value: Any, name: str) -> float | np.ndarray:
 
 
 def check_bounds(lower: Any, upper: Any) -> tuple[float | np.ndarray, float | np.ndarray]:
-    """Validate PUBLIC feature bounds: finite scalars or 1-D arrays, ``lower < upper`` everywhere."""
+    """Validate PUBLIC feature bounds: finite scalars or 1-D arrays (one bound per feature),
+    ``lower < upper`` everywhere. Every feature mechanism takes them (``lower``, ``upper``; default
+    ``0.0`` and ``1.0``): configured or from public data, never derived from the private data;
+    values outside ``[lower, upper]`` are clipped before the mechanism sees them."""
     lo = as_bounds(lower, "lower")
     hi = as_bounds(upper, "upper")
     if isinstance(lo, np.ndarray) and isinstance(hi, np.ndarray) and lo.shape != hi.shape:
