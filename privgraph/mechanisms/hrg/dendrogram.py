@@ -161,6 +161,53 @@ def _recompute(n, root, left, right, parent, w_pub, w_pri, w_work, eu, ev, m_pub
     return True
 
 
+@numba.njit(cache=True, inline="always")
+def _edges_at(S, n, ri, ci, left, right, lca, indptr, adj, m_pub, stack, buf):  # pragma: no cover - jitted
+    """The edges incident to the leaves of subtree ``S`` whose LCA is internal node ``ri`` (S-C
+    edges) or ``ci`` (A-B edges), into ``buf``; returns their number and how many of the S-C
+    edges are public and private (edge ids below ``m_pub`` are public)."""
+    nb = 0
+    sc_pub = 0
+    sc_pri = 0
+    stack[0] = S
+    top = 1
+    while top > 0:
+        top -= 1
+        x = stack[top]
+        if x < n:
+            for p in range(indptr[x], indptr[x + 1]):
+                e = adj[p]
+                el = lca[e]
+                if el == ri:
+                    if e < m_pub:
+                        sc_pub += 1
+                    else:
+                        sc_pri += 1
+                    buf[nb] = e
+                    nb += 1
+                elif el == ci:
+                    buf[nb] = e
+                    nb += 1
+        else:
+            xi = x - n
+            stack[top] = left[xi]
+            stack[top + 1] = right[xi]
+            top += 2
+    return nb, sc_pub, sc_pri
+
+
+@numba.njit(cache=True, inline="always")
+def _delta_ll(lo, hi, e, cnt, ci, ri, X, C, Y):  # pragma: no cover - jitted
+    """The change of one kind's log-likelihood when ``c = (X, Y)`` under ``r = (c, C)`` becomes
+    ``(X, C)`` under ``(., Y)``: ``lo``/``hi`` edges over the new lower/upper pairs, against
+    ``e[ci]``/``e[ri]`` over the old ones (pair counts from ``cnt``, as floats)."""
+    x = float(cnt[X])
+    cc = float(cnt[C])
+    y = float(cnt[Y])
+    return (_ll(float(lo), x * cc) + _ll(float(hi), (x + cc) * y)
+            - _ll(float(e[ci]), x * y) - _ll(float(e[ri]), (x + y) * cc))
+
+
 @numba.njit(cache=True)
 def _step(n, c, move, a_pub, a_pri, logu, state, left, right, parent, cnt_pub, cnt_pri, work,
           e_pub, e_pri, lca, indptr, adj, m_pub, stack, buf, ll):  # pragma: no cover - jitted
@@ -186,35 +233,7 @@ def _step(n, c, move, a_pub, a_pri, logu, state, left, right, parent, cnt_pub, c
         X = B
         Y = A
     S = A if work[A] <= work[B] else B
-    # edges incident to the leaves of S whose LCA is r (S-C edges) or c (A-B edges)
-    nb = 0
-    sc_pub = 0
-    sc_pri = 0
-    top = 0
-    stack[0] = S
-    top = 1
-    while top > 0:
-        top -= 1
-        x = stack[top]
-        if x < n:
-            for p in range(indptr[x], indptr[x + 1]):
-                e = adj[p]
-                el = lca[e]
-                if el == ri:
-                    if e < m_pub:
-                        sc_pub += 1
-                    else:
-                        sc_pri += 1
-                    buf[nb] = e
-                    nb += 1
-                elif el == ci:
-                    buf[nb] = e
-                    nb += 1
-        else:
-            xi = x - n
-            stack[top] = left[xi]
-            stack[top + 1] = right[xi]
-            top += 2
+    nb, sc_pub, sc_pri = _edges_at(S, n, ri, ci, left, right, lca, indptr, adj, m_pub, stack, buf)
     if S == X:
         xc_pub = sc_pub
         xc_pri = sc_pri
@@ -225,36 +244,17 @@ def _step(n, c, move, a_pub, a_pri, logu, state, left, right, parent, cnt_pub, c
     lo_pri = xc_pri
     hi_pub = e_pub[ci] + e_pub[ri] - xc_pub
     hi_pri = e_pri[ci] + e_pri[ri] - xc_pri
-    # pairs before and after (L_r R_r), as floats
-    d_pub = 0.0
-    if a_pub != 0.0:
-        xp = float(cnt_pub[X])
-        cp = float(cnt_pub[C])
-        yp = float(cnt_pub[Y])
-        d_pub = (_ll(float(lo_pub), xp * cp) + _ll(float(hi_pub), (xp + cp) * yp)
-                 - _ll(float(e_pub[ci]), xp * yp) - _ll(float(e_pub[ri]), (xp + yp) * cp))
-    d_pri = 0.0
-    if a_pri != 0.0:
-        xq = float(cnt_pri[X])
-        cq = float(cnt_pri[C])
-        yq = float(cnt_pri[Y])
-        d_pri = (_ll(float(lo_pri), xq * cq) + _ll(float(hi_pri), (xq + cq) * yq)
-                 - _ll(float(e_pri[ci]), xq * yq) - _ll(float(e_pri[ri]), (xq + yq) * cq))
+    # a kind's change is computed before the decision only when it weighs in it (a != 0), and
+    # after acceptance otherwise (the running log-likelihoods track both kinds)
+    d_pub = _delta_ll(lo_pub, hi_pub, e_pub, cnt_pub, ci, ri, X, C, Y) if a_pub != 0.0 else 0.0
+    d_pri = _delta_ll(lo_pri, hi_pri, e_pri, cnt_pri, ci, ri, X, C, Y) if a_pri != 0.0 else 0.0
     lp = a_pub * d_pub + a_pri * d_pri
     if not (lp >= 0.0 or logu < lp):
         return 0
     if a_pub == 0.0:
-        xp = float(cnt_pub[X])
-        cp = float(cnt_pub[C])
-        yp = float(cnt_pub[Y])
-        d_pub = (_ll(float(lo_pub), xp * cp) + _ll(float(hi_pub), (xp + cp) * yp)
-                 - _ll(float(e_pub[ci]), xp * yp) - _ll(float(e_pub[ri]), (xp + yp) * cp))
+        d_pub = _delta_ll(lo_pub, hi_pub, e_pub, cnt_pub, ci, ri, X, C, Y)
     if a_pri == 0.0:
-        xq = float(cnt_pri[X])
-        cq = float(cnt_pri[C])
-        yq = float(cnt_pri[Y])
-        d_pri = (_ll(float(lo_pri), xq * cq) + _ll(float(hi_pri), (xq + cq) * yq)
-                 - _ll(float(e_pri[ci]), xq * yq) - _ll(float(e_pri[ri]), (xq + yq) * cq))
+        d_pri = _delta_ll(lo_pri, hi_pri, e_pri, cnt_pri, ci, ri, X, C, Y)
     if S == X:
         # id r stays the top node, id c becomes (X, C): X-Y edges move up to r, X-C edges down to c
         for q in range(nb):
