@@ -141,6 +141,59 @@ def _check_inputs(
     return sc
 
 
+def _train(g: GraphData, seed: Any, probe: AttackProbe | None, refs: dict[str, dict[str, float]] | None = None,
+           *, cell: bool = True, **kw: Any) -> dict[str, Any]:
+    """One training; with attacks (``probe``), the model is attacked too (``attack_auc``). A
+    ``cell`` also gets its reference models (``refs``: each one's ``{"test_acc", "val_acc"}`` on
+    the same seed, trained here when None): the feature-only floor and, where the version has
+    public edges beside its release, the same model over the public edges alone
+    (``public_edges_acc``); and the accuracy of the one of them and the GNN with the highest
+    validation accuracy (``selected_acc``, ``selected``; as in evaluate_utility)."""
+    model = fit_node_classifier(g, seed=seed, **version_kwargs(g, kw))
+    gnn = model.result
+    rec: dict[str, Any] = {"test_acc": float(gnn["test_acc"])}
+    if cell:
+        refs = _references(g, seed, kw) if refs is None else refs
+        rec["feature_only_acc"] = refs["feature_only"]["test_acc"]
+        if "public_edges" in refs:
+            rec["public_edges_acc"] = refs["public_edges"]["test_acc"]
+        name, chosen = select_by_validation([*refs.items(), ("gnn", gnn)])
+        rec["selected_acc"], rec["selected"] = float(chosen["test_acc"]), name
+    if probe is not None:
+        rec["attack_auc"] = probe.aucs(model)
+    return rec
+
+
+def _clean_baseline(
+    graph: GraphData, train_seeds: Sequence[np.random.SeedSequence], probe: AttackProbe | None,
+    clean_kwargs: dict[str, Any], checkpoint: Any | None, progress: ProgressCallback | None,
+) -> list[dict[str, Any]]:
+    """The clean graph's runs (read back from ``checkpoint`` when there, put there as they finish)."""
+    records = []
+    baseline = ProgressTracker("clean baseline", len(train_seeds), progress)
+    for i, ts in enumerate(train_seeds):
+        done = None if checkpoint is None else checkpoint.get(f"{CLEAN}/{i}")
+        if done is not None:
+            records.append(done["record"])
+            baseline.advance(detail=f"clean graph run {i}: from the checkpoint", timed=False)
+            continue
+        records.append({"mechanism": CLEAN, "epsilon": None, "run": i, **_train(graph, ts, probe, cell=False, **clean_kwargs)})
+        if checkpoint is not None:
+            checkpoint.put(f"{CLEAN}/{i}", {"record": records[-1]})
+        baseline.advance(detail=f"clean graph run {i}")
+    return records
+
+
+def _with_declared_public_edges(release: GraphData, graph: GraphData) -> GraphData:
+    """A release of every edge (privHRG) with the declared public edges beside it: they are public
+    all the same, so its cells get the same public-edges reference as every other edge cell."""
+    n = np.int64(graph.num_nodes)
+    sample = release.edges_private
+    public = np.sort(graph.edges_public.min(0) * n + graph.edges_public.max(0))
+    keep = ~in_sorted(sample.min(0) * n + sample.max(0), public)
+    return release.replace(edges_public=graph.edges_public, edges_private=sample[:, keep])
+
+
 def run_comparison(
     graph: GraphData,
     *,
@@ -192,28 +245,6 @@ def run_comparison(
     sc = _check_inputs(scope, mechanisms, epsilons, runs, target, theta)
     probe = AttackProbe(graph, attacks, stage_seed(root_seed, "attack-pairs")) if attacks else None
 
-    def train(g: GraphData, seed: Any, refs: dict[str, dict[str, float]] | None = None, *, cell: bool = True,
-              **kw: Any) -> dict[str, Any]:
-        """One training; with attacks, the model is attacked too (``attack_auc``). A ``cell``
-        also gets its reference models (``refs``: each one's ``{"test_acc", "val_acc"}`` on the
-        same seed, trained here when None): the feature-only floor and, where the version has
-        public edges beside its release, the same model over the public edges alone
-        (``public_edges_acc``); and the accuracy of the one of them and the GNN with the highest
-        validation accuracy (``selected_acc``, ``selected``; as in evaluate_utility)."""
-        model = fit_node_classifier(g, seed=seed, **version_kwargs(g, kw))
-        gnn = model.result
-        rec: dict[str, Any] = {"test_acc": float(gnn["test_acc"])}
-        if cell:
-            refs = _references(g, seed, kw) if refs is None else refs
-            rec["feature_only_acc"] = refs["feature_only"]["test_acc"]
-            if "public_edges" in refs:
-                rec["public_edges_acc"] = refs["public_edges"]["test_acc"]
-            name, chosen = select_by_validation([*refs.items(), ("gnn", gnn)])
-            rec["selected_acc"], rec["selected"] = float(chosen["test_acc"]), name
-        if probe is not None:
-            rec["attack_auc"] = probe.aucs(model)
-        return rec
-
     kwargs = dict(train_kwargs or {})
     train_seeds = partition_seeds(stage_seed(root_seed, "train"), runs)
     records: list[dict[str, Any]] = []
@@ -222,17 +253,7 @@ def run_comparison(
     true_degree = _degrees(graph) if sc is Scope.EDGES else None
     # the denoising options (LPGNN's KProp, Drop) apply to private graphs only, as in evaluate_utility
     clean_kwargs = {k: v for k, v in kwargs.items() if k not in DENOISING_OPTIONS}
-    baseline = ProgressTracker("clean baseline", runs, progress)
-    for i, ts in enumerate(train_seeds):
-        done = None if checkpoint is None else checkpoint.get(f"{CLEAN}/{i}")
-        if done is not None:
-            records.append(done["record"])
-            baseline.advance(detail=f"clean graph run {i}: from the checkpoint", timed=False)
-            continue
-        records.append({"mechanism": CLEAN, "epsilon": None, "run": i, **train(graph, ts, cell=False, **clean_kwargs)})
-        if checkpoint is not None:
-            checkpoint.put(f"{CLEAN}/{i}", {"record": records[-1]})
-        baseline.advance(detail=f"clean graph run {i}")
+    records += _clean_baseline(graph, train_seeds, probe, clean_kwargs, checkpoint, progress)
     cells = ProgressTracker("comparison cells", len(mechanisms) * len(epsilons) * runs, progress)
     # a features comparison keeps the private edges as they are (only the compared scope is
     # privatized; the result is a private report, never stored as a version): hand them to
@@ -276,17 +297,12 @@ def run_comparison(
                 # that privatizes the public edges too (privHRG) leaves them out of its release;
                 # they are declared public all the same, so its cells get the same references
                 refs = None
-                view = result.graph
-                if sc is Scope.EDGES and getattr(mech, "all_edges_private", False):
-                    n = np.int64(graph.num_nodes)
-                    sample = result.graph.edges_private
-                    public = np.sort(graph.edges_public.min(0) * n + graph.edges_public.max(0))
-                    keep = ~in_sorted(sample.min(0) * n + sample.max(0), public)
-                    view = result.graph.replace(edges_public=graph.edges_public, edges_private=sample[:, keep])
+                view = _with_declared_public_edges(result.graph, graph) if (
+                    sc is Scope.EDGES and getattr(mech, "all_edges_private", False)) else result.graph
                 if sc is Scope.EDGES and np.array_equal(view.edges_public, graph.edges_public):
                     refs = _references(view, ts, {**kwargs, "eval_y": graph.y}, edge_refs.setdefault(i, {}))
                 records.append({"mechanism": name, "epsilon": eps, "run": i,
-                                **train(result.graph, ts, refs, eval_y=graph.y, **kwargs)})
+                                **_train(result.graph, ts, probe, refs, eval_y=graph.y, **kwargs)})
                 if checkpoint is not None:
                     done = {"record": records[-1]}
                     if true_degree is not None and i == 0:
