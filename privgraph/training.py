@@ -13,6 +13,35 @@ Randomness: each run derives one integer from a ``numpy.random.SeedSequence`` an
 parameters and every dropout mask. torch's global random state is never read or changed, and on
 the CPU the same seed gives bit-identical results. On CUDA, PyG's scatter aggregation uses atomic
 additions, so results can differ in the last bits between runs with the same seed.
+
+LPGNN's denoising (`Sajadmanesh & Gatica-Perez, CCS 2021 <https://arxiv.org/abs/2006.05535>`_;
+all off by default, and then the run is bit-identical to one without these arguments). Its
+KProp operator is LPGNN's: :math:`\mathbf{P} = \mathbf{D}^{-1/2} \mathbf{A} \mathbf{D}^{-1/2}`
+over the neighbours, the node itself excluded (:class:`~privgraph.models.KProp` with
+``aggr="gcn"``, ``self_loops=False``; the authors' code), whatever the model's ``aggr``:
+
+- ``kprop_features = K_x > 0``: the features are replaced, once before training, by
+  :math:`\mathbf{P}^{K_x} \mathbf{X}`.
+- ``kprop_labels = K_y > 0``: the training targets are the denoised labels
+  :math:`\tilde{y}_v = \arg\max_c (\mathbf{P}^{K_y} \mathbf{Y}')_{vc}`, with
+  :math:`\mathbf{Y}'` the one-hot labels of the training and validation nodes and zero rows
+  elsewhere (test labels are never read); ties and unreached rows keep :math:`y'_v`.
+  Without ``drop`` the model is trained on them with plain cross-entropy.
+- ``drop``: LPGNN's Drop (Label Denoising with Propagation). (1) The same :math:`K_y` steps
+  are applied to the model's predicted class probabilities and the loss compares the
+  propagated prediction with the propagated label,
+  :math:`\mathcal{L} = -\frac{1}{|V_T|} \sum_{v \in V_T} \log \hat{p}(\tilde{y}_v \mid x)`,
+  :math:`\hat{p}(\tilde{y} \mid x) = \mathbf{P}^{K_y} (\mathrm{softmax}(f(\mathbf{X})) \mathbf{T})`
+  (rows renormalised to sum to one), so that the GNN is not pushed to reproduce the noise
+  left in :math:`\tilde{y}`; :math:`\mathbf{T}` is the label RR's transition matrix at
+  ``label_epsilon`` (forward correction, LPGNN's Drop; the identity without
+  ``label_epsilon``). (2) Training STOPS at the first epoch whose model (evaluation mode)
+  scores above :math:`\mathrm{Acc}^*` (:func:`drop_bound`) against the noisy labels
+  :math:`y'` of the validation nodes (``graph.y``): a model that predicted every true label
+  would score :math:`\mathrm{Acc}^*` there in expectation, so a higher score means it has
+  absorbed noise of :math:`y'` (the validation labels enter :math:`\tilde{y}` through the
+  propagation). That epoch is not eligible for selection (unless it is the first). With
+  ``kprop_labels=0``, Drop is plain cross-entropy on :math:`y'` with this stopping rule.
 """
 
 from __future__ import annotations
@@ -53,6 +82,8 @@ __all__ = [
     "public_edges_kwargs",
     "select_by_validation",
     "fit_node_classifier",
+    "search_kprop",
+    "output_classes",
     "train_node_classifier",
     "TrainedClassifier",
 ]
@@ -402,140 +433,135 @@ def fit_node_classifier(
     feature_dim: int | None = None,
     kprop_search: Sequence[int] | None = None,
     propagate_val_labels: bool = True,
-) -> dict[str, Any]:
+) -> TrainedClassifier:
     r"""Train a 2-layer GNN (:class:`~privgraph.models.GCN`, :class:`~privgraph.models.GraphSAGE`,
     :class:`~privgraph.models.GAT` or :class:`~privgraph.models.GIN`) on ``graph.train_mask`` in
-    full batch.
-
-    Adam with cross-entropy on the training nodes; after every epoch the model is evaluated
-    without dropout, and the parameters of the epoch with the best validation accuracy (ties:
-    the lower validation loss, then the earlier epoch) are kept in memory and scored at the end.
-    Training stops early after ``patience`` epochs without a better validation score.
-    Validation accuracy and loss are always measured against ``graph.y`` (on a private graph,
-    the noisy labels: no clean label is needed).
-
-    LPGNN's denoising (`Sajadmanesh & Gatica-Perez, CCS 2021 <https://arxiv.org/abs/2006.05535>`_;
-    all off by default, and then the run is bit-identical to one without these arguments). Its
-    KProp operator is LPGNN's: :math:`\mathbf{P} = \mathbf{D}^{-1/2} \mathbf{A} \mathbf{D}^{-1/2}`
-    over the neighbours, the node itself excluded (:class:`~privgraph.models.KProp` with
-    ``aggr="gcn"``, ``self_loops=False``; the authors' code), whatever the model's ``aggr``:
-
-    - ``kprop_features = K_x > 0``: the features are replaced, once before training, by
-      :math:`\mathbf{P}^{K_x} \mathbf{X}`.
-    - ``kprop_labels = K_y > 0``: the training targets are the denoised labels
-      :math:`\tilde{y}_v = \arg\max_c (\mathbf{P}^{K_y} \mathbf{Y}')_{vc}`, with
-      :math:`\mathbf{Y}'` the one-hot labels of the training and validation nodes and zero rows
-      elsewhere (test labels are never read); ties and unreached rows keep :math:`y'_v`.
-      Without ``drop`` the model is trained on them with plain cross-entropy.
-    - ``drop``: LPGNN's Drop (Label Denoising with Propagation). (1) The same :math:`K_y` steps
-      are applied to the model's predicted class probabilities and the loss compares the
-      propagated prediction with the propagated label,
-      :math:`\mathcal{L} = -\frac{1}{|V_T|} \sum_{v \in V_T} \log \hat{p}(\tilde{y}_v \mid x)`,
-      :math:`\hat{p}(\tilde{y} \mid x) = \mathbf{P}^{K_y} (\mathrm{softmax}(f(\mathbf{X})) \mathbf{T})`
-      (rows renormalised to sum to one), so that the GNN is not pushed to reproduce the noise
-      left in :math:`\tilde{y}`; :math:`\mathbf{T}` is the label RR's transition matrix at
-      ``label_epsilon`` (forward correction, LPGNN's Drop; the identity without
-      ``label_epsilon``). (2) Training STOPS at the first epoch whose model (evaluation mode)
-      scores above :math:`\mathrm{Acc}^*` (:func:`drop_bound`) against the noisy labels
-      :math:`y'` of the validation nodes (``graph.y``): a model that predicted every true label
-      would score :math:`\mathrm{Acc}^*` there in expectation, so a higher score means it has
-      absorbed noise of :math:`y'` (the validation labels enter :math:`\tilde{y}` through the
-      propagation). That epoch is not eligible for selection (unless it is the first). With
-      ``kprop_labels=0``, Drop is plain cross-entropy on :math:`y'` with this stopping rule.
+    full batch; the epoch of best validation accuracy is kept (:func:`_train_loop`). Validation is
+    always against ``graph.y`` (on a private graph, the noisy labels: no clean label is needed).
+    LPGNN's denoising is described in the module docstring (all off by default, and then the run
+    is bit-identical to one without those arguments).
 
     Args:
         graph (GraphData): needs ``x``, single-label ``y`` and all three masks.
         seed (int or SeedSequence): seeds the run's :class:`torch.Generator` (initial parameters,
-            dropout masks). Same seed, same graph, same arguments: bit-identical results on CPU.
-        edges (str): which edges to propagate over: ``"all"``, ``"public"``, ``"private"`` or
-            ``"none"`` (default: ``"all"``). ``"none"`` is the feature-only floor: every node's
-            closed neighbourhood is itself, so the GCN (mean or symmetric), GraphSAGE, GAT and GIN
-            become MLPs of the same architecture, initial parameters and dropout draws; KProp
-            needs edges and is refused with it.
-        hidden (int): hidden channels (default: ``64``).
-        epochs (int): maximum number of epochs (default: ``200``).
-        lr (float): Adam learning rate (default: ``0.01``).
-        weight_decay (float): Adam L2 penalty on all parameters (default: ``5e-4``).
-        dropout (float): dropout before each layer, in ``[0, 1)`` (default: ``0.5``).
-        aggr (str, optional): the GCN's ``"mean"`` (average aggregation) or ``"gcn"``; GraphSAGE
-            and GAT (attention-weighted mean) take ``"mean"`` only; GIN ``"sum"`` only (GIN-0).
-            ``None``: the model's own (``"sum"`` for GIN, ``"mean"`` for the others)
-            (default: ``None``).
+            dropout masks): same seed, graph and arguments, bit-identical results on the CPU.
+        edges (str): ``"all"``, ``"public"``, ``"private"`` or ``"none"``: the feature-only floor
+            (every closed neighbourhood is the node itself, so the same models become MLPs of the
+            same architecture, initial parameters and dropout draws) (default: ``"all"``).
+        hidden, epochs, lr, weight_decay, dropout, patience: the hidden width, the epoch cap,
+            Adam's rate and L2 penalty, the dropout before each layer, the early-stopping patience
+            (``None``: every epoch runs) (defaults: 64, 200, 0.01, 5e-4, 0.5, 50).
+        aggr (str, optional): the model's aggregation (:class:`~privgraph.models.gcn.NodeGNN`;
+            ``None``: the model's own).
         device (str): see :func:`choose_device` (default: ``"auto"``).
-        patience (int, optional): early-stopping patience in epochs; ``None`` runs all ``epochs``
-            (default: ``50``).
         eval_y (np.ndarray, optional): labels ``[n]`` that ``test_acc`` is scored against instead
-            of ``graph.y`` (training and model selection always use ``graph.y``).
-            :func:`evaluate_utility` passes the clean labels here, so that noise a label mechanism
-            put on the private graph's test labels is measured rather than scored against.
+            of ``graph.y`` (:func:`evaluate_utility` passes the owner's raw labels); training and
+            model selection read ``graph.y`` only.
         model (str): ``"gcn"``, ``"sage"``, ``"gat"`` (8 heads; ``hidden`` a multiple of 8),
-            ``"gin"``, or ``"gap"``: GAP's classification module
-            (:class:`~privgraph.models.GAPClassifier`) over ``graph.aggregates``, with
+            ``"gin"``, or ``"gap"``: GAP's classification module over ``graph.aggregates``, with
             ``edges="none"`` (default: ``"gcn"``).
-        kprop_features (int): KProp steps :math:`K_x \ge 0` on the features (default: ``0``).
-        kprop_labels (int): KProp steps :math:`K_y \ge 0` on the labels (default: ``0``).
-        drop (bool): train with Drop (default: ``False``).
-        label_epsilon (float, optional): the budget :math:`\varepsilon_y` of the randomized
-            response on the validation labels, for Drop's bound; ``None``: they are not
-            randomized (the bound is 1 and never stops training) (default: ``None``).
-        label_classes (int, optional): the PUBLIC number of classes :math:`c` of that randomized
-            response (default: ``None``: ``graph.meta["num_classes"]``, else the size of the
-            output layer).
-        feature_dim (int, optional): project DENSE features (after centring and KProp) onto
-            their first ``feature_dim`` principal axes (:func:`principal_basis`, drawn from a
-            stream of ``seed`` of its own, so the model's parameters and dropout draws are those
-            of the unprojected run) when they have more columns than that; sparse features are
-            used as they are. A function of the features given (for a version: the release), so
-            post-processing; it cuts the first layer's cost by ``d / feature_dim`` (MUSAE
-            Facebook's 4,714 privatized columns: see ``benchmarks/training.py``). ``None``: off
-            (default: ``None``).
-
-        kprop_search (sequence of int, optional): LPGNN's search of the KProp steps: every
-            ``(K_x, K_y)`` of this grid (e.g. ``[0, 2, 4, 8, 16]``) is trained with the same seed and
-            the model with the highest validation accuracy against ``graph.y`` (the version's own,
-            possibly randomized, labels: no clean label is read; ties: the smaller
-            ``K_x + K_y``, then the smaller ``K_x``) is returned, its ``result["kprop"]`` the chosen
-            ``[K_x, K_y]``; ``kprop_features`` and ``kprop_labels`` must then be 0
-            (default: ``None``: no search). The validation labels are inside the label
-            propagation of a trained model, so its agreement with them is inflated (and capped
-            by Drop's bound) and a poor cell can win; every cell is therefore SCORED by a model
-            whose propagation reads the training labels only (``propagate_val_labels=False``)
-            and the chosen cell is then trained as usual.
-        propagate_val_labels (bool): with ``kprop_labels``, propagate the validation labels
-            too (LPGNN's protocol; default: ``True``); ``False`` is the search's scoring model.
+        kprop_features, kprop_labels, drop, label_epsilon, label_classes, propagate_val_labels:
+            LPGNN's denoising (the module docstring); ``label_classes``, a PUBLIC count, also sizes
+            the output layer (:func:`output_classes`).
+        kprop_search (sequence of int, optional): LPGNN's search of the KProp steps
+            (:func:`search_kprop`; ``kprop_features`` and ``kprop_labels`` then 0).
+        feature_dim (int, optional): project DENSE features onto their first ``feature_dim``
+            principal axes (:func:`principal_basis`; post-processing) (default: ``None``: off).
 
     Returns:
-        TrainedClassifier: the model at the selected epoch (:meth:`TrainedClassifier.query`) and
-        its ``result``: ``test_acc``, ``val_acc``, ``train_acc`` (floats, at the selected epoch;
-        against ``graph.y`` except ``test_acc``), ``best_epoch`` (1-based), ``epochs_run`` and
-        ``device`` (e.g. ``"cpu"``, ``"cuda:0"``); with ``drop`` also ``drop_bound``
-        (:math:`\mathrm{Acc}^*`) and ``drop_stopped`` (whether the bound ended training).
+        TrainedClassifier: the model at the selected epoch and its ``result``: ``test_acc``,
+        ``test_acc_own_labels``, ``val_acc``, ``train_acc`` (at that epoch), ``best_epoch``
+        (1-based), ``epochs_run``, ``device``; with ``drop`` ``drop_bound`` and ``drop_stopped``.
 
     Raises:
-        ValueError: a graph without ``x``, ``y`` or masks, an empty mask, multi-label ``y``, or a
-            bad hyper-parameter.
+        ValueError: a graph without ``x``, ``y`` or masks, multi-label ``y``, a bad hyper-parameter.
     """
     if kprop_search is not None:
-        grid = sorted({int(k) for k in kprop_search})
-        if not grid or any(k < 0 for k in grid) or any(isinstance(k, bool) for k in kprop_search):
-            raise ValueError(f"train_node_classifier: kprop_search must be a non-empty list of steps >= 0, got {kprop_search!r}")
         if kprop_features or kprop_labels:
             raise ValueError("train_node_classifier: kprop_search chooses kprop_features and kprop_labels; leave them 0")
-        args = dict(seed=seed, edges=edges, hidden=hidden, epochs=epochs, lr=lr, weight_decay=weight_decay,
-                    dropout=dropout, aggr=aggr, device=device, patience=patience, eval_y=eval_y, model=model,
-                    drop=drop, label_epsilon=label_epsilon, label_classes=label_classes, feature_dim=feature_dim)
-        best: tuple[tuple[float, int, int], tuple[int, int]] | None = None
-        for kx, ky in sorted(((kx, ky) for kx in grid for ky in grid), key=lambda k: (k[0] + k[1], k[0])):
-            scored = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, propagate_val_labels=False, **args)
-            key = (scored.result["val_acc"], -(kx + ky), -kx)
-            if best is None or key > best[0]:
-                best = (key, (kx, ky))
-        assert best is not None
-        kx, ky = best[1]
-        trained = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, **args)
-        trained.result["kprop"] = [kx, ky]
-        trained.result["kprop_searched"] = len(grid) ** 2
-        return trained
+        return search_kprop(graph, kprop_search, seed=seed, edges=edges, hidden=hidden, epochs=epochs, lr=lr,
+                            weight_decay=weight_decay, dropout=dropout, aggr=aggr, device=device, patience=patience,
+                            eval_y=eval_y, model=model, drop=drop, label_epsilon=label_epsilon,
+                            label_classes=label_classes, feature_dim=feature_dim)
+    eval_y = _check_fit_args(graph, edges=edges, model=model, hidden=hidden, epochs=epochs, lr=lr,
+                             weight_decay=weight_decay, patience=patience, kprop_features=kprop_features, kprop_labels=kprop_labels, drop=drop,
+                             propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
+                             label_classes=label_classes, feature_dim=feature_dim, eval_y=eval_y)
+    model_cls = MODELS[_check_choice(model, "model", tuple(MODELS))]
+    # the output layer is sized from the trained graph and public configuration only, never from
+    # eval_y: for a version, eval_y holds raw labels, and a layer sized by their largest class
+    # would make the version's shareable metrics move with one raw label (issue 24, leak 4)
+    num_classes = output_classes(graph, label_classes)
+    dev = choose_device(device)
+    inp = _prepare_inputs(graph, edges=edges, model=model, aggr=aggr, kprop_features=kprop_features,
+                          feature_dim=feature_dim, seed=seed, dev=dev)
+    y = inp.data.y.to(dev)
+    y_test = y if eval_y is None else torch.from_numpy(eval_y.astype(np.int64)).to(dev)
+    idx = {name: torch.from_numpy(np.flatnonzero(getattr(inp.graph, name))).to(dev) for name in _MASKS}
+    targets = _training_targets(y, idx, num_classes, inp, dev, kprop_labels=kprop_labels, drop=drop,
+                                propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
+                                label_classes=label_classes)
+    g = torch.Generator(device=dev)
+    g.manual_seed(_torch_seed(seed))
+    # built on the CPU from a throwaway generator, moved, then drawn on `dev` from the run's own
+    net = model_cls(
+        int(inp.x.shape[1]), hidden, num_classes, dropout=dropout, cached=True, **inp.model_kwargs,
+        generator=torch.Generator().manual_seed(0),
+    ).to(dev)
+    net.reset_parameters(g)
+    best_epoch, epochs_run, stopped = _train_loop(net, inp.x, inp.edge_index, g, idx, y, targets, epochs=epochs,
+                                                  lr=lr, weight_decay=weight_decay, patience=patience)
+    with torch.no_grad():
+        hit = net(inp.x, inp.edge_index).argmax(1)[None, :] == torch.stack([y_test, y])
+    acc = {name: hit[:, i].sum(1).tolist() for name, i in idx.items()}  # [vs y_test, vs y] correct counts
+    res: dict[str, Any] = {
+        "test_acc": acc["test_mask"][0] / int(idx["test_mask"].numel()),
+        # against the graph's own labels (for a private version: the released ones)
+        "test_acc_own_labels": acc["test_mask"][1] / int(idx["test_mask"].numel()),
+        "val_acc": acc["val_mask"][1] / int(idx["val_mask"].numel()),
+        "train_acc": acc["train_mask"][1] / int(idx["train_mask"].numel()),
+        "best_epoch": best_epoch, "epochs_run": epochs_run, "device": str(inp.x.device),
+    }
+    if targets.bound is not None:
+        res["drop_bound"] = targets.bound
+        res["drop_stopped"] = stopped
+    return TrainedClassifier(net=net, x=inp.data.x, edge_index=inp.edge_index, kprop_features=int(kprop_features),
+                             center=inp.center, result=res, projection=inp.projection)
+
+
+def search_kprop(graph: GraphData, kprop_search: Sequence[int], **args: Any) -> TrainedClassifier:
+    """LPGNN's search of the KProp steps: every ``(K_x, K_y)`` of the grid ``kprop_search`` (e.g.
+    ``[0, 2, 4, 8, 16]``) is trained with the same seed and the other arguments ``args`` of
+    :func:`fit_node_classifier`, and the model with the highest validation accuracy against
+    ``graph.y`` (the version's own, possibly randomized, labels: no clean label is read; ties: the
+    smaller ``K_x + K_y``, then the smaller ``K_x``) is returned, its ``result["kprop"]`` the
+    chosen ``[K_x, K_y]``. The validation labels are inside the label propagation of a trained
+    model, so its agreement with them is inflated (and capped by Drop's bound) and a poor cell
+    can win; every cell is therefore SCORED by a model whose propagation reads the training labels
+    only (``propagate_val_labels=False``) and the chosen cell is then trained as usual."""
+    grid = sorted({int(k) for k in kprop_search})
+    if not grid or any(k < 0 for k in grid) or any(isinstance(k, bool) for k in kprop_search):
+        raise ValueError(f"train_node_classifier: kprop_search must be a non-empty list of steps >= 0, got {kprop_search!r}")
+    best: tuple[tuple[float, int, int], tuple[int, int]] | None = None
+    for kx, ky in sorted(((kx, ky) for kx in grid for ky in grid), key=lambda k: (k[0] + k[1], k[0])):
+        scored = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, propagate_val_labels=False, **args)
+        key = (scored.result["val_acc"], -(kx + ky), -kx)
+        if best is None or key > best[0]:
+            best = (key, (kx, ky))
+    assert best is not None
+    kx, ky = best[1]
+    trained = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, **args)
+    trained.result["kprop"] = [kx, ky]
+    trained.result["kprop_searched"] = len(grid) ** 2
+    return trained
+
+
+def _check_fit_args(
+    graph: GraphData, *, edges: Any, model: Any, hidden: Any, epochs: Any, lr: Any, weight_decay: Any, patience: Any, kprop_features: Any,
+    kprop_labels: Any, drop: Any, propagate_val_labels: Any, label_epsilon: Any, label_classes: Any,
+    feature_dim: Any, eval_y: Any,
+) -> np.ndarray | None:
+    """The hyper-parameters of :func:`fit_node_classifier`, checked; returns ``eval_y`` as an array."""
     _check_graph(graph)
     _check_number(hidden, "hidden", low=1, low_inclusive=True, integer=True)
     _check_number(epochs, "epochs", low=1, low_inclusive=True, integer=True)
@@ -543,7 +569,6 @@ def fit_node_classifier(
     _check_number(weight_decay, "weight_decay", low=0, low_inclusive=True)
     if patience is not None:
         _check_number(patience, "patience", low=1, low_inclusive=True, integer=True)
-    model_cls = MODELS[_check_choice(model, "model", tuple(MODELS))]
     _check_number(kprop_features, "kprop_features", low=0, low_inclusive=True, integer=True)
     _check_number(kprop_labels, "kprop_labels", low=0, low_inclusive=True, integer=True)
     if not isinstance(drop, bool):
@@ -556,98 +581,125 @@ def fit_node_classifier(
         _check_number(label_classes, "label_classes", low=2, low_inclusive=True, integer=True)
     if feature_dim is not None:
         _check_number(feature_dim, "feature_dim", low=1, low_inclusive=True, integer=True)
-    if eval_y is not None:
-        eval_y = np.asarray(eval_y)
-        if eval_y.shape != graph.y.shape or not np.issubdtype(eval_y.dtype, np.integer):
-            raise ValueError(
-                "train_node_classifier: eval_y must be integer labels of shape "
-                f"{list(graph.y.shape)}, got dtype {eval_y.dtype} shape {list(eval_y.shape)}"
-            )
-    # the output layer is sized from the trained graph and public configuration only, never from
-    # eval_y: for a version, eval_y holds raw labels, and a layer sized by their largest class
-    # would make the version's shareable metrics move with one raw label (issue 24, leak 4)
-    num_classes = output_classes(graph, label_classes)
+    if model == "gap" and (edges != "none" or kprop_features or kprop_labels or feature_dim is not None):
+        raise ValueError("train_node_classifier: model 'gap' reads no edges (edges='none') and takes "
+                         "no KProp or feature_dim")
+    if edges == "none" and (kprop_features or kprop_labels):
+        raise ValueError("train_node_classifier: edges='none' (the feature-only floor) cannot run KProp, which "
+                         "propagates over edges; set kprop_features = kprop_labels = 0")
+    if eval_y is None:
+        return None
+    eval_y = np.asarray(eval_y)
+    if eval_y.shape != graph.y.shape or not np.issubdtype(eval_y.dtype, np.integer):
+        raise ValueError(
+            "train_node_classifier: eval_y must be integer labels of shape "
+            f"{list(graph.y.shape)}, got dtype {eval_y.dtype} shape {list(eval_y.shape)}"
+        )
+    return eval_y
 
+
+@dataclasses.dataclass
+class _Inputs:
+    """What the model reads: the graph trained on (GAP: its aggregates as ``x``), its PyG data,
+    the edges on the device, the model input ``x`` (KProp'd, centred, projected), the input's
+    mean (``center``, None for sparse input), the projection, and the model's extra keywords."""
+
+    graph: GraphData
+    data: Any
+    edge_index: torch.Tensor
+    x: torch.Tensor
+    center: torch.Tensor | None
+    projection: torch.Tensor | None
+    model_kwargs: dict[str, Any]
+
+
+def _prepare_inputs(
+    graph: GraphData, *, edges: str, model: str, aggr: str | None, kprop_features: int, feature_dim: int | None,
+    seed: Any, dev: torch.device,
+) -> _Inputs:
     _check_choice(edges, "edges", EDGE_SETS)
     model_kwargs: dict[str, Any] = {} if aggr is None else {"aggr": aggr}
     if model == "gap":  # GAP's classification module reads the released aggregates, no edge
         if graph.aggregates is None:
             raise ValueError("train_node_classifier: model 'gap' trains on a GAP version's aggregates; "
                              "this graph has none")
-        if edges != "none" or kprop_features or kprop_labels or feature_dim is not None:
-            raise ValueError("train_node_classifier: model 'gap' reads no edges (edges='none') and takes "
-                             "no KProp or feature_dim")
         a = graph.aggregates
         graph = graph.replace(x=np.ascontiguousarray(a.transpose(1, 0, 2).reshape(a.shape[1], -1)))
         model_kwargs["hops"] = int(a.shape[0])
-    if edges == "none" and (kprop_features or kprop_labels):
-        raise ValueError("train_node_classifier: edges='none' (the feature-only floor) cannot run KProp, which "
-                         "propagates over edges; set kprop_features = kprop_labels = 0")
-    dev = choose_device(device)
     if edges == "none":
         no_edges = np.zeros((2, 0), np.int64)
         data = graph.replace(edges_public=no_edges, edges_private=no_edges).to_pyg("all")
     else:
         data = graph.to_pyg(edges)
     edge_index = data.edge_index.to(dev)
-    if kprop_features:
-        x_prop = KProp(kprop_features, **_KPROP)(data.x.to(dev), edge_index)
-        x = _model_input(x_prop)
-    else:
-        x = _model_input(data.x).to(dev)
-    projection = None
+    raw = KProp(kprop_features, **_KPROP)(data.x.to(dev), edge_index) if kprop_features else data.x.to(dev)
+    x = _model_input(raw) if kprop_features else _model_input(data.x).to(dev)
     if model == "gap":
         x = data.x.to(dev)  # unit rows already: no centring
+    projection = None
     if feature_dim is not None and x.layout == torch.strided and x.shape[1] > feature_dim:
         g_proj = torch.Generator(device=dev)
         g_proj.manual_seed(_torch_seed(stage_seed(as_seed_sequence(seed), "feature_projection")))
         projection = principal_basis(x, int(feature_dim), g_proj)
         x = x @ projection
-    y = data.y.to(dev)
-    y_test = y if eval_y is None else torch.from_numpy(eval_y.astype(np.int64)).to(dev)
-    idx = {name: torch.from_numpy(np.flatnonzero(getattr(graph, name))).to(dev) for name in _MASKS}
-    train_idx, val_idx = idx["train_mask"], idx["val_mask"]
+    center = None if x.layout == torch.sparse_csr else raw.mean(dim=0).detach()
+    return _Inputs(graph, data, edge_index, x, center, projection, model_kwargs)
 
-    # training targets: the labels, or LPGNN's denoised labels (from train + val labels only)
+
+@dataclasses.dataclass
+class _Targets:
+    """The training targets (the labels, or LPGNN's denoised ones), the label propagation, Drop's
+    accuracy bound and its forward correction (the label RR's channel), and whether Drop is on."""
+
+    y_fit: torch.Tensor
+    label_prop: Any
+    bound: float | None
+    forward: torch.Tensor | None
+    drop: bool
+
+
+def _training_targets(
+    y: torch.Tensor, idx: dict[str, torch.Tensor], num_classes: int, inp: _Inputs, dev: torch.device, *,
+    kprop_labels: int, drop: bool, propagate_val_labels: bool, label_epsilon: float | None, label_classes: int | None,
+) -> _Targets:
+    """Targets from the train (and validation) labels only; the label RR's channel from its
+    public parameters (:mod:`privgraph.randomized_response`)."""
     label_prop = KProp(kprop_labels, cached=True, **_KPROP) if kprop_labels else None
     y_fit = y
     if label_prop is not None:
-        known = torch.cat([train_idx, val_idx]) if propagate_val_labels else train_idx
-        y_fit = _denoised_labels(y, known, num_classes, label_prop, edge_index)
-    bound = None
-    if drop:
-        c = label_classes if label_classes is not None else graph.meta.get("num_classes")
-        bound = drop_bound(label_epsilon, int(c) if c is not None else num_classes)
-    # Drop's forward correction: the model's class probabilities through the label RR's channel
+        known = torch.cat([idx["train_mask"], idx["val_mask"]]) if propagate_val_labels else idx["train_mask"]
+        y_fit = _denoised_labels(y, known, num_classes, label_prop, inp.edge_index)
+    c = label_classes if label_classes is not None else inp.graph.meta.get("num_classes")
+    classes = int(c) if c is not None else num_classes
+    bound = drop_bound(label_epsilon, classes) if drop else None
     forward = None
     if drop and label_prop is not None and label_epsilon is not None:
-        c = label_classes if label_classes is not None else graph.meta.get("num_classes")
-        forward = torch.as_tensor(label_rr_transition_matrix(label_epsilon, int(c) if c is not None else num_classes),
-                                  dtype=torch.float32, device=dev)
+        forward = torch.as_tensor(label_rr_transition_matrix(label_epsilon, classes), dtype=torch.float32, device=dev)
+    return _Targets(y_fit, label_prop, bound, forward, drop)
 
-    g = torch.Generator(device=dev)
-    g.manual_seed(_torch_seed(seed))
-    # built on the CPU from a throwaway generator, moved, then drawn on `dev` from the run's own
-    net = model_cls(
-        int(x.shape[1]), hidden, num_classes, dropout=dropout, cached=True, **model_kwargs,
-        generator=torch.Generator().manual_seed(0),
-    ).to(dev)
-    net.reset_parameters(g)
+
+def _train_loop(
+    net: torch.nn.Module, x: torch.Tensor, edge_index: torch.Tensor, g: torch.Generator, idx: dict[str, torch.Tensor],
+    y: torch.Tensor, t: _Targets, *, epochs: int, lr: float, weight_decay: float, patience: int | None,
+) -> tuple[int, int, bool]:
+    """Adam, full batch; after every epoch the model is scored without dropout and the parameters
+    of the best validation accuracy (ties: the lower validation loss, then the earlier epoch) are
+    kept, then loaded into ``net`` (left in evaluation mode). Returns the best epoch, the epochs
+    run, and whether Drop's bound stopped training."""
     opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
-
-    y_train, y_val = y_fit[train_idx], y[val_idx]
+    train_idx, val_idx = idx["train_mask"], idx["val_mask"]
+    y_train, y_val = t.y_fit[train_idx], y[val_idx]
     best_key: tuple[float, float] | None = None
-    best_epoch = 0
+    best_epoch = epochs_run = 0
     best_state: dict[str, torch.Tensor] = {}
-    epochs_run = 0
     stopped = False
     for epoch in range(1, epochs + 1):
         net.train()
         opt.zero_grad(set_to_none=True)
         out = net(x, edge_index, generator=g)
-        if drop and label_prop is not None:
+        if t.drop and t.label_prop is not None:
             q = out.softmax(dim=1)
-            p = label_prop(q if forward is None else q @ forward[:q.shape[1], :q.shape[1]], edge_index)
+            p = t.label_prop(q if t.forward is None else q @ t.forward[:q.shape[1], :q.shape[1]], edge_index)
             p = p / p.sum(dim=1, keepdim=True)
             loss = F.nll_loss(p[train_idx].clamp_min(_LOG_FLOOR).log(), y_train)
         else:
@@ -655,15 +707,13 @@ def fit_node_classifier(
         loss.backward()
         opt.step()
         epochs_run = epoch
-
         net.eval()
         with torch.no_grad():
-            out_all = net(x, edge_index)
-            out_val = out_all[val_idx]
+            out_val = net(x, edge_index)[val_idx]
             val_acc = (out_val.argmax(1) == y_val).float().mean()
             val_loss = F.cross_entropy(out_val, y_val)
             # Drop: the accuracy against the noisy labels y' may not exceed Acc*
-            stopped = bound is not None and float(val_acc) > bound
+            stopped = t.bound is not None and float(val_acc) > t.bound
         if stopped and best_key is not None:
             break
         key = (float(val_acc), -float(val_loss))
@@ -674,32 +724,87 @@ def fit_node_classifier(
             break
         if stopped:
             break
-
     net.load_state_dict(best_state)
     net.eval()
-    with torch.no_grad():
-        pred = net(x, edge_index).argmax(1)
+    return best_epoch, epochs_run, stopped
 
-    def acc(name: str, labels: torch.Tensor) -> float:
-        i = idx[name]
-        return int((pred[i] == labels[i]).sum()) / int(i.numel())
 
-    res: dict[str, Any] = {
-        "test_acc": acc("test_mask", y_test),
-        # against the graph's own labels (for a private version: the released ones)
-        "test_acc_own_labels": acc("test_mask", y),
-        "val_acc": acc("val_mask", y),
-        "train_acc": acc("train_mask", y),
-        "best_epoch": best_epoch,
-        "epochs_run": epochs_run,
-        "device": str(x.device),
+def _check_evaluation_inputs(private: GraphData, clean: GraphData | None, runs: Any, train_kwargs: dict[str, Any]) -> None:
+    if isinstance(runs, bool) or not isinstance(runs, numbers.Integral) or runs < 1:
+        raise ValueError(f"evaluate_utility: runs must be an int >= 1, got {runs!r}")
+    for reserved in ("seed", "eval_y"):
+        if reserved in train_kwargs:
+            raise TypeError(
+                f"evaluate_utility: {reserved!r} is set per run by evaluate_utility; "
+                "pass seed_sequence instead"
+            )
+    if clean is None:
+        _check_graph(private)
+    elif private.num_nodes != clean.num_nodes:
+        raise ValueError(
+            f"evaluate_utility: private graph has {private.num_nodes} nodes, clean graph "
+            f"{clean.num_nodes}; they must be the same nodes"
+        )
+    for name in _MASKS if clean is not None else ():
+        a, b = getattr(private, name), getattr(clean, name)
+        if a is None or b is None:
+            if a is not b:
+                which = "private" if a is None else "clean"
+                raise ValueError(f"evaluate_utility: {name} is missing from the {which} graph")
+            continue
+        if not np.array_equal(a, b):
+            raise ValueError(
+                f"evaluate_utility: {name} of the private graph differs from the clean graph's at "
+                f"{int(np.count_nonzero(a != b))} nodes; both must use the same split"
+            )
+    if clean is not None:
+        _check_graph(clean)
+        _check_graph(private)
+
+
+def _utility_summary(
+    runs: int, clean_res: list[dict[str, Any]], private_res: list[dict[str, Any]], floor_res: list[dict[str, Any]],
+    public_res: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """:func:`evaluate_utility`'s result from the trainings' results (no clean runs: the shareable
+    part only)."""
+    # per run, the model of highest validation accuracy on the version's own labels (ties: the
+    # simpler one: the floor, then the public edges alone, then the GNN over all edges)
+    candidates = [("feature_only", floor_res), ("public_edges", public_res), ("gnn", private_res)]
+    chosen, models = [], []
+    for i in range(runs):
+        name, res = select_by_validation([(n, r[i]) for n, r in candidates if r])
+        chosen.append(res)
+        models.append(name)
+    extra = {"public_edges": _summary([r["test_acc_own_labels"] for r in public_res])} if public_res else {}
+    shareable = {
+        "runs": runs,
+        "private": {**_summary([r["test_acc_own_labels"] for r in private_res]),
+                    # LPGNN's search: the [K_x, K_y] chosen per run on the version's own labels
+                    **({"kprop": [r["kprop"] for r in private_res]} if "kprop" in private_res[0] else {})},
+        "feature_only": _summary([r["test_acc_own_labels"] for r in floor_res]),
+        **extra,
+        "selected": {**_summary([r["test_acc_own_labels"] for r in chosen]), "models": models},
+        "gnn_vs_feature_only": paired_test([r["test_acc_own_labels"] for r in private_res],
+                                           [r["test_acc_own_labels"] for r in floor_res]),
+        "device": private_res[0]["device"],
     }
-    if bound is not None:
-        res["drop_bound"] = bound
-        res["drop_stopped"] = stopped
-    center = None if x.layout == torch.sparse_csr else (x_prop if kprop_features else data.x.to(dev)).mean(dim=0).detach()
-    return TrainedClassifier(net=net, x=data.x, edge_index=edge_index, kprop_features=int(kprop_features),
-                             center=center, result=res, projection=projection)
+    if not clean_res:
+        return shareable
+    extra_raw = {"public_edges_on_raw_labels": _summary([r["test_acc"] for r in public_res])} if public_res else {}
+    return {
+        **shareable,
+        OWNER_ONLY: {
+            "note": "computed from the raw graph: the data owner's private evaluation, covered by no guarantee",
+            "clean": _summary([r["test_acc"] for r in clean_res]),
+            "private_on_raw_labels": _summary([r["test_acc"] for r in private_res]),
+            "feature_only_on_raw_labels": _summary([r["test_acc"] for r in floor_res]),
+            **extra_raw,
+            "selected_on_raw_labels": _summary([r["test_acc"] for r in chosen]),
+            "gnn_vs_feature_only_on_raw_labels": paired_test([r["test_acc"] for r in private_res],
+                                                             [r["test_acc"] for r in floor_res]),
+        },
+    }
 
 
 #: The key of :func:`evaluate_utility`'s result that holds what was computed from the raw graph.
@@ -779,36 +884,7 @@ def evaluate_utility(
         ValueError: different node counts or splits, or ``runs`` < 1.
         TypeError: ``seed`` or ``eval_y`` among ``train_kwargs``.
     """
-    if isinstance(runs, bool) or not isinstance(runs, numbers.Integral) or runs < 1:
-        raise ValueError(f"evaluate_utility: runs must be an int >= 1, got {runs!r}")
-    for reserved in ("seed", "eval_y"):
-        if reserved in train_kwargs:
-            raise TypeError(
-                f"evaluate_utility: {reserved!r} is set per run by evaluate_utility; "
-                "pass seed_sequence instead"
-            )
-    if clean is None:
-        _check_graph(private)
-    elif private.num_nodes != clean.num_nodes:
-        raise ValueError(
-            f"evaluate_utility: private graph has {private.num_nodes} nodes, clean graph "
-            f"{clean.num_nodes}; they must be the same nodes"
-        )
-    for name in _MASKS if clean is not None else ():
-        a, b = getattr(private, name), getattr(clean, name)
-        if a is None or b is None:
-            if a is not b:
-                which = "private" if a is None else "clean"
-                raise ValueError(f"evaluate_utility: {name} is missing from the {which} graph")
-            continue
-        if not np.array_equal(a, b):
-            raise ValueError(
-                f"evaluate_utility: {name} of the private graph differs from the clean graph's at "
-                f"{int(np.count_nonzero(a != b))} nodes; both must use the same split"
-            )
-    if clean is not None:
-        _check_graph(clean)
-        _check_graph(private)
+    _check_evaluation_inputs(private, clean, runs, train_kwargs)
     raw_y = None if clean is None else clean.y
     seeds = partition_seeds(as_seed_sequence(seed_sequence), int(runs))
     clean_kwargs = {k: v for k, v in train_kwargs.items() if k not in DENOISING_OPTIONS}
@@ -829,43 +905,7 @@ def evaluate_utility(
         if public_kwargs is not None:
             public_res.append(train_node_classifier(private, seed=s, eval_y=raw_y, **public_kwargs))
             tracker.advance(detail=f"private graph, public edges only, run {i + 1}/{runs}")
-    # per run, the model of highest validation accuracy on the version's own labels (ties: the
-    # simpler one: the floor, then the public edges alone, then the GNN over all edges)
-    candidates = [("feature_only", floor_res), ("public_edges", public_res), ("gnn", private_res)]
-    chosen, models = [], []
-    for i in range(int(runs)):
-        name, res = select_by_validation([(n, r[i]) for n, r in candidates if r])
-        chosen.append(res)
-        models.append(name)
-    extra = {"public_edges": _summary([r["test_acc_own_labels"] for r in public_res])} if public_res else {}
-    shareable = {
-        "runs": int(runs),
-        "private": {**_summary([r["test_acc_own_labels"] for r in private_res]),
-                    # LPGNN's search: the [K_x, K_y] chosen per run on the version's own labels
-                    **({"kprop": [r["kprop"] for r in private_res]} if "kprop" in private_res[0] else {})},
-        "feature_only": _summary([r["test_acc_own_labels"] for r in floor_res]),
-        **extra,
-        "selected": {**_summary([r["test_acc_own_labels"] for r in chosen]), "models": models},
-        "gnn_vs_feature_only": paired_test([r["test_acc_own_labels"] for r in private_res],
-                                           [r["test_acc_own_labels"] for r in floor_res]),
-        "device": private_res[0]["device"],
-    }
-    if clean is None:
-        return shareable
-    extra_raw = {"public_edges_on_raw_labels": _summary([r["test_acc"] for r in public_res])} if public_res else {}
-    return {
-        **shareable,
-        OWNER_ONLY: {
-            "note": "computed from the raw graph: the data owner's private evaluation, covered by no guarantee",
-            "clean": _summary([r["test_acc"] for r in clean_res]),
-            "private_on_raw_labels": _summary([r["test_acc"] for r in private_res]),
-            "feature_only_on_raw_labels": _summary([r["test_acc"] for r in floor_res]),
-            **extra_raw,
-            "selected_on_raw_labels": _summary([r["test_acc"] for r in chosen]),
-            "gnn_vs_feature_only_on_raw_labels": paired_test([r["test_acc"] for r in private_res],
-                                                             [r["test_acc"] for r in floor_res]),
-        },
-    }
+    return _utility_summary(int(runs), clean_res, private_res, floor_res, public_res)
 
 
 def version_kwargs(version: GraphData, train_kwargs: dict[str, Any]) -> dict[str, Any]:
