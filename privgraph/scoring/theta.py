@@ -195,42 +195,31 @@ def compute_scores(
     Steps: restrict the input to the public node subset (the view
     :func:`~privgraph.scoring.importance.public_rows` makes, which refuses private labels unless
     ``charge_epsilon`` is set; a pipeline passes its declaration's view, so nothing else of the
-    input is in reach); randomize the private labels
-    among them with LabelRR when charged; alpha from a logistic-regression surrogate on the
-    subset (or from a model file); beta from masking the sensitive columns on the subset's rows
-    only; theta by Eq. 7.
+    input is in reach); the surrogate's labels (:func:`_surrogate_labels`: private ones
+    randomized with LabelRR when charged); alpha (:func:`_alpha`: a logistic-regression surrogate
+    on the subset, or a model file); beta (:func:`_beta`: masking the sensitive columns or the
+    faces, on the subset's rows only); theta by Eq. 7.
 
-    Randomness: the ``random`` rule's draw and the SHAP samples touch only public rows, and theta
-    is published, so they come from ``public_nodes.selection_seed`` (children ``scores.subset``
-    and ``scores.shap``), NEVER from the secret ``seed``: otherwise anyone holding the public
-    rows could test candidate noise seeds against the published theta, and a known noise seed
-    de-randomizes every release of the run. ``seed`` drives only LabelRR in the charged path
-    (child ``scores.labels``). Without a charge the result does not depend on ``seed``.
+    Randomness: the ``random`` rule's draw and the SHAP samples come from the PUBLIC
+    ``public_nodes.selection_seed`` (children ``scores.subset``, ``scores.shap``), never from the
+    secret ``seed``, which drives only LabelRR when private labels are charged (``scores.labels``):
+    theta is published, and anyone holding the public rows could test candidate noise seeds
+    against it.
 
     Args:
         graph: the declared-public rows (:meth:`privgraph.disclosure.Disclosure.public_rows`: what a
-            pipeline passes), or a whole input graph, which is first restricted to them by
-            :func:`~privgraph.scoring.importance.public_rows` (``x`` required; ``y`` when
-            importance is trained on the subset).
-        config: a :class:`ScoresConfig` or a mapping of its fields.
-        seed: the run's secret noise seed (int, SeedSequence, or None: OS entropy), used only
-            to randomize private labels when charged. Never recorded.
+            pipeline passes), or a whole input graph, first restricted to them.
+        config: a :class:`~privgraph.scoring.config.ScoresConfig` or a mapping of its fields.
+        seed: the run's secret seed (int, SeedSequence, or None: OS entropy); never recorded.
         cache: ``None``: the default directory (``$PRIVGRAPH_CACHE_DIR/scores`` or
             ``~/.cache/privgraph/scores``); a path or a :class:`ScoreCache`; ``False``: off.
-        embed: ``g`` of Eq. 5 (and the features the surrogate sees): ``[n, ...] -> [n, d]``
-            applied to the subset's rows of ``graph.x`` (default: identity).
-        embed_id: a stable name for ``embed`` (part of the cache key); with ``embed`` but no
-            ``embed_id`` the cache is off, since a callable cannot be fingerprinted.
-        private_labels: with a whole graph: boolean ``[n]``, the nodes whose label the pipeline
-            declares private (:meth:`privgraph.disclosure.Disclosure.private_label_rows`, the ONE
-            declaration every stage reads); the subset never reads them raw (refused, or
-            randomized and charged with ``charge_epsilon``). ``None``: every label is public.
-            Not with a view (it carries them).
-        masked_rows: ``sensitivity.faces`` only: the view's restricted graph -> ``zhat``, the
-            embeddings of its images with their faces masked
-            (:func:`privgraph.embed.stage.face_masked_embeddings`): the PUBLIC rows only.
-        masked_id: a stable name of ``masked_rows`` (model, weights, face settings) for the cache key;
-            without it the cache is off.
+        embed, embed_id: ``g`` of Eq. 5 ``[n, ...] -> [n, d]`` on the public rows (default:
+            identity) and a stable name for it (the cache is off without one).
+        private_labels: with a whole graph only: boolean ``[n]``, the labels the declaration makes
+            private (:meth:`privgraph.disclosure.Disclosure.private_label_rows`); never read raw.
+        masked_rows, masked_id: ``sensitivity.faces`` only: the view's graph -> ``zhat``, its
+            images embedded with their faces masked (:func:`privgraph.embed.stage.face_masked_embeddings`),
+            and a stable name for it (model, weights, face settings; the cache is off without one).
 
     Returns:
         :class:`ScoreResult`. When ``guarantee`` is not None the caller MUST record it in the
@@ -252,147 +241,65 @@ def compute_scores(
                          "images (masked_rows): an image dataset with an embed stage")
     unnamed = (embed is not None and embed_id is None) or (faces and masked_id is None)
     store = None if unnamed else _resolve_cache(cache)
-    root = as_seed_sequence(seed)  # secret: LabelRR noise only
     pn, imp = cfg.public_nodes, cfg.importance
     selection = np.random.SeedSequence(pn.selection_seed)  # public-row choices only
-    need_alpha = cfg.gamma > 0.0
-    need_beta = cfg.gamma < 1.0
-    train_on_subset = cfg.reads_labels
-
     if isinstance(graph, GraphData):
-        view = _imp.public_rows(graph, pn, use_labels=train_on_subset, private_labels=private_labels)
+        view = _imp.public_rows(graph, pn, use_labels=cfg.reads_labels, private_labels=private_labels)
     elif private_labels is not None:
         raise ValueError("compute_scores: a PublicRows view carries its private labels; pass private_labels "
                          "with a whole graph only")
     else:
         view = graph
     subset, rows = view.subset, view.graph  # from here on, only the public rows are in reach
-    x_sub = rows.x
-    if need_beta and not faces:
-        bad = [c for c in cfg.sensitivity.sensitive_columns if c >= x_sub.shape[1]]  # type: ignore[union-attr]
+    if cfg.gamma < 1.0 and not faces:
+        bad = [c for c in cfg.sensitivity.sensitive_columns if c >= rows.x.shape[1]]  # type: ignore[union-attr]
         if bad:
-            raise ValueError(f"sensitivity.sensitive_columns: {bad[:5]} out of range for {x_sub.shape[1]} input columns")
-
-    # labels the surrogate sees (public, or randomized and charged) --------------------------------
-    y_used = y_eval = None
-    guarantee: Guarantee | None = None
-    if need_alpha and (train_on_subset or not subset.private_labels.any()):
-        if rows.y is None or rows.y.ndim != 1:
-            if train_on_subset:
-                raise ValueError("compute_scores: importance from the public subset needs single labels graph.y [n]")
-        else:
-            y_sub = rows.y
-            if train_on_subset and (y_sub < 0).any():
-                raise GraphValidationError(
-                    f"compute_scores: {int((y_sub < 0).sum())} of the public nodes are unlabelled (-1) and the "
-                    "importance surrogate trains on their labels: use public_nodes rule 'train_mask' or 'random'"
-                )
-            if not train_on_subset:
-                y_eval = y_sub  # public labels: only the model file's accuracy
-            elif subset.private_labels.any():
-                c = pn.num_classes if pn.num_classes is not None else rows.meta.get("num_classes")
-                if c is None:
-                    raise ValueError(
-                        "compute_scores: charging private labels needs the PUBLIC number of classes: set "
-                        "public_nodes.num_classes or graph.meta['num_classes'] (never counted from the labels)"
-                    )
-                y_used, guarantee = _imp.randomize_private_labels(
-                    y_sub,
-                    subset.private_labels,
-                    epsilon=pn.charge_epsilon,  # type: ignore[arg-type]  (set: else refused above)
-                    num_classes=int(c),
-                    rng=noise_generator(stage_seed(root, "scores.labels")),
-                )
-            else:
-                y_used = y_sub
-
-    z_sub = None
-    bg = ex = None
-    model_sha = None
-    if train_on_subset:
+            raise ValueError(f"sensitivity.sensitive_columns: {bad[:5]} out of range for {rows.x.shape[1]} input columns")
+    y_used, y_eval, guarantee = _surrogate_labels(rows, subset, cfg, as_seed_sequence(seed))
+    bg = ex = model_sha = None
+    if cfg.reads_labels:
         bg, ex = _imp.sample_shap_rows(
             subset.size, imp.background_size, imp.explain_size, as_generator(stage_seed(selection, "scores.shap"))
         )
-    elif need_alpha:
+    elif cfg.gamma > 0.0:
         model_file = Path(imp.model_path).expanduser()  # type: ignore[arg-type]
         if not model_file.is_file():
             raise FileNotFoundError(f"importance.model_path: no such file {str(model_file)!r}")
         model_sha = hashlib.sha256(model_file.read_bytes()).hexdigest()
-
     key = None
     if store is not None:
-        key = fingerprint(
-            {
-                "code": _code_version(),
-                "config": cfg.model_dump(mode="json"),
-                "x_rows": np.ascontiguousarray(x_sub),
-                "y_used": y_used,
-                "y_eval": y_eval,
-                "shap_rows": [bg, ex],
-                "model_sha256": model_sha,
-                "embed_id": embed_id,
-                "masked_id": masked_id if faces else None,
-            }
-        )
+        key = fingerprint({
+            "code": _code_version(), "config": cfg.model_dump(mode="json"), "x_rows": np.ascontiguousarray(rows.x),
+            "y_used": y_used, "y_eval": y_eval, "shap_rows": [bg, ex], "model_sha256": model_sha,
+            "embed_id": embed_id, "masked_id": masked_id if faces else None,
+        })
         payload = store.get(key)
-        if payload is not None:
-            hit = _from_payload(payload, key)
-            if hit is not None:
-                return hit
+        hit = None if payload is None else _from_payload(payload, key)
+        if hit is not None:
+            return hit
 
-    # compute -------------------------------------------------------------------------------------
-    def embedded(x: np.ndarray) -> np.ndarray:
-        return x if embed is None else _sens._embed(embed, np.asarray(x), "the public subset")
-
-    alpha = beta = None
-    imp_prov: dict[str, Any] = {"source": None, "note": "not computed: gamma = 0"}
-    if train_on_subset:
-        z_sub = embedded(x_sub)
-        alpha, imp_prov = _imp.shap_importance(
-            z_sub,
-            y_used,
-            background_rows=bg,
-            explain_rows=ex,
-            C=imp.C,
-            max_iter=imp.max_iter,
-        )
-        if guarantee is not None:
-            imp_prov["surrogate"]["accuracy_on"] = (
-                "the labels it was trained on: public ones and LabelRR-randomized private ones "
-                "(never the true private labels)"
-            )
-    elif need_alpha:
-        x_eval = None if y_eval is None else embedded(x_sub)
-        alpha, imp_prov = _imp.model_file_importance(model_file, x_eval=x_eval, y_eval=y_eval)  # type: ignore[arg-type]
-    sens_prov: dict[str, Any] = {"note": "not computed: gamma = 1"}
-    if need_beta and faces:
-        fc = cfg.sensitivity.faces  # type: ignore[union-attr]
-        z_sub = embedded(x_sub) if z_sub is None else z_sub
-        beta = _sens.embedding_sensitivity(z_sub, masked_rows(rows), what="masking the faces")  # type: ignore[misc]
-        sens_prov = {
-            "sensitive_input": "faces found by RetinaFace in the public subset's images",
-            "faces": fc.model_dump(mode="json"),  # type: ignore[union-attr]
-            "embedding": masked_id or "caller's masked embeddings",
-            "rows": "the public node subset's images only (faces in private images are never looked at)",
-            "num_rows": int(subset.size),
-            "aggregate": "mean over rows of |z - zhat|, normalised to sum 1",
-        }
-    elif need_beta:
-        sc = cfg.sensitivity
-        beta = _sens.masking_sensitivity(x_sub, list(sc.sensitive_columns), embed=embed, mask_value=sc.mask_value)  # type: ignore[union-attr]
-        sens_prov = {
-            "sensitive_columns": list(sc.sensitive_columns),  # type: ignore[union-attr]
-            "mask_value": sc.mask_value,  # type: ignore[union-attr]
-            "embedding": "identity (the features are the embedding)" if embed is None else (embed_id or "caller's embed"),
-            "rows": "the public node subset's features only (beta from private rows would leak them)",
-            "num_rows": int(subset.size),
-            "aggregate": "mean over rows of |z - zhat|, normalised to sum 1",
-        }
+    embedded = _Embedded(rows.x, embed)
+    alpha, imp_prov = _alpha(cfg, embedded, y_used, y_eval, bg, ex, charged=guarantee is not None)
+    beta, sens_prov = _beta(cfg, rows, embedded, embed, embed_id, masked_rows if faces else None, masked_id)
     if alpha is not None and beta is not None and alpha.shape != beta.shape:
         raise ValueError(f"alpha has {alpha.shape[0]} entries but beta has {beta.shape[0]} (embedding dimensions differ)")
     theta = theta_from_scores(alpha, beta, cfg.gamma)
+    provenance = _provenance(cfg, subset, imp_prov, sens_prov, theta, guarantee)
+    if store is not None and key is not None:
+        store.put(key, {
+            "schema": 1, "theta": theta.tolist(), "alpha": None if alpha is None else alpha.tolist(),
+            "beta": None if beta is None else beta.tolist(), "provenance": provenance,
+            "guarantee": None if guarantee is None else guarantee.to_dict(),
+        })
+    return ScoreResult(theta, alpha, beta, provenance, guarantee, cache_hit=False, cache_key=key)
 
-    provenance: dict[str, Any] = {
+
+def _provenance(
+    cfg: ScoresConfig, subset: _imp.PublicSubset, imp_prov: dict[str, Any], sens_prov: dict[str, Any],
+    theta: np.ndarray, guarantee: Guarantee | None,
+) -> dict[str, Any]:
+    """The public record of how theta was made (the manifest's ``scores``): no seed, no node id."""
+    return {
         "paper": "HeteroRR (papers 000/002) Sec. III-A: Eq. 5 (beta), Eq. 6 (alpha), Eq. 7 and Alg. 1 line 5 (theta)",
         "code_version": _code_version(),
         "gamma": cfg.gamma,
@@ -407,17 +314,103 @@ def compute_scores(
         },
         "labels_charge": None if guarantee is None else guarantee.to_dict(),
     }
-    result = ScoreResult(theta, alpha, beta, provenance, guarantee, cache_hit=False, cache_key=key)
-    if store is not None and key is not None:
-        store.put(
-            key,
-            {
-                "schema": 1,
-                "theta": theta.tolist(),
-                "alpha": None if alpha is None else alpha.tolist(),
-                "beta": None if beta is None else beta.tolist(),
-                "provenance": provenance,
-                "guarantee": None if guarantee is None else guarantee.to_dict(),
-            },
+
+
+def _surrogate_labels(
+    rows: GraphData, subset: _imp.PublicSubset, cfg: ScoresConfig, root: np.random.SeedSequence,
+) -> tuple[np.ndarray | None, np.ndarray | None, Guarantee | None]:
+    """The labels the importance surrogate sees: ``(y_used, y_eval, guarantee)``. Trained on the
+    subset, ``y_used`` holds its public labels and, when charged, its private ones randomized by
+    LabelRR (child ``scores.labels`` of the secret ``root``: the returned guarantee goes to the
+    ledger); from a model file, ``y_eval`` holds the public labels its accuracy is scored on."""
+    pn = cfg.public_nodes
+    if not (cfg.gamma > 0.0 and (cfg.reads_labels or not subset.private_labels.any())):
+        return None, None, None
+    if rows.y is None or rows.y.ndim != 1:
+        if cfg.reads_labels:
+            raise ValueError("compute_scores: importance from the public subset needs single labels graph.y [n]")
+        return None, None, None
+    y_sub = rows.y
+    if not cfg.reads_labels:
+        return None, y_sub, None  # public labels: only the model file's accuracy
+    if (y_sub < 0).any():
+        raise GraphValidationError(
+            f"compute_scores: {int((y_sub < 0).sum())} of the public nodes are unlabelled (-1) and the "
+            "importance surrogate trains on their labels: use public_nodes rule 'train_mask' or 'random'"
         )
-    return result
+    if not subset.private_labels.any():
+        return y_sub, None, None
+    c = pn.num_classes if pn.num_classes is not None else rows.meta.get("num_classes")
+    if c is None:
+        raise ValueError(
+            "compute_scores: charging private labels needs the PUBLIC number of classes: set "
+            "public_nodes.num_classes or graph.meta['num_classes'] (never counted from the labels)"
+        )
+    y_used, guarantee = _imp.randomize_private_labels(
+        y_sub, subset.private_labels, epsilon=pn.charge_epsilon,  # type: ignore[arg-type]  (set: else refused)
+        num_classes=int(c), rng=noise_generator(stage_seed(root, "scores.labels")),
+    )
+    return y_used, None, guarantee
+
+
+class _Embedded:
+    """The public rows through ``g`` of Eq. 5 (the caller's ``embed``, default identity), computed
+    once when first needed (by alpha or beta)."""
+
+    def __init__(self, x: np.ndarray, embed: Callable[[np.ndarray], Any] | None) -> None:
+        self.x, self.embed, self._z = x, embed, None
+
+    def __call__(self) -> np.ndarray:
+        if self._z is None:
+            self._z = self.x if self.embed is None else _sens._embed(self.embed, np.asarray(self.x), "the public subset")
+        return self._z
+
+
+def _alpha(
+    cfg: ScoresConfig, embedded: _Embedded, y_used: np.ndarray | None, y_eval: np.ndarray | None,
+    bg: np.ndarray | None, ex: np.ndarray | None, *, charged: bool,
+) -> tuple[np.ndarray | None, dict[str, Any]]:
+    """Eq. 6: SHAP importance of a surrogate trained on the public rows, or of a model file."""
+    imp = cfg.importance
+    if cfg.reads_labels:
+        alpha, prov = _imp.shap_importance(embedded(), y_used, background_rows=bg, explain_rows=ex, C=imp.C,
+                                           max_iter=imp.max_iter)
+        if charged:
+            prov["surrogate"]["accuracy_on"] = (
+                "the labels it was trained on: public ones and LabelRR-randomized private ones "
+                "(never the true private labels)"
+            )
+        return alpha, prov
+    if cfg.gamma > 0.0:
+        x_eval = None if y_eval is None else embedded()
+        return _imp.model_file_importance(Path(imp.model_path).expanduser(), x_eval=x_eval, y_eval=y_eval)  # type: ignore[arg-type]
+    return None, {"source": None, "note": "not computed: gamma = 0"}
+
+
+def _beta(
+    cfg: ScoresConfig, rows: GraphData, embedded: _Embedded, embed: Callable[[np.ndarray], Any] | None,
+    embed_id: str | None, masked_rows: Callable[[GraphData], Any] | None, masked_id: str | None,
+) -> tuple[np.ndarray | None, dict[str, Any]]:
+    """Eq. 5: how much the embedding moves when the sensitive input (the faces, or the sensitive
+    columns) is masked, on the public rows only; ``masked_rows`` set: the faces."""
+    if cfg.gamma >= 1.0:
+        return None, {"note": "not computed: gamma = 1"}
+    common = {"num_rows": int(rows.num_nodes), "aggregate": "mean over rows of |z - zhat|, normalised to sum 1"}
+    if masked_rows is not None:
+        beta = _sens.embedding_sensitivity(embedded(), masked_rows(rows), what="masking the faces")
+        return beta, {
+            "sensitive_input": "faces found by RetinaFace in the public subset's images",
+            "faces": cfg.sensitivity.faces.model_dump(mode="json"),  # type: ignore[union-attr]
+            "embedding": masked_id or "caller's masked embeddings",
+            "rows": "the public node subset's images only (faces in private images are never looked at)",
+            **common,
+        }
+    sc = cfg.sensitivity
+    beta = _sens.masking_sensitivity(rows.x, list(sc.sensitive_columns), embed=embed, mask_value=sc.mask_value)  # type: ignore[union-attr]
+    return beta, {
+        "sensitive_columns": list(sc.sensitive_columns),  # type: ignore[union-attr]
+        "mask_value": sc.mask_value,  # type: ignore[union-attr]
+        "embedding": "identity (the features are the embedding)" if embed is None else (embed_id or "caller's embed"),
+        "rows": "the public node subset's features only (beta from private rows would leak them)",
+        **common,
+    }
