@@ -223,6 +223,41 @@ def _std(v: Sequence[float]) -> float:
     return float(a.std(ddof=1)) if a.size > 1 else 0.0
 
 
+def _train_fold(
+    data: list[Any], y_t: torch.Tensor, train_idx: np.ndarray, test_idx: np.ndarray, fold_seed: np.random.SeedSequence,
+    dev: torch.device, *, in_channels: int, hidden_channels: int, num_classes: int, num_layers: int, dropout: float,
+    readout: str, lr: float, lr_step: int, lr_gamma: float, epochs: int, batch_size: int, every_epoch: bool,
+) -> list[np.ndarray]:
+    """One fold: a fresh GIN-0 (parameters from the fold's ``init`` child, batch order from its
+    ``batches`` child) trained on ``train_idx``; the test fold's class probabilities after every
+    epoch (``every_epoch``) or the last one."""
+    g = torch.Generator(device=dev)
+    g.manual_seed(_torch_seed(stage_seed(fold_seed, "init")))
+    order_rng = as_generator(stage_seed(fold_seed, "batches"))
+    net = GIN0GraphClassifier(in_channels, hidden_channels, num_classes, num_layers=num_layers, dropout=dropout,
+                              readout=readout, generator=torch.Generator().manual_seed(0)).to(dev)
+    net.reset_parameters(g)
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=lr_step, gamma=lr_gamma)
+    per_epoch: list[np.ndarray] = []
+    for epoch in range(1, epochs + 1):
+        net.train()
+        perm = train_idx[order_rng.permutation(train_idx.size)]
+        for s in range(0, perm.size, batch_size):
+            chunk = perm[s : s + batch_size]
+            x, ei, b, n_g = _collate([data[i] for i in chunk], dev)
+            if x.size(0) < 2:  # batch norm needs more than one node (a lone 1-node graph)
+                continue
+            opt.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(net(x, ei, b, n_g, generator=g), y_t[chunk].to(dev))
+            loss.backward()
+            opt.step()
+        sched.step()
+        if every_epoch or epoch == epochs:
+            per_epoch.append(_predict(net, data, test_idx, batch_size, dev))
+    return per_epoch
+
+
 def cross_validate(
     graph_set: GraphSet,
     *,
@@ -244,16 +279,15 @@ def cross_validate(
     """Stratified ``folds``-fold cross-validation of :class:`GIN0GraphClassifier` (Xu et al. 2019,
     Sec. 7; paper 004, Sec. V-A).
 
-    Per fold: a fresh GIN-0 trained for ``epochs`` epochs (one epoch = one pass over the training
-    folds in shuffled batches of ``batch_size``, paper 004's 64) with Adam (``lr`` 0.01) and [3]'s
-    schedule (the learning rate halved every 50 epochs), cross-entropy loss; then the test fold's
-    accuracy and ROC AUC (binary: of the class-1 probability; multi-class: macro one-vs-rest).
+    Per fold (:func:`_train_fold`): a fresh GIN-0 trained for ``epochs`` epochs (shuffled batches
+    of ``batch_size``, paper 004's 64) with Adam (``lr`` 0.01) and [3]'s schedule (the learning
+    rate halved every 50 epochs); then the test fold's accuracy and ROC AUC (binary: of the
+    class-1 probability; multi-class: macro one-vs-rest).
 
     Model selection: ``"final"`` (default) reports each fold at the last epoch: no test data
     chooses anything. ``"best_mean_epoch"`` is Xu et al.'s protocol: the single epoch with the
     best test accuracy averaged over the folds (optimistic: the test folds choose the epoch).
-    Paper 004 instead tunes on a 75/10/15 split with early stopping; there is no validation split
-    here.
+    Paper 004 instead tunes on a 75/10/15 split with early stopping (no validation split here).
 
     Args:
         graph_set: the graphs and labels (labels ``0 .. C-1``, each class with >= ``folds`` graphs).
@@ -301,31 +335,12 @@ def cross_validate(
     # per fold: the test-fold probabilities after each evaluated epoch
     probs: list[list[np.ndarray]] = []
     for k, (train_idx, test_idx) in enumerate(splits):
-        fold_seed = partition_seeds(run_seed, folds)[k]
-        g = torch.Generator(device=dev)
-        g.manual_seed(_torch_seed(stage_seed(fold_seed, "init")))
-        order_rng = as_generator(stage_seed(fold_seed, "batches"))
-        net = GIN0GraphClassifier(in_channels, hidden_channels, c, num_layers=num_layers, dropout=dropout,
-                                  readout=readout, generator=torch.Generator().manual_seed(0)).to(dev)
-        net.reset_parameters(g)
-        opt = torch.optim.Adam(net.parameters(), lr=lr)
-        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=lr_step, gamma=lr_gamma)
-        per_epoch: list[np.ndarray] = []
-        for epoch in range(1, epochs + 1):
-            net.train()
-            perm = train_idx[order_rng.permutation(train_idx.size)]
-            for s in range(0, perm.size, batch_size):
-                chunk = perm[s : s + batch_size]
-                x, ei, b, n_g = _collate([data[i] for i in chunk], dev)
-                if x.size(0) < 2:  # batch norm needs more than one node (a lone 1-node graph)
-                    continue
-                opt.zero_grad(set_to_none=True)
-                loss = F.cross_entropy(net(x, ei, b, n_g, generator=g), y_t[chunk].to(dev))
-                loss.backward()
-                opt.step()
-            sched.step()
-            if selection == "best_mean_epoch" or epoch == epochs:
-                per_epoch.append(_predict(net, data, test_idx, batch_size, dev))
+        per_epoch = _train_fold(
+            data, y_t, train_idx, test_idx, partition_seeds(run_seed, folds)[k], dev, in_channels=in_channels,
+            hidden_channels=hidden_channels, num_classes=c, num_layers=num_layers, dropout=dropout, readout=readout,
+            lr=lr, lr_step=lr_step, lr_gamma=lr_gamma, epochs=epochs, batch_size=batch_size,
+            every_epoch=selection == "best_mean_epoch",
+        )
         probs.append(per_epoch)
 
     if selection == "best_mean_epoch":

@@ -142,3 +142,19 @@ def test_the_check_finds_a_circle():
     graph = import_graph()
     graph["privgraph.graph"] = graph["privgraph.graph"] | {"privgraph.config_loader"}
     assert any("privgraph.graph" in c and "privgraph.config_loader" in c for c in _cycles(graph))
+
+
+MAX_FUNCTION_LINES = 120
+
+
+def test_no_function_is_longer_than_a_screenful_or_two():
+    """No definition (docstring included) over 120 lines in privgraph/, tasks/ or flows/: a long
+    one is split along its seams (issue 25)."""
+    long = {}
+    for mod, f in _module_files().items():
+        for node in ast.walk(ast.parse(f.read_text(), filename=str(f))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long[f"{mod}.{node.name}"] = n
+    assert not long, long

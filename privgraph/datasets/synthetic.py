@@ -114,6 +114,54 @@ def _sample_between(
     return keys // n, keys % n
 
 
+def _sbm_edges(
+    rng: np.random.Generator, y: np.ndarray, members: np.ndarray, sizes: np.ndarray, starts: np.ndarray,
+    avg_degree: float, homophily: float,
+) -> np.ndarray:
+    """The SBM's edges ``[2, m]`` (``u < v``): per block, ``Binomial(pairs_k, p_in)`` distinct
+    within-class pairs, then ``Binomial(pairs_between, p_out)`` distinct between-class pairs, with
+    ``p_in``, ``p_out`` spreading the expected ``n * avg_degree / 2`` edges by ``homophily``."""
+    n, k = int(y.size), int(sizes.size)
+    within = int((sizes * (sizes - 1) // 2).sum())
+    between = (n * (n - 1) // 2) - within
+    expected = n * avg_degree / 2.0
+    if between == 0:
+        share_in, share_out = expected, 0.0
+    elif within == 0:
+        share_in, share_out = 0.0, expected
+    else:
+        share_in, share_out = homophily * expected, (1.0 - homophily) * expected
+    p_in = share_in / within if within else 0.0
+    p_out = share_out / between if between else 0.0
+    for p, what in ((p_in, "within-class"), (p_out, "between-class")):
+        if p > 1.0:
+            raise ValueError(
+                f"infeasible parameters: the {what} edge probability would be {p:.3g} > 1 "
+                f"(num_nodes={n}, num_classes={k}, avg_degree={avg_degree}, homophily={homophily})"
+            )
+
+    src, dst = [], []
+    for a in range(k):  # within-class edges, block by block
+        size = int(sizes[a])
+        pairs = size * (size - 1) // 2
+        if pairs == 0 or p_in == 0.0:
+            continue
+        count = int(rng.binomial(pairs, p_in))
+        i, j = _sample_pairs(rng, size, count)
+        u, v = members[starts[a] + i], members[starts[a] + j]
+        src.append(np.minimum(u, v))
+        dst.append(np.maximum(u, v))
+    if between and p_out > 0.0:  # between-class edges: one draw over all of them, O(k + n + m)
+        count = int(rng.binomial(between, p_out))
+        u, v = _sample_between(rng, y, count, between)
+        src.append(u)
+        dst.append(v)
+    if src:
+        return np.stack([np.concatenate(src), np.concatenate(dst)])
+    return np.zeros((2, 0), dtype=np.int64)
+
+
+
 def sbm_graph(
     num_nodes: int,
     *,
@@ -171,44 +219,7 @@ def sbm_graph(
     sizes = np.bincount(y, minlength=k).astype(np.int64)
     starts = np.concatenate([[0], np.cumsum(sizes)])
 
-    within = int((sizes * (sizes - 1) // 2).sum())
-    between = (n * (n - 1) // 2) - within
-    expected = n * avg_degree / 2.0
-    if between == 0:
-        share_in, share_out = expected, 0.0
-    elif within == 0:
-        share_in, share_out = 0.0, expected
-    else:
-        share_in, share_out = homophily * expected, (1.0 - homophily) * expected
-    p_in = share_in / within if within else 0.0
-    p_out = share_out / between if between else 0.0
-    for p, what in ((p_in, "within-class"), (p_out, "between-class")):
-        if p > 1.0:
-            raise ValueError(
-                f"infeasible parameters: the {what} edge probability would be {p:.3g} > 1 "
-                f"(num_nodes={n}, num_classes={k}, avg_degree={avg_degree}, homophily={homophily})"
-            )
-
-    src, dst = [], []
-    for a in range(k):  # within-class edges, block by block
-        size = int(sizes[a])
-        pairs = size * (size - 1) // 2
-        if pairs == 0 or p_in == 0.0:
-            continue
-        count = int(rng_edges.binomial(pairs, p_in))
-        i, j = _sample_pairs(rng_edges, size, count)
-        u, v = members[starts[a] + i], members[starts[a] + j]
-        src.append(np.minimum(u, v))
-        dst.append(np.maximum(u, v))
-    if between and p_out > 0.0:  # between-class edges: one draw over all of them, O(k + n + m)
-        count = int(rng_edges.binomial(between, p_out))
-        u, v = _sample_between(rng_edges, y, count, between)
-        src.append(u)
-        dst.append(v)
-    if src:
-        edges = np.stack([np.concatenate(src), np.concatenate(dst)])
-    else:
-        edges = np.zeros((2, 0), dtype=np.int64)
+    edges = _sbm_edges(rng_edges, y, members, sizes, starts, avg_degree, homophily)
 
     x = None
     if d:

@@ -129,6 +129,60 @@ def _one_hot_columns(labels: np.ndarray) -> np.ndarray:
     return np.concatenate(blocks, axis=1)
 
 
+def _check_indicator(ind: np.ndarray, lines: np.ndarray, ind_path: Path, lab_path: Path, num_graphs: int) -> np.ndarray:
+    """The graph indicator's ids in ``1 .. G``, non-decreasing, every graph with a node; returns
+    the node count of each graph."""
+    bad = np.flatnonzero((ind < 1) | (ind > num_graphs))
+    if bad.size:
+        i = int(bad[0])
+        raise GraphValidationError(
+            f"{ind_path}: line {lines[i]}: graph id {int(ind[i])} out of range 1..{num_graphs} "
+            f"({lab_path.name} has {num_graphs} labels)"
+        )
+    dec = np.flatnonzero(np.diff(ind) < 0)
+    if dec.size:
+        i = int(dec[0]) + 1
+        raise GraphValidationError(
+            f"{ind_path}: line {lines[i]}: graph id {int(ind[i])} after {int(ind[i - 1])}; "
+            "nodes must be listed graph by graph (ids non-decreasing)"
+        )
+    counts = np.bincount(ind - 1, minlength=num_graphs)
+    empty = np.flatnonzero(counts == 0)
+    if empty.size:
+        raise GraphValidationError(
+            f"{ind_path}: graph {int(empty[0]) + 1} has no nodes (no line holds its id)"
+        )
+    return counts
+
+
+def _node_features(files: dict[str, Path], num_nodes_total: int, ind_name: str) -> tuple[np.ndarray | None, str | None]:
+    """The node attributes (float) or the node labels (one-hot), float32 ``[N, d]``, and which;
+    ``(None, None)`` without either file."""
+    x_all: np.ndarray | None = None
+    features = None
+    if files["node_attributes"].is_file():
+        x_all, _ = _read_table(files["node_attributes"], kind="float", ncols=None, what="node attributes")
+        features = "node_attributes"
+    elif files["node_labels"].is_file():
+        nl, _ = _read_table(files["node_labels"], kind="int", ncols=None, what="node labels")
+        x_all = nl
+        features = "node_labels (one-hot)"
+    if x_all is not None:
+        src = files["node_attributes"] if features == "node_attributes" else files["node_labels"]
+        if x_all.shape[0] != num_nodes_total:
+            raise GraphValidationError(
+                f"{src}: {x_all.shape[0]} rows but {ind_name} lists {num_nodes_total} nodes"
+            )
+        if features != "node_attributes":
+            x_all = _one_hot_columns(x_all)
+        x_all = np.ascontiguousarray(x_all, dtype=np.float32)
+        if not np.isfinite(x_all).all():
+            row = int(np.flatnonzero(~np.isfinite(x_all).all(1))[0])
+            raise GraphValidationError(f"{src}: line {row + 1}: value beyond float32 range")
+
+    return x_all, features
+
+
 def load_tu(
     root: str | Path,
     name: str,
@@ -167,26 +221,7 @@ def load_tu(
     num_graphs = graph_labels.shape[0]
     num_nodes_total = ind.shape[0]
 
-    bad = np.flatnonzero((ind < 1) | (ind > num_graphs))
-    if bad.size:
-        i = int(bad[0])
-        raise GraphValidationError(
-            f"{ind_path}: line {ind_lines[i]}: graph id {int(ind[i])} out of range 1..{num_graphs} "
-            f"({lab_path.name} has {num_graphs} labels)"
-        )
-    dec = np.flatnonzero(np.diff(ind) < 0)
-    if dec.size:
-        i = int(dec[0]) + 1
-        raise GraphValidationError(
-            f"{ind_path}: line {ind_lines[i]}: graph id {int(ind[i])} after {int(ind[i - 1])}; "
-            "nodes must be listed graph by graph (ids non-decreasing)"
-        )
-    counts = np.bincount(ind - 1, minlength=num_graphs)
-    empty = np.flatnonzero(counts == 0)
-    if empty.size:
-        raise GraphValidationError(
-            f"{ind_path}: graph {int(empty[0]) + 1} has no nodes (no line holds its id)"
-        )
+    counts = _check_indicator(ind, ind_lines, ind_path, lab_path, num_graphs)
     start = np.zeros(num_graphs + 1, dtype=np.int64)
     np.cumsum(counts, out=start[1:])
 
@@ -209,27 +244,7 @@ def load_tu(
             f"{a_path}: line {a_lines[i]}: edge {u + 1}, {v + 1} joins graph {g_of[u] + 1} and graph {g_of[v] + 1}"
         )
 
-    x_all: np.ndarray | None = None
-    features = None
-    if files["node_attributes"].is_file():
-        x_all, _ = _read_table(files["node_attributes"], kind="float", ncols=None, what="node attributes")
-        features = "node_attributes"
-    elif files["node_labels"].is_file():
-        nl, _ = _read_table(files["node_labels"], kind="int", ncols=None, what="node labels")
-        x_all = nl
-        features = "node_labels (one-hot)"
-    if x_all is not None:
-        src = files["node_attributes"] if features == "node_attributes" else files["node_labels"]
-        if x_all.shape[0] != num_nodes_total:
-            raise GraphValidationError(
-                f"{src}: {x_all.shape[0]} rows but {ind_path.name} lists {num_nodes_total} nodes"
-            )
-        if features != "node_attributes":
-            x_all = _one_hot_columns(x_all)
-        x_all = np.ascontiguousarray(x_all, dtype=np.float32)
-        if not np.isfinite(x_all).all():
-            row = int(np.flatnonzero(~np.isfinite(x_all).all(1))[0])
-            raise GraphValidationError(f"{src}: line {row + 1}: value beyond float32 range")
+    x_all, features = _node_features(files, num_nodes_total, ind_path.name)
 
     # per graph: local ids, self-loops and repeated (either direction) edges dropped
     order = np.argsort(g_of[edges[0]], kind="stable")

@@ -218,6 +218,55 @@ def _graph_mask(graph: GraphData, name: str, why: str) -> np.ndarray:
     return m
 
 
+def _random_draw(
+    graph: GraphData, fraction: Any, size: Any, seed: Any, private: np.ndarray, private_masks: tuple[str, ...],
+    private_labels: np.ndarray | None, use_labels: bool, description: dict[str, Any],
+) -> np.ndarray:
+    """Rule ``random``: ``size`` nodes (or ``round(fraction * n)``) drawn uniformly without
+    replacement from the nodes outside the test mask, the private labels and (when the labels are
+    read) the unlabelled nodes, with ``seed`` only; records the choice in ``description``."""
+    n = graph.num_nodes
+    if (fraction is None) == (size is None):
+        raise ValueError("rule 'random' needs exactly one of fraction or size")
+    if fraction is not None:
+        if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real):
+            raise TypeError(f"fraction must be a real number, got {fraction!r}")
+        if not (0.0 < float(fraction) <= 1.0):
+            raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+        k = int(round(float(fraction) * n))
+        description["fraction"] = float(fraction)
+    else:
+        k = check_int(size, "size", minimum=1)
+    excluded = private.copy()
+    excluded_names = list(private_masks)
+    if private_labels is not None and private_labels.any():
+        excluded_names.append("private labels (labels.mask)")
+    if graph.test_mask is not None:
+        excluded |= graph.test_mask
+        if "test_mask" not in excluded_names:
+            excluded_names.append("test_mask")
+    labelled = graph.labelled()
+    if use_labels and labelled is not None and not labelled.all():
+        excluded |= ~labelled  # the surrogate trains on labels: unlabelled nodes are no use
+        excluded_names.append("unlabelled nodes")
+    eligible = np.flatnonzero(~excluded)
+    if k < 1:
+        raise ValueError(f"fraction={fraction} of {n} nodes selects no node")
+    if k > eligible.size:
+        raise ValueError(
+            f"rule 'random' asks for {k} public nodes but only {eligible.size} nodes lie outside "
+            f"{excluded_names or 'no mask'}"
+        )
+    rng = as_generator(seed)
+    nodes = np.sort(rng.choice(eligible, size=k, replace=False)).astype(np.int64)
+    description["excluded_masks"] = sorted(excluded_names)
+    description["selection"] = (
+        "uniform without replacement among the nodes outside the excluded masks; the drawn "
+        "nodes are declared public (simulation assumption)"
+    )
+    return nodes
+
+
 def public_node_subset(
     graph: GraphData,
     *,
@@ -292,45 +341,8 @@ def public_node_subset(
         label_private = private[nodes]
         description["selection"] = "the nodes of train_mask (the split's training nodes, declared public)"
     elif rule == "random":
-        if (fraction is None) == (size is None):
-            raise ValueError("rule 'random' needs exactly one of fraction or size")
-        if fraction is not None:
-            if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real):
-                raise TypeError(f"fraction must be a real number, got {fraction!r}")
-            if not (0.0 < float(fraction) <= 1.0):
-                raise ValueError(f"fraction must be in (0, 1], got {fraction}")
-            k = int(round(float(fraction) * n))
-            description["fraction"] = float(fraction)
-        else:
-            k = check_int(size, "size", minimum=1)
-        excluded = private.copy()
-        excluded_names = list(private_masks)
-        if private_labels is not None and private_labels.any():
-            excluded_names.append("private labels (labels.mask)")
-        if graph.test_mask is not None:
-            excluded |= graph.test_mask
-            if "test_mask" not in excluded_names:
-                excluded_names.append("test_mask")
-        labelled = graph.labelled()
-        if use_labels and labelled is not None and not labelled.all():
-            excluded |= ~labelled  # the surrogate trains on labels: unlabelled nodes are no use
-            excluded_names.append("unlabelled nodes")
-        eligible = np.flatnonzero(~excluded)
-        if k < 1:
-            raise ValueError(f"fraction={fraction} of {n} nodes selects no node")
-        if k > eligible.size:
-            raise ValueError(
-                f"rule 'random' asks for {k} public nodes but only {eligible.size} nodes lie outside "
-                f"{excluded_names or 'no mask'}"
-            )
-        rng = as_generator(seed)
-        nodes = np.sort(rng.choice(eligible, size=k, replace=False)).astype(np.int64)
-        label_private = np.zeros(k, dtype=bool)
-        description["excluded_masks"] = sorted(excluded_names)
-        description["selection"] = (
-            "uniform without replacement among the nodes outside the excluded masks; the drawn "
-            "nodes are declared public (simulation assumption)"
-        )
+        nodes = _random_draw(graph, fraction, size, seed, private, private_masks, private_labels, use_labels, description)
+        label_private = np.zeros(nodes.size, dtype=bool)
     else:  # all
         if not all_features_public:
             raise PrivateLabelsError(
