@@ -13,11 +13,10 @@ from flows.reporting import (
     publish_private_evaluation,
     publish_structure_plot,
 )
-from privgraph.disclosure import disclosure_of
+from privgraph.disclosure import Disclosure, disclosure_of
 from privgraph.accounting import PrivacyLedger
 from privgraph.config import PipelineConfig
 from privgraph.config_loader import load_config
-from privgraph.disclosure import Disclosure
 from privgraph.evaluation import label_noise
 from privgraph.errors import ArtifactError, ArtifactIntegrityError
 from privgraph.graph import GraphData

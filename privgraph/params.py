@@ -12,7 +12,9 @@ import math
 import numbers
 from typing import Any
 
-__all__ = ["check_epsilon", "check_probability", "check_int"]
+import numpy as np
+
+__all__ = ["check_epsilon", "check_probability", "check_int", "check_real_vector"]
 
 
 def check_epsilon(value: Any, name: str = "epsilon", *, allow_zero: bool = False) -> float:
@@ -49,3 +51,22 @@ def check_int(value: Any, name: str, *, minimum: int) -> int:
     if int(value) < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {int(value)}")
     return int(value)
+
+
+def check_real_vector(value: Any, name: str, *, nonnegative: bool = False) -> np.ndarray:
+    """Validate a non-empty 1-D array of finite real numbers (not a scalar, a string or booleans;
+    with ``nonnegative`` every entry ``>= 0``); returns it as float64."""
+    if isinstance(value, (bool, str, bytes)) or isinstance(value, numbers.Number):
+        raise TypeError(f"{name} must be a 1-D array of real numbers, got {value!r}")
+    arr = np.asarray(value)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {list(arr.shape)}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        bad = np.flatnonzero(~np.isfinite(arr))[:5].tolist()
+        raise ValueError(f"{name} must be finite (NaN or inf found at {bad})")
+    if nonnegative and np.any(arr < 0):
+        raise ValueError(f"{name} must be >= 0, got negative entries at {np.flatnonzero(arr < 0)[:5].tolist()}")
+    return arr

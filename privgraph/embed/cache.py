@@ -26,8 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from privgraph.errors import DatasetNotFoundError
-from privgraph.scoring.cache import default_cache_dir as _scores_cache_dir
-from privgraph.scoring.cache import DirectoryCache, fingerprint
+from privgraph.scoring.cache import DirectoryCache, default_cache_dir as _scores_cache_dir, fingerprint
 
 __all__ = ["EmbeddingCache", "Embedder", "cached_embed", "default_cache_dir", "image_sha256"]
 

@@ -11,9 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, epsilon_upper
-from privgraph.params import check_epsilon
+from privgraph.params import check_epsilon, check_int, check_probability
 from privgraph.mechanisms.base import Mechanism, check_generator
-from privgraph.params import check_int, check_probability
 from privgraph.mechanisms.edges import (
     DPRR,
     AggregationPerturbation,

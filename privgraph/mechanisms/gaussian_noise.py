@@ -82,9 +82,8 @@ import numba
 import numpy as np
 
 from privgraph.guarantee import epsilon_upper, sum_upper
-from privgraph.params import check_epsilon
+from privgraph.params import check_epsilon, check_int
 from privgraph.mechanisms.base import check_generator
-from privgraph.params import check_int
 from privgraph.mechanisms.noise import WordStream, dyadic_parameter
 from privgraph.mechanisms.sampling import bernoulli_exact
 

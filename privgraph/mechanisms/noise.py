@@ -39,9 +39,8 @@ from typing import Any
 import numba
 import numpy as np
 
-from privgraph.params import check_epsilon
+from privgraph.params import check_epsilon, check_int
 from privgraph.mechanisms.base import check_generator
-from privgraph.params import check_int
 
 __all__ = [
     "discrete_laplace",

@@ -51,8 +51,7 @@ import numpy as np
 from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee
-from privgraph.params import check_epsilon
-from privgraph.params import check_int
+from privgraph.params import check_epsilon, check_int
 from privgraph.mechanisms.features.label_rr import LabelRR
 from privgraph.seeding import as_generator, stage_seed
 

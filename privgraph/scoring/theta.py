@@ -23,7 +23,6 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import math
-import numbers
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -34,8 +33,8 @@ import numpy as np
 from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee
-from privgraph.scoring import importance as _imp
-from privgraph.scoring import sensitivity as _sens
+from privgraph.scoring import importance as _imp, sensitivity as _sens
+from privgraph.params import check_real_vector
 from privgraph.scoring.cache import ScoreCache, fingerprint
 from privgraph.scoring.config import ScoresConfig, _real, as_scores_config
 from privgraph.seeding import as_generator, as_seed_sequence, noise_generator, stage_seed
@@ -54,18 +53,7 @@ _EQ7 = "theta_i = gamma alpha_i + (1 - gamma) (beta_min + beta_max - beta_i), th
 
 
 def _check_score(v: Any, name: str) -> np.ndarray:
-    if isinstance(v, (bool, str, bytes)) or isinstance(v, numbers.Number):
-        raise TypeError(f"{name} must be a 1-D array of scores, got {v!r}")
-    arr = np.asarray(v)
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {list(arr.shape)}")
-    arr = arr.astype(np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite (NaN or inf found)")
-    if np.any(arr < 0):
-        raise ValueError(f"{name} must be >= 0, got negative entries at {np.flatnonzero(arr < 0)[:5].tolist()}")
+    arr = check_real_vector(v, name, nonnegative=True)
     total = math.fsum(arr.tolist())
     if total == 0:
         raise ValueError(f"{name} is all zero: Eq. 5/6 normalise by the L1 norm, so a score vector sums to 1")

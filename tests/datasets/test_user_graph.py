@@ -16,9 +16,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from privgraph.disclosure import disclosure_of
+from privgraph.disclosure import Disclosure, disclosure_of
 from privgraph.datasets import check_dataset_options, load_dataset
-from privgraph.disclosure import Disclosure
 from privgraph.errors import DatasetNotFoundError, GraphValidationError, exit_code_for
 from privgraph.graph import UNLABELLED, GraphData
 from privgraph.mechanisms.features.label_rr import LabelRR

@@ -9,9 +9,8 @@ import numpy as np
 
 from privgraph.graph import GraphData, in_sorted, sorted_unique
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.params import check_epsilon
+from privgraph.params import check_epsilon, check_int, check_probability
 from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange, check_generator
-from privgraph.params import check_int, check_probability
 from privgraph.mechanisms.noise import discrete_laplace
 from privgraph.mechanisms.sampling import DISCRETE_LAPLACE_RANGE, bernoulli_exact, binomial_exact
 
@@ -399,8 +398,6 @@ class DPRR:
     #: The randomized response's part eps2: Warner's flip probability 1/(e^eps2 + 1) and the
     #: false-report counts are realised exactly (bernoulli_exact, binomial_exact) up to 50.
     rr_range: ClassVar[EpsilonRange] = EpsilonRange(
-        low=MIN_EXACT_EPSILON,
-        high=MAX_EXACT_EPSILON,
         note="the flip probability 1/(e^eps2 + 1) and the false-report counts are realised exactly up to 50",
     )
     scope: ClassVar[Scope] = Scope.EDGES

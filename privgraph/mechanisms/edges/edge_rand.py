@@ -15,9 +15,8 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.params import check_epsilon
-from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange, check_generator
-from privgraph.params import check_int
+from privgraph.params import check_epsilon, check_int
+from privgraph.mechanisms.base import EpsilonRange, check_generator
 from privgraph.mechanisms.edges.dprr import _as_ids, merge_with_public
 from privgraph.mechanisms.sampling import (
     bernoulli_exact,
@@ -110,8 +109,6 @@ class EdgeRand:
 
     name: ClassVar[str] = "edge_rand"
     epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
-        low=MIN_EXACT_EPSILON,
-        high=MAX_EXACT_EPSILON,
         note=(
             "every pair's flip probability 1/(e^eps + 1) (bernoulli_exact) and the number of "
             "non-edges released (binomial_exact) are realised exactly up to 50, where e^-eps is still "

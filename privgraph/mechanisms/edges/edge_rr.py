@@ -17,9 +17,8 @@ import numpy as np
 from privgraph.errors import ValidationFailedError
 from privgraph.graph import GraphData, in_sorted, sorted_unique
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.params import check_epsilon
+from privgraph.params import check_epsilon, check_int, check_probability
 from privgraph.mechanisms.base import MIN_EXACT_EPSILON, EpsilonRange, check_generator
-from privgraph.params import check_int, check_probability
 from privgraph.mechanisms.edges.dprr import merge_with_public
 from privgraph.mechanisms.hrg.convergence import (
     CHECK_CHAINS,

@@ -10,9 +10,8 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.params import check_epsilon
+from privgraph.params import check_epsilon, check_int, check_probability
 from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange, check_generator
-from privgraph.params import check_int, check_probability
 from privgraph.mechanisms.edges.dprr import _as_ids, merge_with_public
 from privgraph.mechanisms.edges.edge_rand import (
     num_pairs,

@@ -9,7 +9,7 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange, check_generator
+from privgraph.mechanisms.base import EpsilonRange, check_generator
 from privgraph.params import check_int
 from privgraph.mechanisms.edges.dprr import (
     check_node_inputs,
@@ -76,8 +76,6 @@ class WarnerRR:
 
     name: ClassVar[str] = "warner_rr"
     epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
-        low=MIN_EXACT_EPSILON,
-        high=MAX_EXACT_EPSILON,
         note=(
             "every bit's flip probability 1/(e^eps + 1) (bernoulli_exact) and each node's number of "
             "false reports (binomial_exact) are realised exactly up to 50, where e^-eps is still far "

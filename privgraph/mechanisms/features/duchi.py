@@ -23,8 +23,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privgraph.mechanisms.base import (
-    MAX_EXACT_EPSILON,
-    MIN_EXACT_EPSILON,
     EpsilonRange,
     check_generator,
 )
@@ -360,9 +358,6 @@ class DuchiMechanism(ScaledFeatureMechanism):
 
     name: ClassVar[str] = "duchi"
     epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
-        low=MIN_EXACT_EPSILON,
-        high=MAX_EXACT_EPSILON,
-        per_coordinate=False,
         note=(
             "the whole vector takes the configured epsilon: the output's law given v rests on the "
             "side probability 1 / (e^eps + 1), drawn with bernoulli_exact (exact as a float64 "

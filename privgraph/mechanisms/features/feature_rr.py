@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any, ClassVar
 
 import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.params import check_epsilon
-from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange, check_generator
-from privgraph.params import check_int
+from privgraph.params import check_epsilon, check_int, check_real_vector
+from privgraph.mechanisms.base import EpsilonRange, check_generator
 from privgraph.mechanisms.features.scaled import (
     as_bounds,
     bernoulli_exact,
@@ -57,19 +55,7 @@ def worst_case_log_ratio(P: np.ndarray) -> float:
 def _as_theta(value: Any) -> np.ndarray | None:
     if value is None:
         return None
-    if isinstance(value, (bool, str, bytes)) or isinstance(value, numbers.Number):
-        raise TypeError(f"theta must be None or a 1-D array of non-negative scores, got {value!r}")
-    arr = np.asarray(value)
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise TypeError(f"theta must hold real numbers, got dtype {arr.dtype}")
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"theta must be a non-empty 1-D array, got shape {list(arr.shape)}")
-    arr = arr.astype(np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("theta must be finite (NaN or inf found)")
-    if np.any(arr < 0):
-        bad = np.flatnonzero(arr < 0)[:5].tolist()
-        raise ValueError(f"theta must be >= 0, got negative entries at {bad}")
+    arr = check_real_vector(value, "theta", nonnegative=True)
     total = math.fsum(arr.tolist())
     if not total > 0:
         raise ValueError("theta must have a positive sum (all scores are 0)")
@@ -150,8 +136,6 @@ class FeatureRR:
 
     name: ClassVar[str] = "feature_rr"
     epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
-        low=MIN_EXACT_EPSILON,
-        high=MAX_EXACT_EPSILON,
         per_coordinate=True,
         note=(
             "each feature's budget eps_f theta_i is at most 50: with 2 bins its flip probability "

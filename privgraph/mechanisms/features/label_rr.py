@@ -10,7 +10,7 @@ import numpy as np
 from privgraph.errors import GraphValidationError
 from privgraph.graph import UNLABELLED, GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange, check_generator
+from privgraph.mechanisms.base import EpsilonRange, check_generator
 from privgraph.params import check_int
 from privgraph.mechanisms.features.scaled import bernoulli_exact
 from privgraph.randomized_response import (
@@ -96,9 +96,6 @@ class LabelRR:
 
     name: ClassVar[str] = "label_rr"
     epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
-        low=MIN_EXACT_EPSILON,
-        high=MAX_EXACT_EPSILON,
-        per_coordinate=False,
         note=(
             "one label, one budget: the less likely of keep / flip, (c - 1) / (e^eps + c - 1), is "
             "drawn with bernoulli_exact, exact as a float64 >= 2^-54 (to 2^-106 absolute, rounded "

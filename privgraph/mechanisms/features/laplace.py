@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privgraph.params import check_epsilon
-from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange
+from privgraph.mechanisms.base import EpsilonRange
 from privgraph.mechanisms.features.scaled import ScaledFeatureMechanism
 from privgraph.mechanisms.noise import (
     WordStream,
@@ -157,8 +157,6 @@ class LaplaceMechanism(ScaledFeatureMechanism):
     name: ClassVar[str] = "laplace"
     domain: ClassVar[tuple[float, float]] = (0.0, 1.0)
     epsilon_range: ClassVar[EpsilonRange] = EpsilonRange(
-        low=MIN_EXACT_EPSILON,
-        high=MAX_EXACT_EPSILON,
         per_coordinate=True,
         note=(
             "the discrete Laplace sampler is exact at every budget (integer arithmetic); the "

@@ -7,9 +7,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.params import check_epsilon
+from privgraph.params import check_epsilon, check_int
 from privgraph.mechanisms.base import EpsilonRange
-from privgraph.params import check_int
 from privgraph.mechanisms.features.scaled import (
     bernoulli_exact,
     split_epsilon,

@@ -19,9 +19,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.params import check_epsilon
+from privgraph.params import check_epsilon, check_int
 from privgraph.mechanisms.base import EpsilonRange, check_generator
-from privgraph.params import check_int
 from privgraph.mechanisms.features.duchi import as_epsilon_array, as_unit_input
 from privgraph.mechanisms.features.piecewise_grid import (
     GRID_CELLS,

@@ -43,9 +43,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from privgraph.params import check_epsilon
+from privgraph.params import check_epsilon, check_int
 from privgraph.mechanisms.base import EpsilonRange, check_generator
-from privgraph.params import check_int
 from privgraph.mechanisms.sampling import bernoulli_exact
 
 __all__ = [

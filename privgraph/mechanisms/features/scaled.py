@@ -26,9 +26,8 @@ import numpy as np
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.params import check_epsilon
+from privgraph.params import check_epsilon, check_int, check_real_vector
 from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange, check_generator
-from privgraph.params import check_int
 from privgraph.mechanisms.sampling import bernoulli_exact
 
 __all__ = [
@@ -86,19 +85,7 @@ def as_bounds(value: Any, name: str) -> float | np.ndarray:
         if not math.isfinite(v):
             raise ValueError(f"{name} must be finite, got {v}")
         return v
-    try:
-        arr = np.asarray(value)
-    except Exception as exc:  # pragma: no cover - exotic inputs
-        raise TypeError(f"{name} must be a real number or an array of them, got {value!r}") from exc
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise TypeError(f"{name} must be a real number or an array of them, got dtype {arr.dtype}")
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a scalar or a non-empty 1-D array, got shape {list(arr.shape)}")
-    arr = arr.astype(np.float64)
-    if not np.all(np.isfinite(arr)):
-        bad = np.flatnonzero(~np.isfinite(arr))[:5].tolist()
-        raise ValueError(f"{name} must be finite, got non-finite entries at {bad}")
-    return arr
+    return check_real_vector(value, name)
 
 
 def check_bounds(lower: Any, upper: Any) -> tuple[float | np.ndarray, float | np.ndarray]:
