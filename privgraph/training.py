@@ -60,7 +60,7 @@ from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
 from privgraph.randomized_response import label_rr_keep_probability, label_rr_transition_matrix
 from privgraph.models import GAT, GCN, GIN, GAPClassifier, GraphSAGE, KProp
-from privgraph.models.gcn import quiet_sparse_beta
+from privgraph.models.sparse import quiet_sparse_beta
 from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import as_seed_sequence, partition_seeds, stage_seed
 

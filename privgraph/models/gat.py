@@ -22,14 +22,8 @@ from torch.nn import ModuleList
 from torch_geometric.nn import GATConv
 from torch_geometric.utils import add_self_loops, remove_self_loops, scatter, softmax
 
-from privgraph.models.gcn import (
-    NodeGNN,
-    GeneratorDropout,
-    _check_generator,
-    _check_positive_int,
-    _fresh_generator,
-    sparse_aware_linear,
-)
+from privgraph.models.gcn import GeneratorDropout, NodeGNN, _check_generator, _check_positive_int, _fresh_generator
+from privgraph.models.sparse import sparse_aware_linear
 
 __all__ = ["GAT"]
 

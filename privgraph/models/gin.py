@@ -18,15 +18,8 @@ from torch import Tensor
 from torch.nn import Linear, ModuleList, ReLU, Sequential
 from torch_geometric.nn import GINConv
 
-from privgraph.models.gcn import (
-    NodeGNN,
-    _check_generator,
-    _csr,
-    _fresh_generator,
-    _FixedSpMM,
-    quiet_sparse_beta,
-    sparse_aware_linear,
-)
+from privgraph.models.gcn import NodeGNN, _check_generator, _fresh_generator
+from privgraph.models.sparse import _csr, _FixedSpMM, quiet_sparse_beta, sparse_aware_linear
 
 __all__ = ["GIN"]
 

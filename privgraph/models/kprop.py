@@ -10,7 +10,8 @@ from torch import Tensor
 from torch.nn import Module
 from torch_geometric.utils import add_remaining_self_loops, remove_self_loops, scatter
 
-from privgraph.models.gcn import _check_normalize, _csr, _FixedSpMM, quiet_sparse_beta
+from privgraph.models.gcn import _check_normalize
+from privgraph.models.sparse import _csr, _FixedSpMM, quiet_sparse_beta
 
 __all__ = ["KProp", "kprop_operator"]
 

@@ -17,15 +17,8 @@ from torch.nn import ModuleList
 from torch_geometric.nn import SAGEConv
 from torch_geometric.utils import scatter
 
-from privgraph.models.gcn import (
-    NodeGNN,
-    _check_generator,
-    _csr,
-    _fresh_generator,
-    _FixedSpMM,
-    quiet_sparse_beta,
-    sparse_aware_linear,
-)
+from privgraph.models.gcn import NodeGNN, _check_generator, _fresh_generator
+from privgraph.models.sparse import _csr, _FixedSpMM, quiet_sparse_beta, sparse_aware_linear
 
 __all__ = ["GraphSAGE"]
 
