@@ -90,35 +90,20 @@ class GAT(NodeGNN):
             coefficients in training mode, in :math:`[0, 1)` (default: ``0.0``).
     """
 
-    def __init__(
-        self,
-        in_channels: int,
-        hidden_channels: int,
-        out_channels: int,
-        *,
-        num_layers: int = 2,
-        dropout: float = 0.5,
-        aggr: str = "mean",
-        cached: bool = False,
-        generator: torch.Generator | None = None,
-        heads: int = 8,
-        attention_dropout: float = 0.0,
-    ) -> None:
-        super().__init__("GAT", in_channels, hidden_channels, out_channels, num_layers=num_layers,
-                         dropout=dropout, cached=cached)
+    def _check_aggr(self, aggr: Any) -> str:
+        return _check_attention_mean(aggr)
+
+    def _build(self, generator: torch.Generator, heads: int = 8, attention_dropout: float = 0.0) -> None:
         self.heads = _check_positive_int(heads, "heads", "GAT")
-        self.aggr = _check_attention_mean(aggr)
         if self.num_layers > 1 and self.hidden_channels % self.heads:
             raise ValueError(
                 f"GAT: hidden_channels ({self.hidden_channels}) must be a multiple of heads "
                 f"({self.heads}): each head has hidden_channels // heads channels"
             )
         self.attention_dropout = GeneratorDropout(attention_dropout)
-        self._cache: tuple[Tensor, int, Tensor] | None = None  # (edge_index, n, with loops)
-        self._x_cache: tuple[Tensor, Tensor, Tensor, Tensor] | None = None  # CSR x's transpose
         per_head = self.hidden_channels // self.heads
         # (in, out per head, heads, concat): hidden layers concatenate, the output layer 1 head
-        dims = [self.in_channels] + [self.hidden_channels] * (self.num_layers - 1)
+        dims = self.dims[:-1]
         specs = [(d, per_head, self.heads, True) for d in dims[:-1]]
         specs.append((dims[-1], self.out_channels, 1, False))
         # on the meta device GATConv's own reset_parameters draws nothing from the global RNG;
@@ -129,8 +114,7 @@ class GAT(NodeGNN):
                 for i, o, h, c in specs
             ]
         self.convs = ModuleList(convs).to_empty(device="cpu")
-        g = self.parameter_generator(generator)
-        self.reset_parameters(g)
+        self.reset_parameters(generator)
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Re-draw every parameter from ``generator`` (on the parameters' device).

@@ -8,7 +8,7 @@ state.
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -302,17 +302,55 @@ class NodeGNN(Module):
         - **output:** logits :math:`(|\mathcal{V}|, C)`
     """
 
+    #: the model's own aggregation (``aggr=None``)
+    default_aggr: ClassVar[str] = "mean"
+
     def __init__(
-        self, owner: str, in_channels: int, hidden_channels: int, out_channels: int, *,
-        num_layers: int, dropout: float, cached: bool,
+        self,
+        in_channels: int,
+        hidden_channels: int,
+        out_channels: int,
+        *,
+        num_layers: int = 2,
+        dropout: float = 0.5,
+        aggr: str | None = None,
+        cached: bool = False,
+        generator: torch.Generator | None = None,
+        **options: Any,
     ) -> None:
         super().__init__()
+        owner = type(self).__name__
         self.in_channels = _check_positive_int(in_channels, "in_channels", owner)
         self.hidden_channels = _check_positive_int(hidden_channels, "hidden_channels", owner)
         self.out_channels = _check_positive_int(out_channels, "out_channels", owner)
         self.num_layers = _check_positive_int(num_layers, "num_layers", owner)
         self.dropout = GeneratorDropout(dropout)
         self.cached = bool(cached)
+        self.aggr = self._check_aggr(self.default_aggr if aggr is None else aggr)
+        self._cache: Any = None  # the propagation operator while edge_index is the same object
+        self._x_cache: Any = None  # the structure of sparse CSR features' transpose
+        self._build(self.parameter_generator(generator), **options)
+
+    def _check_aggr(self, aggr: Any) -> str:
+        """The aggregation this model admits (each model refuses the others in one line)."""
+        raise NotImplementedError
+
+    def _build(self, generator: torch.Generator, **options: Any) -> None:
+        """Create the layers and draw their parameters from ``generator``; ``options``: the
+        model's own keywords (GAT's ``heads``, ``attention_dropout``)."""
+        raise NotImplementedError
+
+    def _cached_operator(self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype,
+                         build: Any) -> tuple[Tensor, Tensor]:
+        """``build(edge_index, num_nodes, dtype)`` (an operator and its transpose), kept while
+        ``cached`` and the same ``edge_index`` tensor object is passed."""
+        c = self._cache
+        if c is not None and c[0] is edge_index and c[1].shape[0] == num_nodes and c[1].dtype == dtype:
+            return c[1], c[2]
+        op, op_t = build(edge_index, num_nodes, dtype)
+        if self.cached:
+            self._cache = (edge_index, op, op_t)
+        return op, op_t
 
     @property
     def dims(self) -> list[int]:
@@ -354,26 +392,14 @@ class GCN(NodeGNN):
     :class:`GraphConvolution`).
     """
 
-    def __init__(
-        self,
-        in_channels: int,
-        hidden_channels: int,
-        out_channels: int,
-        *,
-        num_layers: int = 2,
-        dropout: float = 0.5,
-        aggr: str = "mean",
-        cached: bool = False,
-        generator: torch.Generator | None = None,
-    ) -> None:
-        super().__init__("GCN", in_channels, hidden_channels, out_channels, num_layers=num_layers,
-                         dropout=dropout, cached=cached)
-        self.aggr = _check_normalize(aggr, "GCN")
+    def _check_aggr(self, aggr: Any) -> str:
+        return _check_normalize(aggr, "GCN")
+
+    def _build(self, generator: torch.Generator) -> None:
         dims = self.dims
         # one generator for all layers, drawn in layer order: the same order as reset_parameters
-        g = self.parameter_generator(generator)
         self.convs = ModuleList(
-            GraphConvolution(i, o, normalize=self.aggr, cached=cached, generator=g)
+            GraphConvolution(i, o, normalize=self.aggr, cached=self.cached, generator=generator)
             for i, o in zip(dims[:-1], dims[1:])
         )
 

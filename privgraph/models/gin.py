@@ -11,7 +11,7 @@ device (PyG's and torch's own initialisation then draw nothing) and initialised 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -95,24 +95,13 @@ class GIN(NodeGNN):
     ``cached`` also keeps the sum operator.
     """
 
-    def __init__(
-        self,
-        in_channels: int,
-        hidden_channels: int,
-        out_channels: int,
-        *,
-        num_layers: int = 2,
-        dropout: float = 0.5,
-        aggr: str = "sum",
-        cached: bool = False,
-        generator: torch.Generator | None = None,
-    ) -> None:
-        super().__init__("GIN", in_channels, hidden_channels, out_channels, num_layers=num_layers,
-                         dropout=dropout, cached=cached)
-        self.aggr = _check_sum(aggr)
+    default_aggr: ClassVar[str] = "sum"
+
+    def _check_aggr(self, aggr: Any) -> str:
+        return _check_sum(aggr)
+
+    def _build(self, generator: torch.Generator) -> None:
         self.eps = 0.0  # GIN-0
-        self._cache: tuple[Tensor, Tensor, Tensor] | None = None  # (edge_index, S, S^T)
-        self._x_cache: tuple[Tensor, Tensor, Tensor, Tensor] | None = None  # CSR x's transpose
         dims = self.dims
         hid = self.hidden_channels
         # on the meta device neither torch.nn.Linear nor GINConv draws from the global RNG
@@ -123,8 +112,7 @@ class GIN(NodeGNN):
                 for i, o in zip(dims[:-1], dims[1:])
             ]
         self.convs = ModuleList(convs).to_empty(device="cpu")
-        g = self.parameter_generator(generator)
-        self.reset_parameters(g)
+        self.reset_parameters(generator)
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Re-draw every parameter from ``generator`` (on the parameters' device).
@@ -146,17 +134,8 @@ class GIN(NodeGNN):
                     torch.nn.init.uniform_(lin.weight, -bound, bound, generator=g)
                     torch.nn.init.uniform_(lin.bias, -bound, bound, generator=g)
 
-    def _operator(
-        self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype
-    ) -> tuple[Tensor, Tensor]:
-        c = self._cache
-        if c is not None and c[0] is edge_index and c[1].shape[0] == num_nodes:
-            if c[1].dtype == dtype:
-                return c[1], c[2]
-        op, op_t = _sum_operator(edge_index, num_nodes, dtype)
-        if self.cached:
-            self._cache = (edge_index, op, op_t)
-        return op, op_t
+    def _operator(self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        return self._cached_operator(edge_index, num_nodes, dtype, _sum_operator)
 
     def forward(
         self, x: Tensor, edge_index: Tensor, *, generator: torch.Generator | None = None

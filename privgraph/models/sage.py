@@ -9,7 +9,7 @@ initialisation then draws nothing) and initialised from an explicit :class:`torc
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -83,30 +83,18 @@ class GraphSAGE(NodeGNN):
     argument exists so that the GCN's keywords are accepted); ``cached`` also keeps the mean operator.
     """
 
-    def __init__(
-        self,
-        in_channels: int,
-        hidden_channels: int,
-        out_channels: int,
-        *,
-        num_layers: int = 2,
-        dropout: float = 0.5,
-        aggr: str = "mean",
-        cached: bool = False,
-        generator: torch.Generator | None = None,
-    ) -> None:
-        super().__init__("GraphSAGE", in_channels, hidden_channels, out_channels, num_layers=num_layers,
-                         dropout=dropout, cached=cached)
-        self.aggr = _check_mean(aggr)
-        self._cache: tuple[Tensor, Tensor, Tensor] | None = None  # (edge_index, M, M^T)
-        self._x_cache: tuple[Tensor, Tensor, Tensor, Tensor] | None = None  # CSR x's transpose
+    default_aggr: ClassVar[str] = "mean"
+
+    def _check_aggr(self, aggr: Any) -> str:
+        return _check_mean(aggr)
+
+    def _build(self, generator: torch.Generator) -> None:
         dims = self.dims
         # on the meta device SAGEConv's own reset_parameters draws nothing from the global RNG
         with torch.device("meta"):
             convs = [SAGEConv(i, o, aggr="mean") for i, o in zip(dims[:-1], dims[1:])]
         self.convs = ModuleList(convs).to_empty(device="cpu")
-        g = self.parameter_generator(generator)
-        self.reset_parameters(g)
+        self.reset_parameters(generator)
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Re-draw every parameter from ``generator`` (on the parameters' device).
@@ -125,17 +113,8 @@ class GraphSAGE(NodeGNN):
                 for p in (conv.lin_l.weight, conv.lin_l.bias, conv.lin_r.weight):
                     torch.nn.init.uniform_(p, -bound, bound, generator=g)
 
-    def _operator(
-        self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype
-    ) -> tuple[Tensor, Tensor]:
-        c = self._cache
-        if c is not None and c[0] is edge_index and c[1].shape[0] == num_nodes:
-            if c[1].dtype == dtype:
-                return c[1], c[2]
-        op, op_t = _mean_operator(edge_index, num_nodes, dtype)
-        if self.cached:
-            self._cache = (edge_index, op, op_t)
-        return op, op_t
+    def _operator(self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        return self._cached_operator(edge_index, num_nodes, dtype, _mean_operator)
 
     def forward(
         self, x: Tensor, edge_index: Tensor, *, generator: torch.Generator | None = None

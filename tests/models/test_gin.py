@@ -160,7 +160,8 @@ def test_aggr_is_always_the_sum():
     default = GIN(12, 8, 3, generator=gen(1)).eval()
     assert summed.aggr == default.aggr == "sum"
     assert torch.equal(summed(x, ei), default(x, ei))
-    for bad in ("gcn", "max", "mean", None):
+    assert GIN(4, 4, 2, aggr=None).aggr == "sum"  # None: the model's own (NodeGNN)
+    for bad in ("gcn", "max", "mean", 1):
         with pytest.raises(ValueError, match="GIN: GIN-0 aggregates by sum"):
             GIN(4, 4, 2, aggr=bad)
 
