@@ -32,7 +32,7 @@ from tasks.compare import compare, graph_compare
 from tasks.embed import ingest_with_features
 from tasks.ingest import ingest_graph_set
 from tasks.partition import partition
-from tasks.scores import score
+from tasks.scores import scores
 
 
 @flow(name="compare", flow_run_name="compare/{name}")
@@ -51,11 +51,11 @@ def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | No
 
     graph, _ = ingest_with_features(pcfg)
     parts = partition(graph, pcfg.partitions)
-    scores = None
+    theta_scores = None
     if scores_cfg is not None:
-        scores = score(disclosure.public_rows(graph), scores_cfg, stage_seed(root, "scores"), pcfg.embed,
+        theta_scores = scores(disclosure.public_rows(graph), scores_cfg, stage_seed(root, "scores"), pcfg.embed,
                        pcfg.dataset.root)
-    if scores is not None and scores.guarantee is not None:
+    if theta_scores is not None and theta_scores.guarantee is not None:
         raise ConfigError(
             f"comparisons.{name}.scores: the scores charge private labels (charge_epsilon); a comparison "
             "keeps no ledger: use public labels (rule train_mask or random)"
@@ -65,12 +65,12 @@ def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | No
         {"comparison": ccfg.model_dump(mode="json"), "pipeline": pcfg.model_dump(mode="json"), "code": code_version()},
         [graph],
     )
-    result = compare(graph, parts, ccfg, pcfg, stage_seed(root, "compare"), None if scores is None else scores.theta,
+    result = compare(graph, parts, ccfg, pcfg, stage_seed(root, "compare"), None if theta_scores is None else theta_scores.theta,
                      name=name, checkpoint=checkpoint)
     title = ccfg.description or f"{name}: {ccfg.scope} mechanisms on {pcfg.dataset.name}"
     objects = comparison_objects(title, result)
     info = comparison_info(name, config=ccfg, pipeline_config=pcfg, result=result,
-                           scores=None if scores is None else scores.provenance)
+                           scores=None if theta_scores is None else theta_scores.provenance)
     folder = write_private_report(pcfg.private_records, name, objects, info)
     publish_comparison(
         name, str(folder), objects["table.md"].decode(), objects["utility.png"], objects.get("degrees.png")

@@ -27,7 +27,7 @@ from privgraph.storage import open_store
 from privgraph.storage.private_record import input_identity, owner_signing_key, read_private_record
 from privgraph.storage.seal import public_key_hex
 from privgraph.training import OWNER_ONLY, check_evaluable
-from tasks.evaluate import attack, evaluate, graph_report
+from tasks.evaluate import attacks, evaluate, graph_report
 from tasks.embed import ingest_with_features
 
 
@@ -94,7 +94,7 @@ def evaluate_flow(
         if not staged:
             feature_release = feature_release_of(st.read_manifest(pipeline, version)["ledger"])
         mechanism = None if feature_release is None else build_mechanism(feature_release["mechanism"], feature_release["params"])
-        owner_only["attacks"] = attack(private, clean, cfg.evaluate, stage_seed(root, "attacks"),
+        owner_only["attacks"] = attacks(private, clean, cfg.evaluate, stage_seed(root, "attacks"),
                                        feature_mechanism=mechanism, public_feature_rows=disclosure.public_feature_rows(clean),
                                        **noise)
     if not staged:  # a staged version's metrics are published with it, on the privatize run

@@ -37,7 +37,7 @@ from privgraph.validation import enforce
 from tasks.embed import ingest_with_features
 from tasks.partition import partition
 from tasks.privatize import privatize
-from tasks.scores import score
+from tasks.scores import scores
 from tasks.store import publish, stage
 from tasks.validate import validate
 
@@ -65,17 +65,17 @@ def privatize_flow(
     else:
         not_evaluated = evaluation_problem(graph, cfg.dataset.name) or "--no-evaluate"
     parts = partition(graph, cfg.partitions)
-    scores = None
+    theta_scores = None
     if cfg.scores is not None:
         # the scores receive the declared-public rows only: a graph of those rows, nothing else
-        scores = score(disclosure.public_rows(graph), cfg.scores, stage_seed(root, "scores"), cfg.embed, cfg.dataset.root)
-    result = privatize(graph, parts, cfg, stage_seed(root, "privatize"), None if scores is None else scores.theta,
+        theta_scores = scores(disclosure.public_rows(graph), cfg.scores, stage_seed(root, "scores"), cfg.embed, cfg.dataset.root)
+    result = privatize(graph, parts, cfg, stage_seed(root, "privatize"), None if theta_scores is None else theta_scores.theta,
                        name=pipeline)
-    if scores is not None and scores.guarantee is not None:
+    if theta_scores is not None and theta_scores.guarantee is not None:
         # private labels randomized to train the SHAP surrogate: charged to the labels scope
         result.ledger.record(LedgerEntry(
-            stage="scores.labels", mechanism="label_rr", guarantee=scores.guarantee,
-            partitions=tuple(range(len(parts.parts))), params={"epsilon": scores.guarantee.epsilon},
+            stage="scores.labels", mechanism="label_rr", guarantee=theta_scores.guarantee,
+            partitions=tuple(range(len(parts.parts))), params={"epsilon": theta_scores.guarantee.epsilon},
         ))
     policy = BudgetPolicy(cfg.budget, cfg.budget_delta)
     report = validate(result.graph, result.ledger, policy, result.stats.get("feature_range"))
@@ -99,7 +99,7 @@ def privatize_flow(
         manifest = build_manifest(
             pipeline=pipeline, config=cfg, disclosure=disclosure, graph_in=graph, result=result,
             validation=report.to_dict(), metrics=metrics,
-            scores=None if scores is None else scores.provenance, embed=embed_record,
+            scores=None if theta_scores is None else theta_scores.provenance, embed=embed_record,
         )
         record_path = write_private_record(cfg.private_records, pipeline, pending.version, {
             "input_identity": input_identity(graph, cfg.private_records),

@@ -31,7 +31,7 @@ def evaluate(
 
 
 @task(name="attacks", cache_policy=NO_CACHE, persist_result=False)
-def attack(
+def attacks(
     private: GraphData,
     clean: GraphData,
     config: EvaluateConfig,

@@ -16,7 +16,7 @@ from privgraph.scoring.importance import PublicRows
 
 
 @task(name="scores", cache_policy=NO_CACHE, persist_result=False)
-def score(
+def scores(
     rows: PublicRows, config: ScoresConfig, seed: np.random.SeedSequence,
     embed: EmbedConfig | None = None, root: str | None = None,
 ) -> ScoreResult:
