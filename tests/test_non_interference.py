@@ -24,9 +24,9 @@ temporary directory are normalised. What may then differ between the two runs is
   and its checksum in the manifest;
 * the manifest sections that are functions of the stored objects, each RECOMPUTED here from the
   stored objects alone and required equal to what was published: ``graph`` (their counts) and
-  ``metrics`` (recomputed in a fresh process from the stored version and the public configuration,
-  no raw data: :mod:`tests.recompute_metrics`); every channel that shows the metrics must show
-  exactly the manifest's.
+  ``metrics`` (recomputed in a fresh process, started once for the module, from the stored version
+  and the public configuration, no raw data: :mod:`tests.recompute_metrics`); every channel that
+  shows the metrics must show exactly the manifest's.
 
 Anything else that moves is a leak, whatever it is called: a fingerprint, a count, theta, a log
 line, a refusal message. A scope in which a pipeline keeps nothing private (e.g. the labels of
@@ -421,20 +421,43 @@ def consistency(run: dict[str, Any]) -> list[str]:
     return out
 
 
+class Recomputer:
+    """One FRESH process (:mod:`tests.recompute_metrics` ``--serve``), started once for the module,
+    that recomputes a stored version's shareable metrics from the version and the public
+    configuration alone: it never sees a run's raw data."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.recompute_metrics", "--serve"], cwd=REPO, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(os.environ),
+        )
+
+    def __call__(self, cfg: Path, name: str, store: Path, version: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps({"config": str(cfg), "pipeline": name, "store": str(store),
+                                          "version": version}) + "\n")
+        self.proc.stdin.flush()
+        out = json.loads(self.proc.stdout.readline())
+        assert "error" not in out, out["error"]
+        return out["metrics"]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+_RECOMPUTER: list[Recomputer] = []
+
+
 def metrics_recomputed(runs: list[dict[str, Any]], cfgs: list[Path], name: str) -> list[str]:
-    """Each published run's metrics recomputed in ONE fresh process from its stored version and
-    public configuration alone; the published ones must be exactly those."""
+    """Each published run's metrics recomputed in a fresh process (:class:`Recomputer`) from its
+    stored version and public configuration alone; the published ones must be exactly those."""
     out = []
     for run, cfg in zip(runs, cfgs, strict=True):
         if run["version"] is None or run["manifest"].get("metrics") is None:
             continue
-        r = subprocess.run(
-            [sys.executable, "-m", "tests.recompute_metrics", str(cfg), name, str(run["tmp"] / "store"), run["version"]],
-            cwd=REPO, capture_output=True, text=True, timeout=900,
-            env={**os.environ, "PRIVGRAPH_CACHE_DIR": os.environ.get("PRIVGRAPH_CACHE_DIR", "")},
-        )
-        assert r.returncode == 0, r.stderr[-3000:]
-        again = json.loads(r.stdout.strip().splitlines()[-1])[run["version"]]
+        again = _RECOMPUTER[0](cfg, name, run["tmp"] / "store", run["version"])
         if again != run["manifest"]["metrics"]:
             out.append(f"metrics: the published metrics are not those of the stored version ({sorted(_diff(again, run['manifest']['metrics']))[:5]})")
     return out
@@ -488,9 +511,13 @@ def harness():
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # bit-identical training here and in the fresh process that recomputes
-    with prefect_test_harness():
-        yield
-    torch.set_num_threads(threads)
+    _RECOMPUTER.append(Recomputer())
+    try:
+        with prefect_test_harness():
+            yield
+    finally:
+        _RECOMPUTER.pop().close()
+        torch.set_num_threads(threads)
 
 
 @pytest.fixture
