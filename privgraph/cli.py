@@ -557,11 +557,11 @@ def artifacts_gc(
         import datetime as dt
 
         from privgraph.errors import ConfigError
-        from privgraph.storage import open_store
+        from privgraph.storage import gc_staged, open_store
 
         if isinstance(min_age_hours, bool) or not min_age_hours >= 0:
             raise ConfigError(f"--min-age-hours must be >= 0, got {min_age_hours}")
-        removed = open_store(store or _default_store()).gc(dt.timedelta(hours=min_age_hours), dry_run=dry_run)
+        removed = gc_staged(open_store(store or _default_store()), dt.timedelta(hours=min_age_hours), dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"
     for p, v in removed:
         out.print(f"{verb} staged {escape(p)}/{v}", highlight=False)

@@ -1,4 +1,4 @@
-"""Training and evaluation loops: how useful is a (privatized) graph for node classification?
+r"""Training and evaluation loops: how useful is a (privatized) graph for node classification?
 
 :func:`train_node_classifier` trains a :class:`~privgraph.models.GCN`, a
 :class:`~privgraph.models.GraphSAGE`, a :class:`~privgraph.models.GAT` or a

@@ -10,9 +10,10 @@ from prefect.cache_policies import NO_CACHE
 
 from privgraph.graph import GraphData
 from privgraph.storage import open_store
-from privgraph.storage.base import PendingVersion
+from privgraph.storage.staging import PendingVersion
 from privgraph.storage.graph_io import graph_to_objects
 from privgraph.storage.private_record import owner_signing_key
+from privgraph.storage.staging import stage_version
 
 
 @task(name="stage", cache_policy=NO_CACHE, persist_result=False, retries=3, retry_delay_seconds=[2, 5, 15])
@@ -22,7 +23,7 @@ def stage(store_uri: str, pipeline: str, graph: GraphData, created: dt.datetime 
     The staging time is fixed once, before the first attempt, so a retry after a store outage
     resumes the same version id instead of leaving a half-staged one behind."""
     created = created or dt.datetime.now(dt.timezone.utc)
-    return open_store(store_uri).stage_version(pipeline, graph_to_objects(graph), created=created)
+    return stage_version(open_store(store_uri), pipeline, graph_to_objects(graph), created=created)
 
 
 @task(name="publish", cache_policy=NO_CACHE, persist_result=False, retries=3, retry_delay_seconds=[2, 5, 15])

@@ -17,6 +17,12 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 # the temporary Prefect server gets 20 s to start by default; on a loaded 2-core machine the CLI
 # end-to-end tests (subprocesses inherit this) have seen it time out
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+# pytest-xdist: each worker gets its own Prefect home (the temporary servers' SQLite database lives
+# there; two workers' servers on one database lock each other out)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    import tempfile
+
+    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix=f"prefect-home-{os.environ['PYTEST_XDIST_WORKER']}-")
 
 CORA_FILES = tuple(
     f"planetoid/Cora/raw/ind.cora.{s}"

@@ -2,7 +2,8 @@
 
 ``open_store(uri)`` picks the backend: a path or ``file://`` URI gives a :class:`LocalStore`,
 ``s3://bucket/prefix`` an :class:`~privgraph.storage.s3.S3Store` (boto3; any S3-compatible
-endpoint). Every backend follows the one write protocol of :class:`ArtifactStore`.
+endpoint). Every backend is written by the one protocol of :mod:`privgraph.storage.staging`
+(:func:`stage_version`, :func:`put_version`) and read by :class:`ArtifactStore`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from privgraph.storage.base import (
     MANIFEST_NAME,
     ArtifactNameError,
     ArtifactStore,
-    PendingVersion,
     VersionInfo,
     check_name,
     check_version_id,
@@ -25,6 +25,7 @@ from privgraph.storage.base import (
 from privgraph.storage.graph_io import graph_to_objects, objects_to_graph
 from privgraph.storage.local import LocalStore
 from privgraph.storage.manifest import REQUIRED_KEYS, code_version, validate_manifest
+from privgraph.storage.staging import PendingVersion, gc_staged, put_version, stage_version
 
 __all__ = [
     "ArtifactStore",
@@ -41,6 +42,9 @@ __all__ = [
     "graph_to_objects",
     "objects_to_graph",
     "open_store",
+    "stage_version",
+    "put_version",
+    "gc_staged",
 ]
 
 

@@ -1,39 +1,25 @@
-"""ArtifactStore: immutable, versioned artifacts with one write protocol for every backend.
+"""ArtifactStore: immutable, versioned artifacts; the backends' primitives and the read side.
 
 A version lives under ``<pipeline>/<version>/`` and holds named data objects plus
-``manifest.json``. The protocol is a template method in this class, so that every backend
-behaves the same. It runs in two steps, which :meth:`ArtifactStore.put_version` runs together:
-
-1. :meth:`ArtifactStore.stage_version`: validate the pipeline and object names, compute each
-   object's sha256 and size, make the version id = UTC time ``YYYYMMDDTHHMMSSffffffZ`` + ``-`` +
-   the first 12 hex digits of a sha256 over the pipeline name and the sorted object checksums,
-   refuse if that version exists (:class:`~privgraph.errors.ArtifactExistsError`), and write
-   the data objects, each with a put that refuses to overwrite. It returns a
-   :class:`PendingVersion`: the version id is known, but the version does not exist for readers.
-2. :meth:`PendingVersion.publish`: validate the manifest (no seeds, plain JSON, required keys),
-   add ``format``, ``version``, ``created`` and ``objects`` (name -> sha256, size), and write
-   ``manifest.json`` LAST. From that moment the version exists. :meth:`PendingVersion.abort`
-   deletes the staged data objects of a version that was not published.
-
-The id cannot cover the manifest, because a flow measures the staged version (e.g. trains on it)
-before it writes the manifest that records the measurements; the owner's Ed25519 seal covers it
-instead (``signing_key`` of :meth:`PendingVersion.publish`, :mod:`privgraph.storage.seal`): a
-sealed manifest edited after it was written fails every read. ``put_version`` validates the
-manifest before it writes anything, so a manifest with a seed never leaves a trace.
+``manifest.json``; its id is the UTC staging time ``YYYYMMDDTHHMMSSffffffZ`` + ``-`` + the first 12
+hex digits of a sha256 over the pipeline name and the sorted object checksums. Versions are
+written by one protocol for every backend, :mod:`privgraph.storage.staging` (stage the data
+objects, then publish the manifest LAST); this module reads them.
 
 A version without ``manifest.json`` does not exist for readers: listing and reading ignore it.
 Reading an object verifies its sha256 against the manifest; reading a manifest verifies that its
-object checksums hash to its version id.
+object checksums hash to its version id, and its seal (:mod:`privgraph.storage.seal`) when it has
+one.
 
-Backends implement five primitives over ``/``-separated keys: :meth:`~ArtifactStore._put_new`
+Backends implement six primitives over ``/``-separated keys: :meth:`~ArtifactStore._put_new`
 (refuses to overwrite), :meth:`~ArtifactStore._get`, :meth:`~ArtifactStore._exists`,
-:meth:`~ArtifactStore._list_prefixes` and :meth:`~ArtifactStore._delete`.
+:meth:`~ArtifactStore._list_prefixes`, :meth:`~ArtifactStore._list_names` and
+:meth:`~ArtifactStore._delete`, and :meth:`~ArtifactStore.check_writable`.
 """
 
 from __future__ import annotations
 
 import abc
-import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
@@ -42,23 +28,21 @@ import re
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from privgraph.errors import ArtifactError, ArtifactExistsError, ArtifactIntegrityError
-from privgraph.storage.manifest import MANIFEST_FORMAT, READABLE_MANIFEST_FORMATS, validate_manifest
-from privgraph.storage.seal import SEAL_FIELD, check_seal, seal_manifest
+from privgraph.errors import ArtifactError, ArtifactIntegrityError
+from privgraph.storage.manifest import MANIFEST_FORMAT, READABLE_MANIFEST_FORMATS
+from privgraph.storage.seal import SEAL_FIELD, check_seal
 
 if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
     from privgraph.graph import GraphData
 
 __all__ = [
     "ArtifactStore",
-    "PendingVersion",
     "VersionInfo",
     "ArtifactNameError",
     "MANIFEST_NAME",
     "check_name",
     "check_version_id",
+    "canonical_json",
     "content_digest",
 ]
 
@@ -102,7 +86,8 @@ def check_version_id(version: Any) -> str:
     return version
 
 
-def _canonical_json(obj: Any) -> bytes:
+def canonical_json(obj: Any) -> bytes:
+    """``obj`` as compact, key-sorted UTF-8 JSON (no NaN): the bytes that digests are taken over."""
     return json.dumps(
         obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     ).encode("utf-8")
@@ -111,7 +96,7 @@ def _canonical_json(obj: Any) -> bytes:
 def content_digest(pipeline: str, checksums: Mapping[str, str]) -> str:
     """sha256 (hex) over the pipeline name and the sorted ``name -> sha256`` of the objects."""
     payload = {"pipeline": pipeline, "objects": dict(sorted(checksums.items()))}
-    return hashlib.sha256(_canonical_json(payload)).hexdigest()
+    return hashlib.sha256(canonical_json(payload)).hexdigest()
 
 
 def _epsilon_summary(ledger: Any) -> str:
@@ -164,40 +149,6 @@ class VersionInfo:
         )
 
 
-@dataclasses.dataclass(frozen=True)
-class PendingVersion:
-    """A staged version: its data objects are written, its manifest is not (yet).
-
-    Readers do not see it (except :meth:`ArtifactStore.load_graph` with ``staged=True``).
-    :meth:`publish` writes the manifest and makes it a version; :meth:`abort` deletes the staged
-    objects. Both consult the store, not in-memory state, so a copy (a retried task, a pickled
-    argument) behaves the same as the original.
-    """
-
-    store: ArtifactStore
-    pipeline: str
-    version: str
-    created: str  # ISO 8601, UTC: the staging time, also the time in the version id
-    objects: Mapping[str, Mapping[str, Any]]  # name -> {"sha256": ..., "size": ...}
-
-    def publish(self, manifest: Mapping[str, Any], *, signing_key: Ed25519PrivateKey | None = None) -> str:
-        """Validate ``manifest``, write it last (sealed under ``signing_key`` when given), and
-        return the version id.
-
-        Idempotent: publishing the same manifest again (a retry after a lost reply) returns the
-        version id; a different manifest for a published version raises ArtifactExistsError.
-        """
-        return self.store._publish(self, manifest, signing_key)
-
-    def abort(self) -> None:
-        """Delete the staged data objects; a no-op once the version is published (immutable)."""
-        self.store._abort(self)
-
-    @property
-    def published(self) -> bool:
-        return self.store._exists(self.store._key(self.pipeline, self.version, MANIFEST_NAME))
-
-
 class ArtifactStore(abc.ABC):
     """Immutable, versioned artifact storage; see the module docstring for the protocol."""
 
@@ -248,151 +199,6 @@ class ArtifactStore(abc.ABC):
     @staticmethod
     def _key(pipeline: str, version: str, name: str) -> str:
         return f"{pipeline}/{version}/{name}"
-
-    # -- writing --------------------------------------------------------------------------------
-    def put_version(
-        self, pipeline: str, objects: Mapping[str, bytes], manifest: Mapping[str, Any],
-        *, signing_key: Ed25519PrivateKey | None = None,
-    ) -> str:
-        """Store a new, immutable version of ``pipeline``; return its version id.
-
-        Args:
-            pipeline: the pipeline name (also ``manifest["pipeline"]``).
-            objects: data objects by name (e.g. from :func:`~privgraph.storage.graph_to_objects`).
-            manifest: the caller's manifest (see :mod:`privgraph.storage.manifest`); the store adds
-                ``format``, ``version``, ``created`` and ``objects``.
-            signing_key: the owner's key; the manifest is sealed under it (tamper evidence).
-
-        Raises:
-            ArtifactNameError: a bad pipeline or object name; nothing is written.
-            ArtifactError: a manifest with a seed, non-JSON content, missing keys, or another
-                pipeline's name; nothing is written.
-            ArtifactExistsError: the version exists already (it is never overwritten).
-        """
-        check_name(pipeline, "pipeline")
-        self._check_manifest(pipeline, manifest)
-        pending = self.stage_version(pipeline, objects)
-        try:
-            return pending.publish(manifest, signing_key=signing_key)
-        except BaseException:
-            pending.abort()
-            raise
-
-    def stage_version(
-        self, pipeline: str, objects: Mapping[str, bytes], *, created: dt.datetime | None = None
-    ) -> PendingVersion:
-        """Write the data objects of a new version; it exists once its manifest is published.
-
-        ``created`` (default: now) fixes the staging time and so the version id (time + content
-        hash): a retry of a failed staging passes the same time, gets the same id and resumes,
-        keeping each object already written with exactly these bytes, so an interrupted staging
-        never leaves a second, orphaned id behind.
-
-        Raises:
-            ArtifactNameError: a bad pipeline or object name; nothing is written.
-            ArtifactExistsError: the version is published already, or one of its objects exists
-                with other bytes.
-        """
-        check_name(pipeline, "pipeline")
-        data = self._check_objects(objects)
-        checksums = {n: hashlib.sha256(b).hexdigest() for n, b in sorted(data.items())}
-        if created is None:
-            created = self._now()
-        elif not isinstance(created, dt.datetime) or created.tzinfo is None:
-            raise TypeError(f"created must be a timezone-aware datetime, got {created!r}")
-        created = created.astimezone(dt.timezone.utc)
-        version = check_version_id(self._make_version_id(created, pipeline, checksums))
-        if self._exists(self._key(pipeline, version, MANIFEST_NAME)):
-            raise ArtifactExistsError(
-                f"version {version!r} of pipeline {pipeline!r} exists already; versions are immutable"
-            )
-        written: list[str] = []
-        try:
-            for name in checksums:
-                key = self._key(pipeline, version, name)
-                try:
-                    self._put_new(key, data[name])
-                except ArtifactExistsError:
-                    # an earlier attempt of this staging wrote it: keep it if it is these bytes
-                    if hashlib.sha256(self._get(key)).hexdigest() != checksums[name]:
-                        raise
-                written.append(key)
-        except BaseException:
-            for key in reversed(written):
-                with contextlib.suppress(Exception):
-                    self._delete(key)
-            raise
-        return PendingVersion(
-            store=self,
-            pipeline=pipeline,
-            version=version,
-            created=created.strftime(_ISO_FORMAT),
-            objects={n: {"sha256": checksums[n], "size": len(data[n])} for n in checksums},
-        )
-
-    @staticmethod
-    def _check_objects(objects: Mapping[str, bytes]) -> dict[str, bytes]:
-        if not isinstance(objects, Mapping):
-            raise TypeError(f"objects must be a mapping name -> bytes, got {type(objects).__name__}")
-        data: dict[str, bytes] = {}
-        for name, blob in objects.items():
-            check_name(name, "object")
-            if name == MANIFEST_NAME:
-                raise ArtifactNameError(f"object name {MANIFEST_NAME!r} is reserved for the manifest")
-            if not isinstance(blob, (bytes, bytearray, memoryview)):
-                raise TypeError(f"object {name!r} must be bytes, got {type(blob).__name__}")
-            data[name] = bytes(blob)
-        return data
-
-    @staticmethod
-    def _check_manifest(pipeline: str, manifest: Mapping[str, Any]) -> None:
-        validate_manifest(manifest)
-        if manifest["pipeline"] != pipeline:
-            raise ArtifactError(
-                f"manifest names pipeline {manifest['pipeline']!r} but the version is stored "
-                f"under {pipeline!r}"
-            )
-
-    def _manifest_bytes(
-        self, pending: PendingVersion, manifest: Mapping[str, Any], signing_key: Ed25519PrivateKey | None
-    ) -> bytes:
-        full = json.loads(_canonical_json(manifest))  # a plain-JSON deep copy
-        full.update(
-            format=MANIFEST_FORMAT,
-            version=pending.version,
-            created=pending.created,
-            objects={n: dict(o) for n, o in sorted(pending.objects.items())},
-        )
-        if signing_key is not None:
-            full = seal_manifest(full, signing_key)  # Ed25519 is deterministic: a retry writes the same bytes
-        return (json.dumps(full, sort_keys=True, indent=2, allow_nan=False) + "\n").encode()
-
-    def _publish(
-        self, pending: PendingVersion, manifest: Mapping[str, Any], signing_key: Ed25519PrivateKey | None = None
-    ) -> str:
-        if pending.store is not self:
-            raise ValueError(f"{pending.version} was staged in {pending.store!r}, not in {self!r}")
-        self._check_manifest(pending.pipeline, manifest)
-        blob = self._manifest_bytes(pending, manifest, signing_key)
-        key = self._key(pending.pipeline, pending.version, MANIFEST_NAME)
-        try:
-            self._put_new(key, blob)  # LAST: this makes the version visible
-        except ArtifactExistsError:
-            with contextlib.suppress(KeyError):
-                if self._get(key) == blob:  # a retry of a publish whose reply was lost
-                    return pending.version
-            raise ArtifactExistsError(
-                f"version {pending.version!r} of pipeline {pending.pipeline!r} is published "
-                f"already with another manifest; versions are immutable"
-            ) from None
-        return pending.version
-
-    def _abort(self, pending: PendingVersion) -> None:
-        if pending.published:
-            return  # published versions are immutable: never delete their objects
-        for name in sorted(pending.objects, reverse=True):
-            with contextlib.suppress(Exception):
-                self._delete(self._key(pending.pipeline, pending.version, name))
 
     # -- reading --------------------------------------------------------------------------------
     def _load_manifest(self, pipeline: str, version: str) -> dict[str, Any]:
@@ -514,7 +320,7 @@ class ArtifactStore(abc.ABC):
         Args:
             pipeline, version: the version (see :meth:`find_version`).
             staged: also read a version whose manifest is not written yet (a
-                :class:`PendingVersion`, e.g. to measure it before publishing); its objects cannot
+                :class:`~privgraph.storage.staging.PendingVersion`, e.g. to measure it before publishing); its objects cannot
                 be verified against a manifest and its fingerprint is ``None`` (default: ``False``).
 
         Raises:
@@ -575,30 +381,6 @@ class ArtifactStore(abc.ABC):
                     if broken is not None:
                         broken.append(f"{p}/{v}: {exc}")
         return out
-
-    def gc(self, min_age: dt.timedelta, *, dry_run: bool = False) -> list[tuple[str, str]]:
-        """Delete staged versions (data objects without a manifest: a killed run's leftovers)
-        staged more than ``min_age`` ago, judged by the time in the version id. A run still
-        staging is younger than any sensible ``min_age`` (e.g. a day); published versions are
-        never touched. Returns the ``(pipeline, version)`` pairs removed (or, with ``dry_run``,
-        that would be)."""
-        if not isinstance(min_age, dt.timedelta) or min_age < dt.timedelta(0):
-            raise ValueError(f"min_age must be a non-negative timedelta, got {min_age!r}")
-        cutoff = self._now().astimezone(dt.timezone.utc) - min_age
-        removed = []
-        for p in self._pipelines():
-            for v in self._list_prefixes(f"{p}/"):
-                if not _VERSION_RE.match(v) or self._exists(self._key(p, v, MANIFEST_NAME)):
-                    continue
-                staged = dt.datetime.strptime(v.split("-", 1)[0], _TIME_FORMAT).replace(tzinfo=dt.timezone.utc)
-                if staged > cutoff:
-                    continue
-                if not dry_run:
-                    for name in self._list_names(f"{p}/{v}/"):
-                        if name != MANIFEST_NAME:
-                            self._delete(self._key(p, v, name))
-                removed.append((p, v))
-        return removed
 
     def latest_version(self, pipeline: str) -> VersionInfo:
         """The newest complete version of ``pipeline``."""

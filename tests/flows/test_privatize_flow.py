@@ -149,7 +149,7 @@ def test_a_dask_run_logs_its_workers_and_publishes_the_dashboard_link(harness, t
 def test_failure_between_data_and_manifest_leaves_no_version(harness, tmp_path, monkeypatch):
     from flows.privatize import privatize_flow
     from privgraph.storage import open_store
-    from privgraph.storage.base import PendingVersion
+    from privgraph.storage.staging import PendingVersion
 
     def boom(self, manifest, **kwargs):
         raise OSError("disk full while writing manifest.json")

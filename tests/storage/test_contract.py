@@ -18,6 +18,7 @@ from privgraph.storage import (
     graph_to_objects,
     objects_to_graph,
 )
+from privgraph.storage.staging import gc_staged, put_version, stage_version
 
 PIPE = "cora-feature-rr"
 
@@ -35,7 +36,7 @@ def test_empty_store(backend):
 
 def test_graph_round_trip(backend, graph, manifest):
     store = backend.store
-    version = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    version = put_version(store, PIPE, graph_to_objects(graph), manifest)
     assert store.find_version(version) == (PIPE, version)
     objects = store.read_objects(PIPE, version)
     assert set(objects) == {"features.npy", "labels.npy", "edges.parquet", "splits.npz", "graph.json"}
@@ -58,7 +59,7 @@ def test_graph_round_trip(backend, graph, manifest):
 def test_manifest_gets_version_created_and_checksums(backend, graph, manifest):
     store = backend.store
     objects = graph_to_objects(graph)
-    version = store.put_version(PIPE, objects, manifest)
+    version = put_version(store, PIPE, objects, manifest)
     stored = store.read_manifest(PIPE, version)
     assert stored["version"] == version
     assert stored["pipeline"] == PIPE
@@ -76,22 +77,22 @@ def test_version_ids_are_time_plus_content_hash(backend, graph, manifest, monkey
     store = backend.store
     fixed = dt.datetime(2024, 1, 31, 12, 0, 0, 123456, tzinfo=dt.timezone.utc)
     monkeypatch.setattr(store, "_now", lambda: fixed)
-    v1 = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    v1 = put_version(store, PIPE, graph_to_objects(graph), manifest)
     assert v1.startswith("20240131T120000123456Z-")
     # different content at the same instant: a different id
-    v2 = store.put_version(PIPE, {"edges.parquet": b"other"}, manifest)
+    v2 = put_version(store, PIPE, {"edges.parquet": b"other"}, manifest)
     assert v2.startswith("20240131T120000123456Z-") and v2 != v1
     # the same content in another pipeline: a different id
     manifest["pipeline"] = "other"
-    v3 = store.put_version("other", graph_to_objects(graph), manifest)
+    v3 = put_version(store, "other", graph_to_objects(graph), manifest)
     assert v3 != v1
 
 
 def test_list_versions(backend, graph, manifest_factory):
     store = backend.store
-    a1 = store.put_version("pipe-a", graph_to_objects(graph), manifest_factory("pipe-a"))
-    a2 = store.put_version("pipe-a", {"edges.parquet": b"x"}, manifest_factory("pipe-a", note="2"))
-    b1 = store.put_version("pipe-b", {"edges.parquet": b"y"}, manifest_factory("pipe-b"))
+    a1 = put_version(store, "pipe-a", graph_to_objects(graph), manifest_factory("pipe-a"))
+    a2 = put_version(store, "pipe-a", {"edges.parquet": b"x"}, manifest_factory("pipe-a", note="2"))
+    b1 = put_version(store, "pipe-b", {"edges.parquet": b"y"}, manifest_factory("pipe-b"))
     infos = store.list_versions()
     assert [(i.pipeline, i.version) for i in infos] == [("pipe-a", a1), ("pipe-a", a2), ("pipe-b", b1)]
     assert [i.version for i in store.list_versions("pipe-a")] == [a1, a2]
@@ -108,7 +109,7 @@ def test_list_versions(backend, graph, manifest_factory):
 
 def test_a_version_without_manifest_does_not_exist(backend, graph, manifest):
     store = backend.store
-    version = store.put_version(PIPE, {"edges.parquet": b"e"}, manifest)
+    version = put_version(store, PIPE, {"edges.parquet": b"e"}, manifest)
     # a half-written version: data objects but no manifest.json
     ghost = "20240101T000000000000Z-0123456789ab"
     backend.overwrite(f"{PIPE}/{ghost}/edges.parquet", b"partial")
@@ -127,11 +128,11 @@ def test_never_overwrite_same_version_id(backend, graph, manifest, monkeypatch):
     fixed = dt.datetime(2024, 1, 31, 12, 0, 0, tzinfo=dt.timezone.utc)
     monkeypatch.setattr(store, "_now", lambda: fixed)  # same time + same content = same id
     objects = graph_to_objects(graph)
-    version = store.put_version(PIPE, objects, manifest)
+    version = put_version(store, PIPE, objects, manifest)
     before = {k: store.read_object(PIPE, version, k) for k in objects}
     keys_before = backend.raw_keys()
     with pytest.raises(ArtifactExistsError, match="immutable"):
-        store.put_version(PIPE, objects, manifest)
+        put_version(store, PIPE, objects, manifest)
     assert backend.raw_keys() == keys_before
     assert {k: store.read_object(PIPE, version, k) for k in objects} == before
 
@@ -140,9 +141,9 @@ def test_never_overwrite_via_the_id_function(backend, manifest, monkeypatch):
     store = backend.store
     fixed_id = "20240131T120000000000Z-aaaaaaaaaaaa"
     monkeypatch.setattr(store, "_make_version_id", lambda *args: fixed_id)
-    assert store.put_version(PIPE, {"edges.parquet": b"first"}, manifest) == fixed_id
+    assert put_version(store, PIPE, {"edges.parquet": b"first"}, manifest) == fixed_id
     with pytest.raises(ArtifactExistsError):
-        store.put_version(PIPE, {"edges.parquet": b"second"}, manifest)
+        put_version(store, PIPE, {"edges.parquet": b"second"}, manifest)
     assert backend.raw_keys() == [f"{PIPE}/{fixed_id}/edges.parquet", f"{PIPE}/{fixed_id}/manifest.json"]
     with pytest.raises(ArtifactIntegrityError):  # the forged id does not match the content hash
         store.read_manifest(PIPE, fixed_id)
@@ -156,7 +157,7 @@ def test_put_new_refuses_existing_data_object(backend, manifest, monkeypatch):
     monkeypatch.setattr(store, "_make_version_id", lambda *args: fixed_id)
     backend.overwrite(f"{PIPE}/{fixed_id}/edges.parquet", b"leftover")
     with pytest.raises(ArtifactExistsError):
-        store.put_version(PIPE, {"edges.parquet": b"new", "features.npy": b"f"}, manifest)
+        put_version(store, PIPE, {"edges.parquet": b"new", "features.npy": b"f"}, manifest)
     assert backend.raw_keys() == [f"{PIPE}/{fixed_id}/edges.parquet"]
 
 
@@ -171,12 +172,12 @@ def test_failed_manifest_write_leaves_no_version(backend, graph, manifest, monke
 
     monkeypatch.setattr(store, "_put_new", failing_put)
     with pytest.raises(OSError, match="disk full"):
-        store.put_version(PIPE, graph_to_objects(graph), manifest)
+        put_version(store, PIPE, graph_to_objects(graph), manifest)
     assert store.list_versions() == []
     assert not any(k.endswith("manifest.json") for k in backend.raw_keys())
     assert backend.raw_keys() == []  # the data objects written first were cleaned up
     monkeypatch.undo()
-    version = store.put_version(PIPE, graph_to_objects(graph), manifest)  # a retry works
+    version = put_version(store, PIPE, graph_to_objects(graph), manifest)  # a retry works
     assert store.find_version(version) == (PIPE, version)
 
 
@@ -193,7 +194,7 @@ def test_failed_data_write_leaves_no_version(backend, graph, manifest, monkeypat
 
     monkeypatch.setattr(store, "_put_new", failing_put)
     with pytest.raises(OSError):
-        store.put_version(PIPE, graph_to_objects(graph), manifest)
+        put_version(store, PIPE, graph_to_objects(graph), manifest)
     assert backend.raw_keys() == []
     version = calls[0].split("/")[1]
     with pytest.raises(ArtifactError):
@@ -202,7 +203,7 @@ def test_failed_data_write_leaves_no_version(backend, graph, manifest, monkeypat
 
 def test_corrupt_object_is_detected(backend, graph, manifest):
     store = backend.store
-    version = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    version = put_version(store, PIPE, graph_to_objects(graph), manifest)
     key = f"{PIPE}/{version}/features.npy"
     good = store.read_object(PIPE, version, "features.npy")
     backend.overwrite(key, good[:-1] + bytes([good[-1] ^ 1]))
@@ -215,7 +216,7 @@ def test_corrupt_object_is_detected(backend, graph, manifest):
 
 def test_missing_object_is_detected(backend, graph, manifest):
     store = backend.store
-    version = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    version = put_version(store, PIPE, graph_to_objects(graph), manifest)
     backend.delete(f"{PIPE}/{version}/labels.npy")
     with pytest.raises(ArtifactIntegrityError, match="missing"):
         store.read_object(PIPE, version, "labels.npy")
@@ -224,7 +225,7 @@ def test_missing_object_is_detected(backend, graph, manifest):
 def test_swapped_object_with_edited_checksum_is_detected(backend, graph, manifest):
     """Replacing an object AND its checksum in the manifest breaks the id's content hash."""
     store = backend.store
-    version = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    version = put_version(store, PIPE, graph_to_objects(graph), manifest)
     key = f"{PIPE}/{version}/manifest.json"
     stored = store.read_manifest(PIPE, version)
     fake = b"swapped"
@@ -241,7 +242,7 @@ def test_swapped_object_with_edited_checksum_is_detected(backend, graph, manifes
 
 
 def test_unknown_object(backend, manifest):
-    version = backend.store.put_version(PIPE, {"edges.parquet": b"e"}, manifest)
+    version = put_version(backend.store, PIPE, {"edges.parquet": b"e"}, manifest)
     with pytest.raises(ArtifactError, match="no object 'labels.npy'.*edges.parquet"):
         backend.store.read_object(PIPE, version, "labels.npy")
 
@@ -258,7 +259,7 @@ def test_unknown_object(backend, manifest):
 def test_manifest_with_a_seed_is_refused_and_nothing_written(backend, manifest, bad):
     manifest.update(bad)
     with pytest.raises(ArtifactError, match="manifests never hold seeds") as info:
-        backend.store.put_version(PIPE, {"edges.parquet": b"e"}, manifest)
+        put_version(backend.store, PIPE, {"edges.parquet": b"e"}, manifest)
     assert "seed" in str(info.value).split("found key")[1].lower()
     assert backend.raw_keys() == []
     assert backend.store.list_versions() == []
@@ -267,7 +268,7 @@ def test_manifest_with_a_seed_is_refused_and_nothing_written(backend, manifest, 
 def test_seed_key_path_is_named(backend, manifest):
     manifest["mechanisms"] = [{"name": "a"}, {"params": {"random_seed": 1}}]
     with pytest.raises(ArtifactError, match=r"mechanisms\[1\]\.params\.random_seed"):
-        backend.store.put_version(PIPE, {"edges.parquet": b"e"}, manifest)
+        put_version(backend.store, PIPE, {"edges.parquet": b"e"}, manifest)
 
 
 @pytest.mark.parametrize(
@@ -276,20 +277,20 @@ def test_seed_key_path_is_named(backend, manifest):
 )
 def test_bad_pipeline_names_are_refused(backend, manifest_factory, pipeline):
     with pytest.raises(ArtifactNameError, match="pipeline"):
-        backend.store.put_version(pipeline, {"edges.parquet": b"e"}, manifest_factory("ok"))
+        put_version(backend.store, pipeline, {"edges.parquet": b"e"}, manifest_factory("ok"))
     assert backend.raw_keys() == []
 
 
 @pytest.mark.parametrize("name", ["a/b.npy", "../x", "Features.npy", ".x", "", "manifest.json"])
 def test_bad_object_names_are_refused(backend, manifest, name):
     with pytest.raises(ArtifactNameError):
-        backend.store.put_version(PIPE, {name: b"e"}, manifest)
+        put_version(backend.store, PIPE, {name: b"e"}, manifest)
     assert backend.raw_keys() == []
 
 
 def test_manifest_pipeline_must_match(backend, manifest_factory):
     with pytest.raises(ArtifactError, match="other"):
-        backend.store.put_version(PIPE, {"edges.parquet": b"e"}, manifest_factory("other"))
+        put_version(backend.store, PIPE, {"edges.parquet": b"e"}, manifest_factory("other"))
     assert backend.raw_keys() == []
 
 
@@ -303,13 +304,13 @@ def test_bad_version_ids_are_refused(backend, version):
 
 def test_objects_must_be_bytes(backend, manifest):
     with pytest.raises(TypeError, match="bytes"):
-        backend.store.put_version(PIPE, {"edges.parquet": "text"}, manifest)
+        put_version(backend.store, PIPE, {"edges.parquet": "text"}, manifest)
 
 
 # -- staging: write the objects, measure them, publish the manifest last --------------------------
 def test_stage_then_publish(backend, graph, manifest):
     store = backend.store
-    pending = store.stage_version(PIPE, graph_to_objects(graph))
+    pending = stage_version(store, PIPE, graph_to_objects(graph))
     assert isinstance(pending, PendingVersion) and pending.pipeline == PIPE
     assert not pending.published
     # staged: invisible to readers, but the flow can measure it
@@ -331,7 +332,7 @@ def test_stage_then_publish(backend, graph, manifest):
 
 
 def test_publish_is_idempotent_but_immutable(backend, manifest, manifest_factory):
-    pending = backend.store.stage_version(PIPE, {"edges.parquet": b"e"})
+    pending = stage_version(backend.store, PIPE, {"edges.parquet": b"e"})
     version = pending.publish(manifest)
     assert pending.publish(manifest) == version  # a retried publish
     with pytest.raises(ArtifactExistsError, match="another manifest"):
@@ -341,7 +342,7 @@ def test_publish_is_idempotent_but_immutable(backend, manifest, manifest_factory
 
 
 def test_abort_removes_the_staged_objects(backend, graph):
-    pending = backend.store.stage_version(PIPE, graph_to_objects(graph))
+    pending = stage_version(backend.store, PIPE, graph_to_objects(graph))
     assert backend.raw_keys()
     pending.abort()
     assert backend.raw_keys() == []
@@ -350,7 +351,7 @@ def test_abort_removes_the_staged_objects(backend, graph):
 
 
 def test_publishing_a_bad_manifest_writes_no_manifest(backend, manifest):
-    pending = backend.store.stage_version(PIPE, {"edges.parquet": b"e"})
+    pending = stage_version(backend.store, PIPE, {"edges.parquet": b"e"})
     manifest["mechanisms"] = [{"params": {"seed": 3}}]
     with pytest.raises(ArtifactError, match="never hold seeds"):
         pending.publish(manifest)
@@ -360,7 +361,7 @@ def test_publishing_a_bad_manifest_writes_no_manifest(backend, manifest):
 
 
 def test_pending_version_pickles(backend, manifest):
-    pending = backend.store.stage_version(PIPE, {"edges.parquet": b"e"})
+    pending = stage_version(backend.store, PIPE, {"edges.parquet": b"e"})
     copy = pickle.loads(pickle.dumps(pending))
     if backend.name == "s3":  # the copy makes its own client; point it at the test endpoint
         copy.store._client = backend.store._client
@@ -374,10 +375,10 @@ def test_a_retried_staging_resumes_the_same_version_id(backend, graph, manifest)
     objects = graph_to_objects(graph)
     created = dt.datetime(2026, 11, 24, 3, 0, tzinfo=dt.timezone.utc)
     # what a failed attempt leaves (its cleanup failed too): the first object only
-    full = backend.store.stage_version(PIPE, objects, created=created)
+    full = stage_version(backend.store, PIPE, objects, created=created)
     for name in sorted(objects)[1:]:
         backend.store._delete(backend.store._key(PIPE, full.version, name))
-    retried = backend.store.stage_version(PIPE, objects, created=created)
+    retried = stage_version(backend.store, PIPE, objects, created=created)
     assert retried.version == full.version
     assert retried.publish(manifest) == full.version
     assert {k.split("/")[-2] for k in backend.raw_keys()} == {full.version}
@@ -386,17 +387,17 @@ def test_a_retried_staging_resumes_the_same_version_id(backend, graph, manifest)
 
 def test_resuming_refuses_other_bytes_under_the_same_name(backend):
     created = dt.datetime(2026, 11, 24, 3, 0, tzinfo=dt.timezone.utc)
-    pending = backend.store.stage_version(PIPE, {"edges.parquet": b"e"}, created=created)
+    pending = stage_version(backend.store, PIPE, {"edges.parquet": b"e"}, created=created)
     backend.store._delete(backend.store._key(PIPE, pending.version, "edges.parquet"))
     backend.store._put_new(backend.store._key(PIPE, pending.version, "edges.parquet"), b"other")
     with pytest.raises(ArtifactExistsError):
-        backend.store.stage_version(PIPE, {"edges.parquet": b"e"}, created=created)
+        stage_version(backend.store, PIPE, {"edges.parquet": b"e"}, created=created)
     with pytest.raises(TypeError, match="timezone-aware"):
-        backend.store.stage_version(PIPE, {"edges.parquet": b"e"}, created=dt.datetime(2026, 1, 1))
+        stage_version(backend.store, PIPE, {"edges.parquet": b"e"}, created=dt.datetime(2026, 1, 1))
 
 
 def test_verify_version_finds_a_corrupt_object(backend, graph, manifest):
-    version = backend.store.put_version(PIPE, graph_to_objects(graph), manifest)
+    version = put_version(backend.store, PIPE, graph_to_objects(graph), manifest)
     info = backend.store.verify_version(PIPE, version)
     assert info["objects"] == len(graph_to_objects(graph)) and info["bytes"] > 0
     name = sorted(graph_to_objects(graph))[0]
@@ -409,21 +410,21 @@ def test_verify_version_finds_a_corrupt_object(backend, graph, manifest):
 
 def test_gc_removes_old_staged_versions_only(backend, graph, manifest, monkeypatch):
     old = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-    leftover = backend.store.stage_version(PIPE, {"edges.parquet": b"killed"}, created=old)
-    published = backend.store.put_version(PIPE, {"edges.parquet": b"kept"}, manifest)
-    fresh = backend.store.stage_version(PIPE, {"edges.parquet": b"in flight"})
-    assert backend.store.gc(dt.timedelta(hours=1), dry_run=True) == [(PIPE, leftover.version)]
+    leftover = stage_version(backend.store, PIPE, {"edges.parquet": b"killed"}, created=old)
+    published = put_version(backend.store, PIPE, {"edges.parquet": b"kept"}, manifest)
+    fresh = stage_version(backend.store, PIPE, {"edges.parquet": b"in flight"})
+    assert gc_staged(backend.store, dt.timedelta(hours=1), dry_run=True) == [(PIPE, leftover.version)]
     assert len(backend.raw_keys()) == 4  # a dry run removes nothing
-    assert backend.store.gc(dt.timedelta(hours=1)) == [(PIPE, leftover.version)]
+    assert gc_staged(backend.store, dt.timedelta(hours=1)) == [(PIPE, leftover.version)]
     assert {k.split("/")[-2] for k in backend.raw_keys()} == {published, fresh.version}
     assert backend.store.verify_version(PIPE, published)["objects"] == 1
     with pytest.raises(ValueError, match="min_age"):
-        backend.store.gc(dt.timedelta(hours=-1))
+        gc_staged(backend.store, dt.timedelta(hours=-1))
 
 
 def test_one_broken_manifest_does_not_hide_the_others(backend, manifest, manifest_factory):
-    good = backend.store.put_version(PIPE, {"edges.parquet": b"a"}, manifest)
-    bad = backend.store.put_version(PIPE, {"edges.parquet": b"b"}, manifest_factory(PIPE, note="x"))
+    good = put_version(backend.store, PIPE, {"edges.parquet": b"a"}, manifest)
+    bad = put_version(backend.store, PIPE, {"edges.parquet": b"b"}, manifest_factory(PIPE, note="x"))
     key = backend.store._key(PIPE, bad, "manifest.json")
     backend.store._delete(key)
     backend.store._put_new(key, b"{not json")

@@ -15,6 +15,7 @@ import pytest
 import privgraph.storage.local as local_mod
 from privgraph.errors import ArtifactError, ArtifactExistsError, ArtifactIntegrityError
 from privgraph.storage import LocalStore, graph_to_objects, open_store
+from privgraph.storage.staging import put_version, stage_version
 
 PIPE = "cora-feature-rr"
 
@@ -28,7 +29,7 @@ def test_layout_on_disk(tmp_path, graph, manifest):
     store = LocalStore(root)
     assert not root.exists()  # created on the first write, not before
     assert store.list_versions() == []
-    version = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    version = put_version(store, PIPE, graph_to_objects(graph), manifest)
     assert _files(root) == [
         f"{PIPE}/{version}/{n}"
         for n in ("edges.parquet", "features.npy", "graph.json", "labels.npy", "manifest.json",
@@ -59,7 +60,7 @@ def test_link_failure_on_manifest_leaves_no_manifest_and_no_temp(tmp_path, graph
     monkeypatch.setattr(local_mod.os, "link", link)
     store = LocalStore(tmp_path)
     with pytest.raises(OSError, match="simulated crash"):
-        store.put_version(PIPE, graph_to_objects(graph), manifest)
+        put_version(store, PIPE, graph_to_objects(graph), manifest)
     assert _files(tmp_path) == []  # data objects cleaned up, temp file removed
     assert store.list_versions() == []
 
@@ -78,14 +79,14 @@ def test_write_failure_mid_file_leaves_nothing_visible(tmp_path, manifest, monke
     monkeypatch.setattr(local_mod.os, "fsync", fsync)
     store = LocalStore(tmp_path)
     with pytest.raises(OSError, match="I/O error"):
-        store.put_version(PIPE, {"edges.parquet": b"e"}, manifest)
+        put_version(store, PIPE, {"edges.parquet": b"e"}, manifest)
     assert _files(tmp_path) == []
     assert store.list_versions() == []
 
 
 def test_hidden_and_stray_entries_are_ignored(tmp_path, manifest):
     store = LocalStore(tmp_path)
-    version = store.put_version(PIPE, {"edges.parquet": b"e"}, manifest)
+    version = put_version(store, PIPE, {"edges.parquet": b"e"}, manifest)
     (tmp_path / ".trash").mkdir()
     (tmp_path / "README.txt").write_text("not a pipeline")
     (tmp_path / PIPE / "notes").mkdir()
@@ -96,7 +97,7 @@ def test_hidden_and_stray_entries_are_ignored(tmp_path, manifest):
 
 def test_corrupt_file_on_disk(tmp_path, graph, manifest):
     store = LocalStore(tmp_path)
-    version = store.put_version(PIPE, graph_to_objects(graph), manifest)
+    version = put_version(store, PIPE, graph_to_objects(graph), manifest)
     path = tmp_path / PIPE / version / "edges.parquet"
     path.write_bytes(path.read_bytes() + b"\0")
     with pytest.raises(ArtifactIntegrityError, match="edges.parquet"):
@@ -145,7 +146,7 @@ def test_a_planted_symlink_is_never_followed(tmp_path, manifest):
     from privgraph.errors import ArtifactIntegrityError
 
     store = LocalStore(tmp_path / "store")
-    version = store.put_version("cora-feature-rr", {"edges.parquet": b"e"}, manifest)
+    version = put_version(store, "cora-feature-rr", {"edges.parquet": b"e"}, manifest)
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "edges.parquet").write_bytes(b"foreign")
@@ -193,10 +194,10 @@ def test_artifacts_commands_verify_list_show_gc(tmp_path, manifest, manifest_fac
     monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
     key = owner_signing_key(tmp_path / "private")
     store = LocalStore(tmp_path / "store")
-    good = store.put_version("cora-feature-rr", {"edges.parquet": b"good"}, manifest, signing_key=key)
-    bad = store.put_version("cora-feature-rr", {"edges.parquet": b"bad"}, manifest_factory(note="b"), signing_key=key)
-    edited = store.put_version("cora-feature-rr", {"edges.parquet": b"e"}, manifest_factory(note="c"), signing_key=key)
-    staged = store.stage_version("cora-feature-rr", {"edges.parquet": b"left"}, created=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
+    good = put_version(store, "cora-feature-rr", {"edges.parquet": b"good"}, manifest, signing_key=key)
+    bad = put_version(store, "cora-feature-rr", {"edges.parquet": b"bad"}, manifest_factory(note="b"), signing_key=key)
+    edited = put_version(store, "cora-feature-rr", {"edges.parquet": b"e"}, manifest_factory(note="c"), signing_key=key)
+    staged = stage_version(store, "cora-feature-rr", {"edges.parquet": b"left"}, created=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
     run = CliRunner().invoke
     s = ["--store", str(tmp_path / "store"), "--private-records", str(tmp_path / "private")]
     r = run(app, ["artifacts", "public-key", "--private-records", str(tmp_path / "private")])

@@ -18,6 +18,7 @@ from privgraph.storage.manifest import (
     seed_key_paths,
     validate_manifest,
 )
+from privgraph.storage.staging import put_version
 
 
 def test_valid_manifest_passes(manifest):
@@ -167,6 +168,6 @@ def test_build_manifest_holds_public_facts_only(graph, tmp_path):
         build_manifest(pipeline="cora", config=_config(), disclosure=disclosure, graph_in=graph, result=result,
                        validation={"success": True}, metrics={"runs": 2, "clean": {"test_acc_mean": 0.8}})
     store = LocalStore(tmp_path)
-    version = store.put_version("cora", graph_to_objects(graph), m)
+    version = put_version(store, "cora", graph_to_objects(graph), m)
     assert store.list_versions()[0].epsilon_summary == "features 1 / edges 2"
     assert store.read_manifest("cora", version)["ledger"] == result.ledger.to_dict()

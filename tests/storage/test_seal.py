@@ -17,6 +17,7 @@ from privgraph.errors import ArtifactError, ArtifactIntegrityError, ArtifactTamp
 from privgraph.storage import graph_to_objects
 from privgraph.storage.private_record import owner_public_key, owner_signing_key, owner_signing_key_path
 from privgraph.storage.seal import check_seal, public_key_hex, seal_manifest, sealed_payload
+from privgraph.storage.staging import put_version, stage_version
 
 PIPE = "cora-feature-rr"
 
@@ -36,7 +37,7 @@ def _rewrite(backend, version, manifest):
 
 
 def test_a_sealed_version_verifies_under_its_owner(backend, graph, manifest, key):
-    version = backend.store.put_version(PIPE, graph_to_objects(graph), manifest, signing_key=key)
+    version = put_version(backend.store, PIPE, graph_to_objects(graph), manifest, signing_key=key)
     stored = _stored(backend, version)
     assert stored["seal"]["algorithm"] == "ed25519" and stored["seal"]["public_key"] == public_key_hex(key)
     info = backend.store.verify_version(PIPE, version, trusted=[public_key_hex(key)], sealed=True)
@@ -45,7 +46,7 @@ def test_a_sealed_version_verifies_under_its_owner(backend, graph, manifest, key
 
 
 def test_an_edited_epsilon_fails_every_read(backend, graph, manifest, key):
-    version = backend.store.put_version(PIPE, graph_to_objects(graph), manifest, signing_key=key)
+    version = put_version(backend.store, PIPE, graph_to_objects(graph), manifest, signing_key=key)
     edited = _stored(backend, version)
     edited["ledger"]["entries"][0]["guarantee"]["epsilon"] /= 100  # 1 -> 0.01: looks more private
     _rewrite(backend, version, edited)
@@ -65,7 +66,7 @@ def test_an_edited_epsilon_fails_every_read(backend, graph, manifest, key):
 
 
 def test_a_stripped_seal_or_another_signer_is_refused(backend, graph, manifest, key):
-    version = backend.store.put_version(PIPE, graph_to_objects(graph), manifest, signing_key=key)
+    version = put_version(backend.store, PIPE, graph_to_objects(graph), manifest, signing_key=key)
     owner = [public_key_hex(key)]
     stripped = _stored(backend, version)
     del stripped["seal"]
@@ -96,7 +97,7 @@ def test_a_malformed_seal_is_refused(seal, manifest):
 
 
 def test_sealing_is_deterministic_so_a_retried_publish_is_idempotent(backend, graph, manifest, key):
-    pending = backend.store.stage_version(PIPE, graph_to_objects(graph))
+    pending = stage_version(backend.store, PIPE, graph_to_objects(graph))
     version = pending.publish(manifest, signing_key=key)
     assert pending.publish(manifest, signing_key=key) == version  # same bytes: a lost reply retried
     with pytest.raises(ArtifactError, match="another manifest"):
@@ -105,7 +106,7 @@ def test_sealing_is_deterministic_so_a_retried_publish_is_idempotent(backend, gr
 
 def test_the_seal_is_set_by_the_store_only(backend, graph, manifest):
     with pytest.raises(ArtifactError, match="set by the store"):
-        backend.store.put_version(PIPE, graph_to_objects(graph), {**manifest, "seal": {}})
+        put_version(backend.store, PIPE, graph_to_objects(graph), {**manifest, "seal": {}})
 
 
 def test_the_signature_covers_everything_but_itself(manifest, key):
