@@ -209,67 +209,6 @@ def test_config_refuses_what_gin_does_not_take():
     EvaluateConfig(model="gcn", aggr="gcn")
 
 
-# -- training ----------------------------------------------------------------------------------
-def planted_graph(sparse: bool = False):
-    """A planted partition: 300 nodes, 3 classes (chance 1/3), 90% of the edges within a class;
-    dense label-correlated features, or sparse binary ones (stored as CSR by the training)."""
-    import numpy as np
-
-    from privgraph.datasets.synthetic import sbm_graph
-
-    g = sbm_graph(300, num_classes=3, avg_degree=8.0, homophily=0.9, num_features=16,
-                  feature_signal=0.5, seed=0)
-    if not sparse:
-        return g
-    rng = np.random.default_rng(0)
-    return g.replace(x=(rng.random(g.x.shape) < 0.05 + 0.1 * (g.x > 0.6)).astype(np.float32))
-
-
-FIT = {"seed": 0, "model": "gin", "hidden": 16, "epochs": 30, "patience": None, "device": "cpu"}
-
-
-@pytest.fixture(scope="module")
-def trained():
-    from privgraph.training import fit_node_classifier
-
-    return {s: fit_node_classifier(planted_graph(s), **FIT) for s in (False, True)}
-
-
-def test_trains_on_a_planted_partition(trained):
-    assert trained[False].result["test_acc"] > 0.9
-    assert trained[True].result["test_acc"] > 0.7  # weak sparse features: the graph carries it
-    assert isinstance(trained[False].net, GIN)
-
-
-def test_feature_only_floor():
-    from privgraph.training import fit_node_classifier
-
-    res = fit_node_classifier(planted_graph(), edges="none", **FIT).result
-    assert 0.6 < res["test_acc"] < 0.95
-
-
-def test_same_seed_same_training():
-    from privgraph.training import train_node_classifier
-
-    fit = {**FIT, "epochs": 5}
-    graph = planted_graph(sparse=True)
-    assert train_node_classifier(graph, **fit) == train_node_classifier(graph, **fit)
-
-
-@pytest.mark.parametrize("sparse", [False, True])
-def test_query_posteriors_in_float64(trained, sparse):
-    tc = trained[sparse]
-    xp = tc.prepare()
-    assert xp.layout == (torch.sparse_csr if sparse else torch.strided)
-    q = tc.query()
-    assert q.dtype == torch.float64 and q.shape == (300, 3)
-    assert torch.allclose(q.sum(dim=1), torch.ones(300, dtype=torch.float64))
-    with torch.no_grad():
-        p32 = tc.net(xp.to(torch.float32), tc.edge_index).softmax(dim=1)
-    assert torch.allclose(q.float(), p32, atol=1e-4)
-    assert tc.net.convs[0].nn[0].weight.dtype == torch.float32  # the copy is separate
-
-
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_on_cuda():
@@ -293,15 +232,3 @@ def test_on_cuda():
     out64 = model.double()(x.to(dev, torch.float64).to_sparse_csr(), ei.to(dev))
     assert out64.dtype == torch.float64
     assert torch.allclose(out64.cpu().float(), expected, atol=1e-5)
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_trains_on_cuda():
-    from privgraph.training import fit_node_classifier
-
-    tc = fit_node_classifier(planted_graph(sparse=True), **{**FIT, "device": "cuda"})
-    assert tc.result["device"].startswith("cuda") and tc.result["test_acc"] > 0.7
-    q = tc.query()
-    assert q.is_cuda
-    assert torch.allclose(q.sum(dim=1), torch.ones(300, dtype=torch.float64, device="cuda"))
