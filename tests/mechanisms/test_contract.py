@@ -163,3 +163,43 @@ def test_absurd_budgets_are_refused_when_the_pipeline_is_loaded(eps: float) -> N
     with pytest.raises(ConfigError, match=r"^pipelines\.p\.edges: .*epsilon") as info:
         parse_config(data)
     assert "\n" not in str(info.value) and "exact" in str(info.value)
+
+
+# -- randomness: only from the Generator passed in ---------------------------------------------------
+@pytest.fixture(scope="module")
+def small_graph() -> Any:
+    """120 nodes, 3 classes, 8 features in [0, 1], half the edges private, a train/val/test split."""
+    from privgraph.datasets.split import random_node_split, split_public_private
+    from privgraph.datasets.synthetic import sbm_graph
+
+    g = sbm_graph(120, num_classes=3, avg_degree=6.0, num_features=8, seed=4)
+    x = (g.x - g.x.min(0)) / (g.x.max(0) - g.x.min(0))
+    masks = random_node_split(120, train=0.5, val=0.25, seed=1)
+    g = g.replace(x=x.astype(np.float32), train_mask=masks[0], val_mask=masks[1], test_mask=masks[2])
+    return split_public_private(g, 0.5, seed=3)
+
+
+def _released(graph: Any) -> list[np.ndarray]:
+    return [np.asarray(a) for a in (graph.x, graph.y, graph.edges_public, graph.edges_private)]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MECHANISMS if hasattr(MECHANISMS[n], "privatize")))
+def test_same_seed_same_release_and_no_global_rng(name: str, small_graph: Any) -> None:
+    """Every mechanism that releases a graph: the same Generator seed gives the same release,
+    another seed another one, numpy's global state is untouched, and anything but a
+    ``numpy.random.Generator`` is refused."""
+    m = build_mechanism(name, {**({"epsilon": 1.0} if name in VALID_PARAMS else {}), **VALID_PARAMS.get(name, BUDGETLESS.get(name, {}))})
+    state = np.random.get_state()
+    a, b, c = (_released(m.privatize(small_graph, np.random.default_rng(s))) for s in (42, 42, 43))
+    after = np.random.get_state()
+    assert after[0] == state[0] and np.array_equal(after[1], state[1]) and after[2:] == state[2:]
+    for u, v in zip(a, b):
+        np.testing.assert_array_equal(u, v)
+    if m.guarantee.epsilon > 0:  # NonPriv-Part draws nothing
+        assert any(u.shape != v.shape or not np.array_equal(u, v) for u, v in zip(a, c))
+    for bad in (42, np.random.RandomState(0), None):
+        with pytest.raises(TypeError, match="Generator"):
+            m.privatize(small_graph, bad)
+        if hasattr(m, "privatize_rows"):  # feature mechanisms: the row-level entry point too
+            with pytest.raises(TypeError, match="Generator"):
+                m.privatize_rows(small_graph.x, bad)

@@ -287,14 +287,6 @@ def test_privatize_nodes_rejects_reporters_outside_candidates() -> None:
     assert m.privatize_nodes(cand[:0], indptr, indices, cand, np.random.default_rng(0)).shape == (2, 0)
 
 
-def test_no_global_rng() -> None:
-    g = _small_graph()
-    state = np.random.get_state()
-    DPRR(epsilon=EPS).privatize(g, np.random.default_rng(1))
-    after = np.random.get_state()
-    assert np.array_equal(after[1], state[1]) and after[2:] == state[2:]
-
-
 # -- scale: nothing of size N^2 ----------------------------------------------------------------------
 def test_large_sparse_graph_without_quadratic_memory() -> None:
     """200,000 nodes, 150,000 private edges (|V_pri| ~ 155,000, so N^2 ~ 2.4e10): the whole

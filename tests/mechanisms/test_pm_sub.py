@@ -233,21 +233,6 @@ def test_privatize_graph_replaces_x_with_the_estimate() -> None:
         m.privatize(GraphData(num_nodes=2), np.random.default_rng(0))
 
 
-def test_same_seed_same_output_and_no_global_rng() -> None:
-    x = np.random.default_rng(5).random((200, 16))
-    m = PMSubMechanism(epsilon=6.0)
-    state = np.random.get_state()
-    a = m.privatize_rows(x, np.random.default_rng(42))
-    b = m.privatize_rows(x, np.random.default_rng(42))
-    c = m.privatize_rows(x, np.random.default_rng(43))
-    after = np.random.get_state()
-    np.testing.assert_array_equal(a, b)
-    assert not np.array_equal(a, c)
-    assert after[0] == state[0] and np.array_equal(after[1], state[1]) and after[2:] == state[2:]
-    with pytest.raises(TypeError, match="Generator"):
-        m.privatize_rows(x, 0)  # type: ignore[arg-type]
-
-
 @pytest.mark.parametrize(
     "eps, exc",
     [
