@@ -18,11 +18,14 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 # end-to-end tests (subprocesses inherit this) have seen it time out
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 # pytest-xdist: each worker gets its own Prefect home (the temporary servers' SQLite database lives
-# there; two workers' servers on one database lock each other out)
+# there) and one core's worth of threads (two workers' OpenMP pools on two cores spin against each
+# other: the training tests ran 7x slower); subprocesses inherit both
 if os.environ.get("PYTEST_XDIST_WORKER"):
     import tempfile
 
     os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix=f"prefect-home-{os.environ['PYTEST_XDIST_WORKER']}-")
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[_var] = "1"
 
 CORA_FILES = tuple(
     f"planetoid/Cora/raw/ind.cora.{s}"
@@ -37,6 +40,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "dataset: needs the real datasets under PRIVGRAPH_DATA_ROOT"
     )
+
+
+#: tests that run a Prefect flow, a server or a fault: the long ones, started first so that the
+#: pytest-xdist workers do not end on one of them while the others wait
+SLOW_MARKS = ("server", "faults", "flow", "dask")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in SLOW_MARKS))
 
 
 def _require(root: Path, files: tuple[str, ...], what: str) -> Path:
@@ -109,3 +121,24 @@ def moto_endpoint():
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def prefect_server_env(tmp_path_factory: pytest.TempPathFactory):
+    """``PREFECT_API_URL`` and ``PREFECT_HOME`` of one real ``prefect server start`` for the whole
+    session (one per pytest-xdist worker)."""
+    from tests.prefect_server import prefect_server
+
+    with prefect_server(tmp_path_factory.mktemp("prefect-server")) as server:
+        yield {"PREFECT_API_URL": server.url, "PREFECT_HOME": str(server.home)}
+
+
+@pytest.fixture
+def shared_prefect_server(prefect_server_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The CLI runs a test starts as subprocesses (they copy ``os.environ``) report to the
+    session's Prefect server instead of each starting a temporary one (about 10 s each here). The
+    temporary server is tests/flows/test_server.py's and tests/test_readme_user_graph.py's
+    subject; the behaviour under test elsewhere is the same against either."""
+    for key, value in prefect_server_env.items():
+        monkeypatch.setenv(key, value)
+    return prefect_server_env

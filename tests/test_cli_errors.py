@@ -79,23 +79,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-#: the module's Prefect server (its API URL), set by :func:`prefect_api`
+#: the session's Prefect server (its API URL), set by :func:`prefect_api`
 _API: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def prefect_api(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """One Prefect server for every CLI run of the module (``PREFECT_API_URL`` in its environment):
-    the temporary server a run would start (about 10 s here) is tests/flows/test_server.py's
-    subject, not this module's; the failures under test are the same against either."""
-    from tests.prefect_server import prefect_server
-
-    with prefect_server(tmp_path_factory.mktemp("cli-errors-prefect")) as server:
-        _API.update(PREFECT_API_URL=server.url, PREFECT_HOME=str(server.home))
-        try:
-            yield server
-        finally:
-            _API.clear()
+def prefect_api(prefect_server_env: dict[str, str]) -> Any:
+    """Every CLI run of the module reports to the session's Prefect server (``PREFECT_API_URL``
+    in its environment): the temporary server a run would start (about 10 s here) is
+    tests/flows/test_server.py's subject, not this module's; the failures under test are the same
+    against either."""
+    _API.update(prefect_server_env)
+    try:
+        yield prefect_server_env
+    finally:
+        _API.clear()
 
 
 def _cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess:

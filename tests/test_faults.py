@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.faults, pytest.mark.flow]
+pytestmark = [pytest.mark.faults, pytest.mark.flow, pytest.mark.usefixtures("shared_prefect_server")]
 
 REPO = Path(__file__).resolve().parents[1]
 

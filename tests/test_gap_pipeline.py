@@ -190,6 +190,7 @@ def _run(tmp_path: Path, cfg: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.flow
+@pytest.mark.usefixtures("shared_prefect_server")
 def test_cli_runs_a_gap_pipeline_under_its_delta_cap_and_refuses_it_without(tmp_path):
     r = _run(tmp_path, _pipeline(tmp_path))
     assert r.returncode == 3, r.stderr[-2000:]

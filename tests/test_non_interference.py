@@ -560,7 +560,8 @@ def _base(name: str, base_runs: dict[str, Any], data_root: Path, tmp_path_factor
 
 
 @pytest.mark.parametrize("scope", SCOPES)
-@pytest.mark.parametrize("name", sorted(PIPELINES))
+# one pytest-xdist worker per pipeline: its three scopes share the base run (module-scoped cache)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xdist_group(f"ni-{n}")) for n in sorted(PIPELINES)])
 def test_a_published_version_reveals_nothing_beyond_its_ledger(
     name, scope, harness, owner, base_runs, data_root, tmp_path_factory, monkeypatch
 ):

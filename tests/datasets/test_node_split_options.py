@@ -109,6 +109,7 @@ def test_config_accepts_the_seed_beside_split_seed_and_refuses_it_as_an_option(t
 
 
 @pytest.mark.flow
+@pytest.mark.usefixtures("shared_prefect_server")
 def test_a_run_with_a_node_split_seed_publishes_and_its_manifest_holds_no_seed(tmp_path):
     """The seed is used (two seeds, two splits) and never published: the run stores a version
     whose manifest records the fractions, not the seed."""

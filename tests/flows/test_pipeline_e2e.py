@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.flow, pytest.mark.dataset]
+pytestmark = [pytest.mark.flow, pytest.mark.dataset, pytest.mark.usefixtures("shared_prefect_server")]
 
 REPO = Path(__file__).resolve().parents[2]
 

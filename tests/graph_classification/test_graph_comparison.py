@@ -112,6 +112,7 @@ def test_a_cut_off_graph_comparison_resumes_from_its_checkpoint(tmp_path, monkey
 
 @pytest.mark.flow
 @pytest.mark.dask
+@pytest.mark.usefixtures("shared_prefect_server")
 def test_privgraph_compare_runs_a_graph_comparison_on_dask(tmp_path):
     cfg = _cfg(mechanisms={"dprr": {}, "warner_rr": {}}, epsilons=[1.0, 2.0], folds=3, epochs=3, executor="dask",
                dask={"n_workers": 2}, seed=4, private_records=str(tmp_path / "private"))

@@ -106,7 +106,7 @@ def _aggregate(h_unit: torch.Tensor, alpha: torch.Tensor, src: torch.Tensor, dst
 def clipped_edge_gradient_sum(
     sampled: Any, pairs: torch.Tensor, scale: torch.Tensor, clip: float
 ) -> torch.Tensor:
-    """:math:`\sum_{\{u,v\}} \mathrm{clip}(c_{uv})`, flattened over the attention model's
+    r""":math:`\sum_{\{u,v\}} \mathrm{clip}(c_{uv})`, flattened over the attention model's
     parameters (float64): ``sampled`` is the model wrapped in Opacus's ``GradSampleModule``;
     ``pairs`` ``[2m, 2d]`` the inputs of both directions of every edge (entry ``i`` and ``m + i``
     one undirected edge); ``scale`` ``[2m]`` :math:`\partial \mathcal{L} / \partial \alpha_e`.
