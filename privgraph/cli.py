@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from privgraph.errors import EXIT_CODES, exit_code_for, one_line
-from privgraph.report import UTILITY_ROWS, attack_rows, graph_utility_rows, paired_test_line
+from privgraph.report import PAIRED_TESTS, UTILITY_ROWS, attack_rows, graph_utility_rows, paired_test_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Differentially private graphs, end to end.")
 artifacts_app = typer.Typer(no_args_is_help=True, help="List, show, verify and clean stored private graph versions.")
@@ -586,8 +586,9 @@ def _print_metrics(m: dict[str, Any], owner_only: dict[str, Any] | None = None) 
         c = owner_only["clean"]
         t.add_row("clean graph (private evaluation: not published)", f"{c['test_acc_mean']:.4f}", f"{c['test_acc_std']:.4f}")
     out.print(t)
-    if m.get("gnn_vs_feature_only"):
-        out.print(escape(paired_test_line(m["gnn_vs_feature_only"])), highlight=False)
+    for key, label in PAIRED_TESTS:
+        if m.get(key):
+            out.print(escape(paired_test_line(m[key], label)), highlight=False)
     rows = graph_utility_rows((owner_only or {}).get("graph_utility"))
     if rows:
         g = Table("statistic", "original", "released", "error / distance",

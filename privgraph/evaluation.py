@@ -12,6 +12,7 @@ from typing import Any
 
 from privgraph.accounting import PrivacyLedger
 from privgraph.config import PipelineConfig
+from privgraph.disclosure import declare_public
 from privgraph.graph import GraphData
 from privgraph.progress import ProgressCallback
 from privgraph.seeding import as_seed_sequence, one_way_entropy, stage_seed
@@ -63,11 +64,16 @@ def version_metrics(
     ``evaluate`` settings, the label noise of its ledger (with Drop) and the seed child
     ``evaluate`` of ``entropy`` (the evaluate flow's, :func:`evaluation_entropy`).
 
+    The public-only reference reads the training labels that the pipeline's declaration
+    (:func:`~privgraph.disclosure.declare_public`) leaves public, and the public edges.
+
     Without ``clean`` only the shareable metrics, from the stored version and public configuration
     alone; with it, also the owner's figures (under :data:`~privgraph.training.OWNER_ONLY`), the
     shareable ones unchanged.
     """
     noise = label_noise(cfg, manifest) if cfg.evaluate.drop else {}
     seed = stage_seed(as_seed_sequence(entropy), "evaluate")
+    disclosure = declare_public(manifest["pipeline"] if manifest else "<staged>", cfg)
     return evaluate_utility(version, clean, runs=cfg.evaluate.runs, seed_sequence=seed, progress=progress,
+                            public_train=~disclosure.private_label_rows(version),
                             **noise, **cfg.evaluate.train_kwargs())

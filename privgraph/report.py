@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ledger_markdown", "metrics_markdown", "private_evaluation_markdown"]
+__all__ = ["PAIRED_TESTS", "UTILITY_ROWS", "ledger_markdown", "metrics_markdown", "paired_test_line", "private_evaluation_markdown"]
 
 
 def _fmt(v: Any) -> str:
@@ -62,14 +62,15 @@ def metrics_markdown(pipeline: str, version: str, metrics: dict[str, Any]) -> st
             lines.append(f"| {label} | {m['test_acc_mean']:.4f} | {m['test_acc_std']:.4f} |")
     if metrics.get("selected", {}).get("models"):
         lines += ["", "selected per run: " + ", ".join(metrics["selected"]["models"])]
-    t = metrics.get("gnn_vs_feature_only")
-    if t:
-        lines += ["", paired_test_line(t)]
+    for key, label in PAIRED_TESTS:
+        if metrics.get(key):
+            lines += ["", paired_test_line(metrics[key], label)]
     return "\n".join(lines) + "\n"
 
 
 #: the utility rows of an evaluation's metrics (key, label), in the order shown
 UTILITY_ROWS = (
+    ("public_only", "public data alone: label propagation of the public labels over the public edges"),
     ("private", "private (GNN)"),
     ("feature_only", "private, no edges (feature-only floor)"),
     ("public_edges", "private, public edges only"),
@@ -77,10 +78,17 @@ UTILITY_ROWS = (
 )
 
 
-def paired_test_line(t: dict[str, Any]) -> str:
+#: the paired tests of an evaluation's metrics (key, what is compared), in the order shown
+PAIRED_TESTS = (
+    ("value_of_release", "value of the release (chosen model - public data alone)"),
+    ("gnn_vs_feature_only", "GNN - floor"),
+)
+
+
+def paired_test_line(t: dict[str, Any], label: str = "GNN - floor") -> str:
     """``GNN - floor: +0.0123 (paired t-test (scipy.stats.ttest_rel), 5 runs, p = 0.012)``."""
     p = "p not defined" if t.get("pvalue") is None else f"p = {t['pvalue']:.3g}"
-    return f"GNN - floor: {t['mean_difference']:+.4f} ({t['test']}, {t['runs']} runs, {p})"
+    return f"{label}: {t['mean_difference']:+.4f} ({t['test']}, {t['runs']} runs, {p})"
 
 
 def private_evaluation_markdown(pipeline: str, version: str, owner_only: dict[str, Any]) -> str:
@@ -88,15 +96,18 @@ def private_evaluation_markdown(pipeline: str, version: str, owner_only: dict[st
     scored on the raw test labels. NOT shareable."""
     lines = [f"## Private evaluation: {pipeline} {version}", "", str(owner_only.get("note", "")), ""]
     lines += ["| model | test accuracy (mean) | std |", "|---|---|---|"]
-    for key, label in (("clean", "trained on the raw graph"), ("private_on_raw_labels", "trained on the version, raw test labels"),
+    for key, label in (("clean", "trained on the raw graph"),
+                       ("public_only_on_raw_labels", "public data alone (label propagation), raw test labels"),
+                       ("private_on_raw_labels", "trained on the version, raw test labels"),
                        ("feature_only_on_raw_labels", "the version without edges (floor), raw test labels"),
                        ("public_edges_on_raw_labels", "the version's public edges only, raw test labels"),
                        ("selected_on_raw_labels", "the model chosen by validation, raw test labels")):
         m = owner_only.get(key)
         if m:
             lines.append(f"| {label} | {m['test_acc_mean']:.4f} | {m['test_acc_std']:.4f} |")
-    if owner_only.get("gnn_vs_feature_only_on_raw_labels"):
-        lines += ["", "On the raw test labels: " + paired_test_line(owner_only["gnn_vs_feature_only_on_raw_labels"])]
+    for key, label in PAIRED_TESTS:
+        if owner_only.get(f"{key}_on_raw_labels"):
+            lines += ["", "On the raw test labels: " + paired_test_line(owner_only[f"{key}_on_raw_labels"], label)]
     rows = graph_utility_rows(owner_only.get("graph_utility"))
     if rows:
         lines += ["", "### Structure of the released edges (original vs released)", "",

@@ -764,19 +764,25 @@ def _check_evaluation_inputs(private: GraphData, clean: GraphData | None, runs: 
 
 def _utility_summary(
     runs: int, clean_res: list[dict[str, Any]], private_res: list[dict[str, Any]], floor_res: list[dict[str, Any]],
-    public_res: list[dict[str, Any]],
+    public_res: list[dict[str, Any]], reference: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """:func:`evaluate_utility`'s result from the trainings' results (no clean runs: the shareable
-    part only)."""
+    part only); ``reference``: the public-only reference (the same in every run), or None."""
     # per run, the model of highest validation accuracy on the version's own labels (ties: the
-    # simpler one: the floor, then the public edges alone, then the GNN over all edges)
-    candidates = [("feature_only", floor_res), ("public_edges", public_res), ("gnn", private_res)]
+    # simpler one: the public data alone, the floor, the public edges alone, then the GNN)
+    reference_res = [reference] * runs if reference is not None and not np.isnan(reference["val_acc"]) else []
+    candidates = [("public_only", reference_res), ("feature_only", floor_res), ("public_edges", public_res),
+                  ("gnn", private_res)]
     chosen, models = [], []
     for i in range(runs):
         name, res = select_by_validation([(n, r[i]) for n, r in candidates if r])
         chosen.append(res)
         models.append(name)
     extra = {"public_edges": _summary([r["test_acc_own_labels"] for r in public_res])} if public_res else {}
+    if reference is not None:
+        extra["public_only"] = {**_summary([reference["test_acc_own_labels"]] * runs), "method": reference["method"]}
+        extra["value_of_release"] = paired_test([r["test_acc_own_labels"] for r in chosen],
+                                                [reference["test_acc_own_labels"]] * runs)
     shareable = {
         "runs": runs,
         "private": {**_summary([r["test_acc_own_labels"] for r in private_res]),
@@ -792,6 +798,10 @@ def _utility_summary(
     if not clean_res:
         return shareable
     extra_raw = {"public_edges_on_raw_labels": _summary([r["test_acc"] for r in public_res])} if public_res else {}
+    if reference is not None:
+        extra_raw["public_only_on_raw_labels"] = _summary([reference["test_acc"]] * runs)
+        extra_raw["value_of_release_on_raw_labels"] = paired_test([r["test_acc"] for r in chosen],
+                                                                  [reference["test_acc"]] * runs)
     return {
         **shareable,
         OWNER_ONLY: {
@@ -827,6 +837,7 @@ def evaluate_utility(
     runs: int = 5,
     seed_sequence: np.random.SeedSequence | int,
     progress: ProgressCallback | None = None,
+    public_train: np.ndarray | None = None,
     **train_kwargs: Any,
 ) -> dict[str, Any]:
     """Train on a private graph and on its clean original, ``runs`` times each, and compare.
@@ -858,6 +869,11 @@ def evaluate_utility(
         clean (GraphData): the original graph.
         runs (int): number of seeded runs per graph (default: ``5``).
         seed_sequence (SeedSequence or int): root of the per-run seeds.
+        public_train (ndarray): boolean ``[n]``, the nodes whose training label is public; with
+            it, ``public_only`` (:func:`privgraph.public_reference.public_only_reference`: label
+            propagation of those labels over the public edges, which reads no private data) is a
+            candidate of ``selected``, and ``value_of_release`` (:func:`paired_test` of
+            ``selected`` against it) says what the release adds to the public data alone.
         **train_kwargs: passed to :func:`train_node_classifier` (not ``seed`` or ``eval_y``;
             the denoising options to the private run only).
 
@@ -905,7 +921,13 @@ def evaluate_utility(
         if public_kwargs is not None:
             public_res.append(train_node_classifier(private, seed=s, eval_y=raw_y, **public_kwargs))
             tracker.advance(detail=f"private graph, public edges only, run {i + 1}/{runs}")
-    return _utility_summary(int(runs), clean_res, private_res, floor_res, public_res)
+    reference = None
+    if public_train is not None:
+        from privgraph.public_reference import public_only_reference
+
+        reference = public_only_reference(private, public_train, output_classes(private, train_kwargs.get("label_classes")),
+                                          raw_y=raw_y)
+    return _utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference)
 
 
 def version_kwargs(version: GraphData, train_kwargs: dict[str, Any]) -> dict[str, Any]:

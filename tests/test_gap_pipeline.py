@@ -134,7 +134,7 @@ def test_training_and_evaluating_a_gap_version():
         fit_node_classifier(v, seed=3, model="gap", edges="all")
     ev = evaluate_utility(v, g, runs=2, seed_sequence=5, epochs=30, aggr="mean")
     assert {"private", "feature_only", "public_edges", "selected"} <= set(ev)
-    assert set(ev["selected"]["models"]) <= {"gnn", "feature_only", "public_edges"}
+    assert set(ev["selected"]["models"]) <= {"gnn", "feature_only", "public_edges", "public_only"}
 
 
 def test_storage_round_trip_and_validation_of_aggregates():
