@@ -42,13 +42,29 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-#: tests that run a Prefect flow, a server or a fault: the long ones, started first so that the
-#: pytest-xdist workers do not end on one of them while the others wait
+#: the longest modules (minutes each here), started first, longest first, so that no pytest-xdist
+#: worker ends on one of them while the others wait; then the other modules with tests that run a
+#: Prefect flow, a server, a fault or a Dask cluster; then the rest
+LONGEST = ("test_non_interference.py", "test_schedule.py", "test_faults.py", "test_cli_errors.py",
+           "test_pipeline_e2e.py", "test_infra.py", "test_readme_user_graph.py", "test_graph_comparison.py",
+           "test_server.py", "test_privatize_flow.py")
 SLOW_MARKS = ("server", "faults", "flow", "dask")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in SLOW_MARKS))
+    def rank(item: pytest.Item) -> tuple[int, bool]:
+        name = item.path.name
+        return (LONGEST.index(name) if name in LONGEST else len(LONGEST),
+                not any(item.get_closest_marker(m) for m in SLOW_MARKS))
+
+    items.sort(key=rank)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than the cores, at most 4. Many of the long tests wait (on a
+    server starting, a cron tick, a subprocess, an outage) while the others compute; each worker
+    runs one thread (above) and may start Prefect servers, hence the cap."""
+    return min(4, (os.cpu_count() or 1) + 1)
 
 
 def _require(root: Path, files: tuple[str, ...], what: str) -> Path:

@@ -92,6 +92,7 @@ def test_the_worked_example_runs_as_written(tmp_path: Path) -> None:
     assert list((tmp_path / "artifacts").rglob("manifest.json"))
 
 
+@pytest.mark.usefixtures("shared_prefect_server")  # the worked example above runs with the temporary server
 def test_without_labels_no_evaluate_publishes_and_says_why(tmp_path: Path) -> None:
     files, commands = _example_files(_section())
     for name, body in files.items():

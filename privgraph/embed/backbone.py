@@ -377,6 +377,10 @@ class ResNetEmbedder:
             num_workers=workers,
             pin_memory=self.device.type == "cuda",
             persistent_workers=False,
+            # decoding workers come from a forkserver: a fork of this process (Prefect's task threads,
+            # the Dask client's, the API log worker's) copied their locks mid-use, and a worker died
+            # at start in one of ~3,000 test runs; the forkserver forks from a clean process
+            multiprocessing_context="forkserver" if workers > 0 else None,
             # the iterator draws its workers' base seed from this generator, not the global RNG
             # (preprocessing draws nothing, so the seed changes no result)
             generator=torch.Generator().manual_seed(0),

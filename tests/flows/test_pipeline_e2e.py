@@ -28,7 +28,7 @@ def _config(tmp_path: Path, data_root: Path, **overrides) -> Path:
         "seed": 7,
         "storage": str(tmp_path / "store"),
         "private_records": str(tmp_path / "private"),
-        "evaluate": {"runs": 2, "epochs": 60, "patience": 20},
+        "evaluate": {"runs": 2, "epochs": 30, "patience": 10},
     }
     cora.update(overrides)
     p = tmp_path / "pipelines.yaml"
