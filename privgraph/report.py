@@ -74,6 +74,7 @@ UTILITY_ROWS = (
     ("private", "private (GNN)"),
     ("feature_only", "private, no edges (feature-only floor)"),
     ("public_edges", "private, public edges only"),
+    ("release_propagation", "label propagation over the public and released edges"),
     ("selected", "private, the model chosen by validation accuracy"),
 )
 
@@ -101,6 +102,7 @@ def private_evaluation_markdown(pipeline: str, version: str, owner_only: dict[st
                        ("private_on_raw_labels", "trained on the version, raw test labels"),
                        ("feature_only_on_raw_labels", "the version without edges (floor), raw test labels"),
                        ("public_edges_on_raw_labels", "the version's public edges only, raw test labels"),
+                       ("release_propagation_on_raw_labels", "label propagation over the release, raw test labels"),
                        ("selected_on_raw_labels", "the model chosen by validation, raw test labels")):
         m = owner_only.get(key)
         if m:

@@ -765,14 +765,19 @@ def _check_evaluation_inputs(private: GraphData, clean: GraphData | None, runs: 
 def _utility_summary(
     runs: int, clean_res: list[dict[str, Any]], private_res: list[dict[str, Any]], floor_res: list[dict[str, Any]],
     public_res: list[dict[str, Any]], reference: dict[str, Any] | None = None,
+    propagation: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """:func:`evaluate_utility`'s result from the trainings' results (no clean runs: the shareable
-    part only); ``reference``: the public-only reference (the same in every run), or None."""
+    part only); ``reference``: the public-only reference, ``propagation``: label propagation over
+    the release (each the same in every run), or None."""
     # per run, the model of highest validation accuracy on the version's own labels (ties: the
-    # simpler one: the public data alone, the floor, the public edges alone, then the GNN)
-    reference_res = [reference] * runs if reference is not None and not np.isnan(reference["val_acc"]) else []
-    candidates = [("public_only", reference_res), ("feature_only", floor_res), ("public_edges", public_res),
-                  ("gnn", private_res)]
+    # simpler one: the public data alone, the floor, the public edges alone, label propagation
+    # over the release, then the GNN)
+    def every_run(r: dict[str, Any] | None) -> list[dict[str, Any]]:
+        return [r] * runs if r is not None and not np.isnan(r["val_acc"]) else []
+
+    candidates = [("public_only", every_run(reference)), ("feature_only", floor_res), ("public_edges", public_res),
+                  ("release_propagation", every_run(propagation)), ("gnn", private_res)]
     chosen, models = [], []
     for i in range(runs):
         name, res = select_by_validation([(n, r[i]) for n, r in candidates if r])
@@ -783,6 +788,9 @@ def _utility_summary(
         extra["public_only"] = {**_summary([reference["test_acc_own_labels"]] * runs), "method": reference["method"]}
         extra["value_of_release"] = paired_test([r["test_acc_own_labels"] for r in chosen],
                                                 [reference["test_acc_own_labels"]] * runs)
+    if propagation is not None:
+        extra["release_propagation"] = {**_summary([propagation["test_acc_own_labels"]] * runs),
+                                        "release_weight": propagation["release_weight"]}
     shareable = {
         "runs": runs,
         "private": {**_summary([r["test_acc_own_labels"] for r in private_res]),
@@ -798,6 +806,8 @@ def _utility_summary(
     if not clean_res:
         return shareable
     extra_raw = {"public_edges_on_raw_labels": _summary([r["test_acc"] for r in public_res])} if public_res else {}
+    if propagation is not None:
+        extra_raw["release_propagation_on_raw_labels"] = _summary([propagation["test_acc"]] * runs)
     if reference is not None:
         extra_raw["public_only_on_raw_labels"] = _summary([reference["test_acc"]] * runs)
         extra_raw["value_of_release_on_raw_labels"] = paired_test([r["test_acc"] for r in chosen],
@@ -873,7 +883,10 @@ def evaluate_utility(
             it, ``public_only`` (:func:`privgraph.public_reference.public_only_reference`: label
             propagation of those labels over the public edges, which reads no private data) is a
             candidate of ``selected``, and ``value_of_release`` (:func:`paired_test` of
-            ``selected`` against it) says what the release adds to the public data alone.
+            ``selected`` against it) says what the release adds to the public data alone; so is
+            ``release_propagation`` (:func:`privgraph.label_propagation.release_propagation`:
+            the version's training labels propagated over its public and released edges, the
+            released edges' weight chosen on validation), where the version released edges.
         **train_kwargs: passed to :func:`train_node_classifier` (not ``seed`` or ``eval_y``;
             the denoising options to the private run only).
 
@@ -921,13 +934,15 @@ def evaluate_utility(
         if public_kwargs is not None:
             public_res.append(train_node_classifier(private, seed=s, eval_y=raw_y, **public_kwargs))
             tracker.advance(detail=f"private graph, public edges only, run {i + 1}/{runs}")
-    reference = None
+    reference = propagation = None
     if public_train is not None:
+        from privgraph.label_propagation import release_propagation
         from privgraph.public_reference import public_only_reference
 
-        reference = public_only_reference(private, public_train, output_classes(private, train_kwargs.get("label_classes")),
-                                          raw_y=raw_y)
-    return _utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference)
+        classes = output_classes(private, train_kwargs.get("label_classes"))
+        reference = public_only_reference(private, public_train, classes, raw_y=raw_y)
+        propagation = release_propagation(private, classes, raw_y=raw_y)
+    return _utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference, propagation)
 
 
 def version_kwargs(version: GraphData, train_kwargs: dict[str, Any]) -> dict[str, Any]:

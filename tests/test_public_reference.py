@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from privgraph.graph import GraphData
-from privgraph.public_reference import LP_ALPHA, label_propagation, public_only_reference
+from privgraph.label_propagation import LP_ALPHA, label_propagation
+from privgraph.public_reference import public_only_reference
 
 
 def _two_communities(n: int = 200, seed: int = 0) -> GraphData:
@@ -130,3 +131,41 @@ def test_the_published_table_and_the_step_summary_show_it():
                          hidden=8, epochs=5, patience=None, device="cpu")
     md = metrics_markdown("p", "v", m)
     assert "public data alone" in md and "value of the release (chosen model - public data alone)" in md
+
+
+# -- label propagation over the release (a candidate of the chosen model) ----------------------------
+def test_weighted_propagation_keeps_one_weight_per_pair():
+    """A pair listed twice counts once, with its largest weight; weight 1 everywhere is plain LP."""
+    from privgraph.label_propagation import label_propagation
+
+    e = np.array([[0, 1, 1, 2], [1, 0, 2, 3]])
+    y, seeds = np.array([0, 1, 1, 0]), np.array([True, False, False, True])
+    plain = label_propagation(4, e[:, [0, 2, 3]], y, seeds, 2)
+    np.testing.assert_allclose(label_propagation(4, e, y, seeds, 2, weights=np.array([1.0, 0.3, 1, 1])), plain)
+    with pytest.raises(ValueError, match="weights"):
+        label_propagation(4, e, y, seeds, 2, weights=np.array([1.0, 0.0, 1, 1]))
+
+
+def test_release_propagation_uses_informative_released_edges():
+    """Half the communities' edges released as they are (an oracle release): propagating over them
+    beats the public edges alone; a release of random pairs is weighted down or adds nothing."""
+    from privgraph.label_propagation import release_propagation
+
+    g = _two_communities(seed=4)
+    rng = np.random.default_rng(5)
+    sparse_public = g.replace(edges_public=g.edges_public[:, rng.random(g.edges_public.shape[1]) < 0.15])
+    ref = public_only_reference(sparse_public, np.ones(g.num_nodes, bool), 2)
+    good = release_propagation(sparse_public, 2)
+    assert good is not None and good["test_acc_own_labels"] > ref["test_acc_own_labels"] + 0.05
+    assert good["release_weight"] in (0.25, 0.5, 1.0)
+    assert release_propagation(g.replace(edges_private=np.zeros((2, 0), np.int64)), 2) is None
+
+
+def test_the_chosen_model_includes_release_propagation():
+    from privgraph.training import evaluate_utility
+
+    g = _two_communities(seed=4)
+    m = evaluate_utility(g, None, runs=2, seed_sequence=5, public_train=np.ones(g.num_nodes, bool),
+                         hidden=8, epochs=5, patience=None, device="cpu")
+    assert m["release_propagation"]["release_weight"] in (0.25, 0.5, 1.0)
+    assert set(m["selected"]["models"]) <= {"public_only", "feature_only", "public_edges", "release_propagation", "gnn"}
