@@ -15,7 +15,9 @@ import pytest
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 # the temporary Prefect server gets 20 s to start by default; on a loaded 2-core machine the CLI
-# end-to-end tests (subprocesses inherit this) have seen it time out
+# end-to-end tests (subprocesses inherit this) have seen it time out. The in-process test harnesses
+# read it too (prefect_test_harness(server_startup_timeout=None)): their own default, 30 s, was
+# missed by every harness when 4 xdist workers started at once
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 # pytest-xdist: each worker gets its own Prefect home (the temporary servers' SQLite database lives
 # there) and one core's worth of threads (two workers' OpenMP pools on two cores spin against each

@@ -526,7 +526,7 @@ def harness():
     torch.set_num_threads(1)  # bit-identical training here and in the fresh process that recomputes
     _RECOMPUTER.append(Recomputer())
     try:
-        with prefect_test_harness():
+        with prefect_test_harness(server_startup_timeout=None):
             yield
     finally:
         _RECOMPUTER.pop().close()

@@ -379,7 +379,7 @@ def test_flows_pass_the_options_and_the_label_budget(tmp_path):
     }
     path = tmp_path / "pipelines.yaml"
     path.write_text(yaml.safe_dump({"pipelines": {"sbm-small": pipeline}}))
-    with prefect_test_harness():
+    with prefect_test_harness(server_startup_timeout=None):
         from flows.evaluate import evaluate_flow
         from flows.privatize import privatize_flow
         from privgraph.evaluation import evaluation_entropy

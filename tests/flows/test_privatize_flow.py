@@ -17,7 +17,7 @@ pytestmark = pytest.mark.flow
 def harness():
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness():
+    with prefect_test_harness(server_startup_timeout=None):
         yield
 
 

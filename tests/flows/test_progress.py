@@ -165,7 +165,7 @@ def test_tasks_log_progress_lines_and_broadcast_them(tmp_path):
         loop()
 
     got: list[ProgressEvent] = []
-    with prefect_test_harness(), listening(got.append):
+    with prefect_test_harness(server_startup_timeout=None), listening(got.append):
         state = demo(return_state=True)
         APILogHandler().flush()  # the run's logs are sent in batches
 
