@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privgraph.arrow_io import read_parquet_bytes
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
 from privgraph.graph import UNLABELLED, GraphData, check_edge_list
 
@@ -63,7 +64,7 @@ class _Table:
             return cls._read_csv(path, typed or {})
         if suffix in (".parquet", ".pq"):
             try:
-                df = pd.read_parquet(path)
+                df = read_parquet_bytes(path.read_bytes()).to_pandas(use_threads=False)
             except Exception as exc:  # pyarrow raises several unrelated types
                 raise GraphValidationError(f"{path}: cannot read as Parquet: {exc}") from exc
             return cls(path, df.reset_index(drop=True), None)
@@ -76,15 +77,17 @@ class _Table:
         raw = path.read_bytes()
         if not raw.strip():
             raise GraphValidationError(f"{path}: empty file; expected a header row and data rows")
-        # Fast path: pyarrow, accepted only when every typed column came out with its type and the
-        # file has exactly one line per row after the header (so row i is line i + 2).
+        # Fast path: pandas' C parser (no thread: Arrow's CSV reader starts a pool that can abort
+        # the interpreter at exit, see privgraph.arrow_io), accepted only when no cell is missing,
+        # every typed column came out with its type and the file has exactly one line per row
+        # after the header (so row i is line i + 2).
         try:
-            df = pd.read_csv(io.BytesIO(raw), engine="pyarrow")
+            df = pd.read_csv(io.BytesIO(raw), engine="c")
         except Exception:  # malformed: the csv-module path below reports it with a line number
             df = None
         if df is not None:
             n_lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
-            ok = n_lines == len(df) + 1 and all(
+            ok = n_lines == len(df) + 1 and not df.isna().to_numpy().any() and all(
                 pd.api.types.is_integer_dtype(df[c])
                 or (kind == "bool" and pd.api.types.is_bool_dtype(df[c]))
                 for c, kind in typed.items()

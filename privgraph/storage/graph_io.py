@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from privgraph.arrow_io import read_parquet_bytes
 from privgraph.errors import ArtifactError
 from privgraph.graph import GraphData
 
@@ -182,7 +183,7 @@ def objects_to_graph(objects: Mapping[str, bytes], num_nodes: int | None = None)
     if EDGES not in objects:
         raise ArtifactError(f"artifact objects lack {EDGES!r}; got {sorted(objects)}")
     try:
-        table = pq.read_table(io.BytesIO(objects[EDGES]), columns=["src", "dst", "kind"])
+        table = read_parquet_bytes(objects[EDGES], columns=["src", "dst", "kind"])
     except (pa.ArrowException, OSError) as err:
         raise ArtifactError(f"{EDGES}: not a readable parquet table with src, dst, kind: {err}") from None
     src = table.column("src").to_numpy().astype(np.int64, copy=False)
