@@ -53,10 +53,21 @@ def bootstrap_auc_ci(
     if not 0 < level < 1:
         raise ValueError(f"bootstrap_auc_ci: level must be in (0, 1), got {level!r}")
     pos, neg = np.flatnonzero(y), np.flatnonzero(~y)
+    # One sort for every replicate: a resample is a multiplicity per candidate, and a positive's
+    # count of lower (and tied) negatives is a cumulative sum over the negatives in score order.
+    order = np.argsort(s[neg], kind="stable")
+    neg_sorted = s[neg][order]
+    below = np.searchsorted(neg_sorted, s[pos], side="left")  # negatives strictly lower
+    upto = np.searchsorted(neg_sorted, s[pos], side="right")  # ... and tied
+    rank_of = np.empty(neg.size, dtype=np.int64)
+    rank_of[order] = np.arange(neg.size)
     aucs = np.empty(int(replicates))
     for b in range(int(replicates)):
-        i = np.concatenate([rng.choice(pos, pos.size), rng.choice(neg, neg.size)])
-        aucs[b] = roc_auc(s[i], y[i])
+        i_pos = rng.integers(0, pos.size, pos.size)  # = rng.choice(pos, pos.size), as positions
+        i_neg = rng.integers(0, neg.size, neg.size)
+        cum = np.concatenate([[0], np.cumsum(np.bincount(rank_of[i_neg], minlength=neg.size))])
+        wins = cum[below[i_pos]] + 0.5 * (cum[upto[i_pos]] - cum[below[i_pos]])
+        aucs[b] = wins.sum() / (pos.size * neg.size)
     lo, hi = np.quantile(aucs, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)
 

@@ -75,6 +75,35 @@ def test_roc_auc_is_the_mann_whitney_statistic_with_ties_one_half():
     assert precision_at_k(np.array([3.0, 2, 1, 0]), np.array([1, 0, 1, 0], bool)) == 0.5
 
 
+def test_the_bootstrap_interval_is_the_roc_auc_of_each_resample():
+    """The one-sort bootstrap gives exactly the percentiles of roc_auc over the resamples that
+    draw the positives and then the negatives with replacement, from the same Generator."""
+    rng = np.random.default_rng(4)
+    s = np.round(rng.normal(size=400), 1)  # ties across the classes
+    y = rng.random(400) < 0.3
+    draws, pos, neg = np.random.default_rng(9), np.flatnonzero(y), np.flatnonzero(~y)
+    aucs = []
+    for _ in range(50):
+        i = np.concatenate([draws.choice(pos, pos.size), draws.choice(neg, neg.size)])
+        aucs.append(roc_auc(s[i], y[i]))
+    lo, hi = bootstrap_auc_ci(s, y, np.random.default_rng(9), replicates=50, level=0.9)
+    assert (lo, hi) == pytest.approx(tuple(np.quantile(aucs, [0.05, 0.95])), abs=1e-12)
+
+
+def test_the_ridge_penalty_search_equals_one_solve_per_penalty():
+    """Held-out errors from one eigendecomposition = those of the d x d solve at each penalty,
+    with fewer rows than columns and with more."""
+    from privgraph.attacks.attribute import RIDGE_GRID, _fold_errors, _predict, _ridge
+
+    rng = np.random.default_rng(5)
+    for n, d in ((40, 90), (120, 15)):
+        f, f_out = (rng.random((n, d)) < 0.2).astype(float), (rng.random((20, d)) < 0.2).astype(float)
+        w_true = rng.normal(size=(d, 3))
+        y, y_out = f @ w_true + rng.normal(size=(n, 3)), f_out @ w_true + rng.normal(size=(20, 3))
+        direct = [((_predict(f_out, _ridge(f, y, lam)) - y_out) ** 2).sum() for lam in RIDGE_GRID]
+        assert _fold_errors(f, y, f_out, y_out, RIDGE_GRID) == pytest.approx(direct, rel=1e-9)
+
+
 @pytest.mark.parametrize("labels", [np.ones(5, bool), np.zeros(5, bool)])
 def test_one_class_is_refused(labels):
     with pytest.raises(GraphValidationError, match="positive and negative"):
