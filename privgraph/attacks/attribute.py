@@ -12,7 +12,8 @@ Reported against the raw private rows (a PRIVATE evaluation): the normalised mea
 the released rows taken as they are, and of the best guess from public data alone (the same
 ridge fit on the public neighbours' mean only; each penalty chosen by 3-fold cross-validation on
 the public rows); ROC-AUC ranks the entries above their column's
-public median (for 0/1 features: the ones) by the attack's estimate. Costs O(E d + rows d^2).
+public median (for 0/1 features: the ones) by the attack's estimate. Costs O(E d + rows d^2 + min(rows, d)^2 max(rows, d)):
+one eigendecomposition of the smaller Gram matrix per fold serves the whole penalty grid.
 """
 
 from __future__ import annotations
