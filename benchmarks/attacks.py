@@ -1,4 +1,5 @@
-"""What the attacks cost, as JSON lines: LinkTeller queries/s and pairs/s, link stealing pairs/s.
+"""What the attacks cost, as JSON lines: LinkTeller queries/s and pairs/s, link stealing pairs/s,
+the AUC bootstrap and attribute inference's ridge penalty search.
 
 LinkTeller answers each query (node u's features scaled by 1 + delta) by scaling row u of the
 model's prepared input in place; the reference in the same run prepares the whole perturbed
@@ -6,7 +7,12 @@ feature matrix again per query (what a naive API call costs). Both give identica
 checks it). Datasets: Cora and MUSAE Facebook from ``$PRIVGRAPH_DATA_ROOT`` (20% of edges private),
 a GCN trained for 50 epochs; CPU, or CUDA when present (``device`` in each line).
 
-Run: ``PRIVGRAPH_DATA_ROOT=../../shared/datasets python benchmarks/attacks.py [--pairs 200] [--datasets cora facebook]``
+The AUC bootstrap sorts once and counts each replicate's wins from multiplicities; the reference
+ranks every resample (``roc_auc`` per replicate); the intervals are identical. The ridge search
+factorises the smaller Gram matrix once per fold for the whole penalty grid; the reference solves
+the (d + 1) x (d + 1) normal equations per penalty and fold (Cora's public rows: [released, neighbour mean] -> raw row).
+
+Run: ``PRIVGRAPH_DATA_ROOT=../../shared/datasets python benchmarks/attacks.py [--pairs 200] [--datasets cora facebook] [--only linkteller|bootstrap|ridge]``
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ import time
 
 import numpy as np
 
-from privgraph.attacks import link_stealing_unsupervised, linkteller_scores, private_edge_pairs
+from privgraph.attacks import bootstrap_auc_ci, link_stealing_unsupervised, linkteller_scores, private_edge_pairs, roc_auc
+from privgraph.attacks.attribute import RIDGE_GRID, _fold_errors, _predict
 from privgraph.datasets import data_root, load_dataset
 from privgraph.training import fit_node_classifier
 
@@ -26,11 +33,75 @@ def _emit(record: dict) -> None:
     print(json.dumps(record), flush=True)
 
 
+def _bootstrap_reference(s: np.ndarray, y: np.ndarray, rng: np.random.Generator, replicates: int = 200) -> tuple[float, float]:
+    pos, neg = np.flatnonzero(y), np.flatnonzero(~y)
+    aucs = [roc_auc(s[i], y[i]) for i in
+            (np.concatenate([rng.choice(pos, pos.size), rng.choice(neg, neg.size)]) for _ in range(replicates))]
+    lo, hi = np.quantile(aucs, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def _normal_equations(f: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
+    """The reference ridge: the (d + 1) x (d + 1) normal equations, intercept unpenalized."""
+    f1 = np.hstack([f, np.ones((f.shape[0], 1))])
+    reg = lam * np.eye(f1.shape[1])
+    reg[-1, -1] = 0.0
+    return np.linalg.solve(f1.T @ f1 + reg, f1.T @ y)
+
+
+def bench_bootstrap(sizes: tuple[int, ...] = (10_000, 200_000)) -> None:
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        y = rng.random(n) < 0.5
+        s = np.round(rng.normal(size=n) + 0.3 * y, 2)  # ties, as attack scores have
+        t0 = time.perf_counter()
+        fast = bootstrap_auc_ci(s, y, np.random.default_rng(1))
+        t_fast = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ref = _bootstrap_reference(s, y, np.random.default_rng(1))
+        t_ref = time.perf_counter() - t0
+        _emit({"bench": "attacks/bootstrap_auc_ci", "candidates": n, "replicates": 200, "seconds": round(t_fast, 3),
+               "reference_seconds": round(t_ref, 3), "speedup_vs_reference": round(t_ref / t_fast, 2),
+               "identical": fast == ref})
+
+
+def bench_ridge_search(name: str, row_counts: tuple[int, ...] = (140, 1000)) -> None:
+    """Rows: as many public rows as Cora's training nodes (``public_nodes: train_mask``) and more."""
+    g = load_dataset(name, root=data_root(), rho=0.2)
+    x = np.asarray(g.x, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    for n_rows in row_counts:
+        rows = np.sort(rng.choice(g.num_nodes, n_rows, replace=False))
+        flipped = np.where(rng.random(x[rows].shape) < 0.27, 1 - x[rows], x[rows])  # a released-like copy
+        f, y = np.hstack([flipped, x[rows]]), x[rows]
+        folds = rng.permutation(n_rows) % 3
+        t0 = time.perf_counter()
+        fast = sum(_fold_errors(f[folds != k], y[folds != k], f[folds == k], y[folds == k], RIDGE_GRID) for k in range(3))
+        t_fast = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ref = np.array([sum(float(((_predict(f[folds == k], _normal_equations(f[folds != k], y[folds != k], lam)) - y[folds == k]) ** 2).sum())
+                            for k in range(3)) for lam in RIDGE_GRID])
+        t_ref = time.perf_counter() - t0
+        _emit({"bench": "attacks/ridge_penalty_search", "dataset": name, "rows": n_rows, "columns": int(f.shape[1]),
+               "targets": int(y.shape[1]), "penalties": len(RIDGE_GRID), "seconds": round(t_fast, 3),
+               "reference_seconds": round(t_ref, 3), "speedup_vs_reference": round(t_ref / t_fast, 2),
+               "max_relative_difference": float(np.max(np.abs(fast - ref) / ref)),
+               "same_penalty": int(np.argmin(fast)) == int(np.argmin(ref))})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=200, help="private edges attacked (and as many non-edges)")
     ap.add_argument("--datasets", nargs="+", default=["cora", "facebook"])
+    ap.add_argument("--only", choices=["linkteller", "bootstrap", "ridge"], default=None)
     args = ap.parse_args()
+    if args.only in (None, "bootstrap"):
+        bench_bootstrap()
+    if args.only in (None, "ridge"):
+        for name in args.datasets:
+            bench_ridge_search(name)
+    if args.only not in (None, "linkteller"):
+        return
     for name in args.datasets:
         g = load_dataset(name, root=data_root(), rho=0.2)
         model = fit_node_classifier(g, seed=0, epochs=50, patience=None)

@@ -12,8 +12,9 @@ Reported against the raw private rows (a PRIVATE evaluation): the normalised mea
 the released rows taken as they are, and of the best guess from public data alone (the same
 ridge fit on the public neighbours' mean only; each penalty chosen by 3-fold cross-validation on
 the public rows); ROC-AUC ranks the entries above their column's
-public median (for 0/1 features: the ones) by the attack's estimate. Costs O(E d + rows d^2 + min(rows, d)^2 max(rows, d)):
-one eigendecomposition of the smaller Gram matrix per fold serves the whole penalty grid.
+public median (for 0/1 features: the ones) by the attack's estimate. Costs O(E d + min(rows, d)^2 max(rows, d)): one
+eigendecomposition of the smaller Gram matrix per fold serves the whole penalty grid, and each fit
+solves on the smaller side.
 """
 
 from __future__ import annotations
@@ -46,10 +47,15 @@ def _public_neighbour_mean(graph: GraphData, public_rows: np.ndarray) -> np.ndar
 
 
 def _ridge(f: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
-    f1 = np.hstack([f, np.ones((f.shape[0], 1))])
-    reg = lam * np.eye(f1.shape[1])
-    reg[-1, -1] = 0.0  # no penalty on the intercept
-    return np.linalg.solve(f1.T @ f1 + reg, f1.T @ y)
+    """Ridge weights with an unpenalized intercept (last row): on centred data F, y,
+    ``w = (F^T F + lam I)^-1 F^T y = F^T (F F^T + lam I)^-1 y``, solved on the smaller side."""
+    mu_f, mu_y = f.mean(axis=0), y.mean(axis=0)
+    fc, yc = f - mu_f, y - mu_y
+    if fc.shape[0] < fc.shape[1]:
+        w = fc.T @ np.linalg.solve(fc @ fc.T + lam * np.eye(fc.shape[0]), yc)
+    else:
+        w = np.linalg.solve(fc.T @ fc + lam * np.eye(fc.shape[1]), fc.T @ yc)
+    return np.vstack([w, mu_y - mu_f @ w])
 
 
 def _predict(f: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -91,8 +91,9 @@ def test_the_bootstrap_interval_is_the_roc_auc_of_each_resample():
 
 
 def test_the_ridge_penalty_search_equals_one_solve_per_penalty():
-    """Held-out errors from one eigendecomposition = those of the d x d solve at each penalty,
-    with fewer rows than columns and with more."""
+    """Held-out errors from one eigendecomposition, and the weights solved on the smaller side,
+    = those of the textbook (d + 1) x (d + 1) normal equations at each penalty, with fewer rows
+    than columns and with more."""
     from privgraph.attacks.attribute import RIDGE_GRID, _fold_errors, _predict, _ridge
 
     rng = np.random.default_rng(5)
@@ -100,7 +101,14 @@ def test_the_ridge_penalty_search_equals_one_solve_per_penalty():
         f, f_out = (rng.random((n, d)) < 0.2).astype(float), (rng.random((20, d)) < 0.2).astype(float)
         w_true = rng.normal(size=(d, 3))
         y, y_out = f @ w_true + rng.normal(size=(n, 3)), f_out @ w_true + rng.normal(size=(20, 3))
-        direct = [((_predict(f_out, _ridge(f, y, lam)) - y_out) ** 2).sum() for lam in RIDGE_GRID]
+        f1 = np.hstack([f, np.ones((n, 1))])
+        direct = []
+        for lam in RIDGE_GRID:
+            reg = lam * np.eye(d + 1)
+            reg[-1, -1] = 0.0  # the intercept unpenalized
+            w = np.linalg.solve(f1.T @ f1 + reg, f1.T @ y)  # the textbook normal equations
+            assert _ridge(f, y, lam) == pytest.approx(w, rel=1e-7, abs=1e-9)
+            direct.append(((_predict(f_out, w) - y_out) ** 2).sum())
         assert _fold_errors(f, y, f_out, y_out, RIDGE_GRID) == pytest.approx(direct, rel=1e-9)
 
 
