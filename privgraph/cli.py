@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from privgraph.errors import EXIT_CODES, exit_code_for, one_line
-from privgraph.report import PAIRED_TESTS, UTILITY_ROWS, attack_rows, graph_utility_rows, paired_test_line
+from privgraph.report import PAIRED_TESTS, POST_PROCESSING, UTILITY_ROWS, attack_rows, graph_utility_rows, paired_test_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Differentially private graphs, end to end.")
 artifacts_app = typer.Typer(no_args_is_help=True, help="List, show, verify and clean stored private graph versions.")
@@ -589,6 +589,7 @@ def _print_metrics(m: dict[str, Any], owner_only: dict[str, Any] | None = None) 
     for key, label in PAIRED_TESTS:
         if m.get(key):
             out.print(escape(paired_test_line(m[key], label)), highlight=False)
+    out.print(escape(POST_PROCESSING), highlight=False)
     rows = graph_utility_rows((owner_only or {}).get("graph_utility"))
     if rows:
         g = Table("statistic", "original", "released", "error / distance",

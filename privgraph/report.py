@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PAIRED_TESTS", "UTILITY_ROWS", "ledger_markdown", "metrics_markdown", "paired_test_line", "private_evaluation_markdown"]
+__all__ = ["PAIRED_TESTS", "POST_PROCESSING", "UTILITY_ROWS", "ledger_markdown", "metrics_markdown", "paired_test_line", "private_evaluation_markdown"]
 
 
 def _fmt(v: Any) -> str:
@@ -65,7 +65,15 @@ def metrics_markdown(pipeline: str, version: str, metrics: dict[str, Any]) -> st
     for key, label in PAIRED_TESTS:
         if metrics.get(key):
             lines += ["", paired_test_line(metrics[key], label)]
+    lines += ["", POST_PROCESSING]
     return "\n".join(lines) + "\n"
+
+
+#: what every model of the utility table is, privacy-wise (shown under the table)
+POST_PROCESSING = (
+    "Every model above reads only the stored version and the data declared public: post-processing "
+    "of the release, so the ledger's guarantee is unchanged and no budget is spent."
+)
 
 
 #: the utility rows of an evaluation's metrics (key, label), in the order shown

@@ -131,6 +131,7 @@ def test_the_published_table_and_the_step_summary_show_it():
                          hidden=8, epochs=5, patience=None, device="cpu")
     md = metrics_markdown("p", "v", m)
     assert "public data alone" in md and "value of the release (chosen model - public data alone)" in md
+    assert md.rstrip().endswith("post-processing of the release, so the ledger's guarantee is unchanged and no budget is spent.")
 
 
 # -- label propagation over the release (a candidate of the chosen model) ----------------------------
