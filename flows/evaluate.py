@@ -17,7 +17,7 @@ from privgraph.disclosure import Disclosure, disclosure_of
 from privgraph.accounting import PrivacyLedger
 from privgraph.config import PipelineConfig
 from privgraph.config_loader import load_config
-from privgraph.evaluation import label_noise
+from privgraph.evaluation import check_evaluable, label_noise
 from privgraph.errors import ArtifactError, ArtifactIntegrityError
 from privgraph.graph import GraphData
 from privgraph.graph_utility import structure_plot_png
@@ -26,7 +26,7 @@ from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage import open_store
 from privgraph.storage.private_record import input_identity, owner_signing_key, read_private_record
 from privgraph.storage.seal import public_key_hex
-from privgraph.training import OWNER_ONLY, check_evaluable
+from privgraph.training import OWNER_ONLY
 from tasks.evaluate import attacks, evaluate, graph_report
 from tasks.embed import ingest_with_features
 

@@ -22,17 +22,15 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from flows.evaluate import evaluate_flow, feature_release_of
 from flows.reporting import label_flow_run, pipeline_tags, publish_ledger, publish_metrics
 from privgraph.disclosure import disclosure_of
 from privgraph.accounting import BudgetPolicy, LedgerEntry
 from privgraph.config_loader import load_config
-from privgraph.evaluation import evaluation_entropy
+from privgraph.evaluation import check_evaluable, evaluation_entropy, evaluation_problem
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.publication import build_manifest
 from privgraph.preflight import check_before_reading, resolve_store
 from privgraph.storage.private_record import input_identity, write_private_record
-from privgraph.training import check_evaluable, evaluation_problem
 from privgraph.validation import enforce
 from tasks.embed import ingest_with_features
 from tasks.partition import partition
@@ -90,6 +88,8 @@ def privatize_flow(
     try:
         metrics = private_evaluation = None
         if evaluate:
+            from flows.evaluate import evaluate_flow, feature_release_of  # torch: only where a model trains
+
             ev = evaluate_flow(
                 pipeline=pipeline, version=pending.version, config_path=config_path,
                 store=store_uri, staged=True, seed_entropy=evaluation_entropy(cfg.seed),  # never the seed

@@ -1,4 +1,6 @@
-"""What a version's shareable metrics are made of: the seeds, the label noise and the training.
+"""What a version's shareable metrics are made of: the seeds, the label noise and the training;
+and whether a graph can be evaluated at all (:func:`check_evaluable`, torch-free: checked before
+anything is privatized, and with ``--no-evaluate`` no model library is imported).
 
 The evaluate flow computes a version's metrics on the staged objects; :func:`version_metrics`
 recomputes them from the STORED version and public configuration alone (no raw data is read), as a
@@ -13,12 +15,14 @@ from typing import Any
 from privgraph.accounting import PrivacyLedger
 from privgraph.config import PipelineConfig
 from privgraph.disclosure import declare_public
+from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
 from privgraph.progress import ProgressCallback
 from privgraph.seeding import as_seed_sequence, one_way_entropy, stage_seed
-from privgraph.training import evaluate_utility
 
-__all__ = ["evaluation_entropy", "label_noise", "version_metrics"]
+__all__ = ["check_evaluable", "evaluation_entropy", "evaluation_problem", "label_noise", "version_metrics"]
+
+_MASKS = ("train_mask", "val_mask", "test_mask")
 
 
 def evaluation_entropy(seed: int | None) -> int | None:
@@ -74,6 +78,40 @@ def version_metrics(
     noise = label_noise(cfg, manifest) if cfg.evaluate.drop else {}
     seed = stage_seed(as_seed_sequence(entropy), "evaluate")
     disclosure = declare_public(manifest["pipeline"] if manifest else "<staged>", cfg)
+    from privgraph.training import evaluate_utility  # torch: only where a model trains
+
     return evaluate_utility(version, clean, runs=cfg.evaluate.runs, seed_sequence=seed, progress=progress,
                             public_train=~disclosure.private_label_rows(version),
                             **noise, **cfg.evaluate.train_kwargs())
+
+
+def evaluation_problem(graph: GraphData, dataset: str) -> str | None:
+    """Why evaluation cannot train on ``graph`` (no labels, no train/val/test split, an empty or
+    unlabelled part), as one line; ``None`` when it can. Reads only public structure: whether
+    labels exist, the split masks and which nodes are labelled."""
+    missing = [name for name in ("y", *_MASKS) if getattr(graph, name) is None]
+    empty = [name for name in _MASKS if getattr(graph, name) is not None and not getattr(graph, name).any()]
+    labelled = graph.labelled()
+    unlabelled = [name for name in _MASKS if labelled is not None and getattr(graph, name) is not None
+                  and (getattr(graph, name) & ~labelled).any()]
+    if not (missing or empty or unlabelled):
+        return None
+    what = (f"has no {', '.join('labels (y)' if m == 'y' else m for m in missing)}" if missing
+            else f"has an empty {', '.join(empty)}" if empty
+            else f"has unlabelled nodes in {', '.join(unlabelled)}")
+    return f"dataset {dataset!r} {what}: evaluation needs labels and a train/val/test split"
+
+
+def check_evaluable(graph: GraphData, dataset: str) -> None:
+    """Refuse, before anything is privatized, a graph that evaluation cannot train on
+    (:func:`evaluation_problem`), in one line naming what is missing and the two ways out.
+
+    Raises:
+        GraphValidationError: labels or a split mask are missing, or a mask selects no node.
+    """
+    problem = evaluation_problem(graph, dataset)
+    if problem is not None:
+        raise GraphValidationError(
+            f"{problem}; add a split (e.g. dataset.options: {{train: 0.5, val: 0.25}} or {{split: split.json}}) "
+            "or run with --no-evaluate"
+        )

@@ -69,8 +69,6 @@ __all__ = [
     "EDGE_SETS",
     "MODELS",
     "OWNER_ONLY",
-    "check_evaluable",
-    "evaluation_problem",
     "choose_device",
     "drop_bound",
     "encode_features",
@@ -200,38 +198,6 @@ def _check_number(
         kind = "an int" if integer else "a finite number"
         op = ">=" if low_inclusive else ">"
         raise ValueError(f"train_node_classifier: {name} must be {kind} {op} {low}, got {value!r}")
-
-
-def evaluation_problem(graph: GraphData, dataset: str) -> str | None:
-    """Why evaluation cannot train on ``graph`` (no labels, no train/val/test split, an empty or
-    unlabelled part), as one line; ``None`` when it can. Reads only public structure: whether
-    labels exist, the split masks and which nodes are labelled."""
-    missing = [name for name in ("y", *_MASKS) if getattr(graph, name) is None]
-    empty = [name for name in _MASKS if getattr(graph, name) is not None and not getattr(graph, name).any()]
-    labelled = graph.labelled()
-    unlabelled = [name for name in _MASKS if labelled is not None and getattr(graph, name) is not None
-                  and (getattr(graph, name) & ~labelled).any()]
-    if not (missing or empty or unlabelled):
-        return None
-    what = (f"has no {', '.join('labels (y)' if m == 'y' else m for m in missing)}" if missing
-            else f"has an empty {', '.join(empty)}" if empty
-            else f"has unlabelled nodes in {', '.join(unlabelled)}")
-    return f"dataset {dataset!r} {what}: evaluation needs labels and a train/val/test split"
-
-
-def check_evaluable(graph: GraphData, dataset: str) -> None:
-    """Refuse, before anything is privatized, a graph that evaluation cannot train on
-    (:func:`evaluation_problem`), in one line naming what is missing and the two ways out.
-
-    Raises:
-        GraphValidationError: labels or a split mask are missing, or a mask selects no node.
-    """
-    problem = evaluation_problem(graph, dataset)
-    if problem is not None:
-        raise GraphValidationError(
-            f"{problem}; add a split (e.g. dataset.options: {{train: 0.5, val: 0.25}} or {{split: split.json}}) "
-            "or run with --no-evaluate"
-        )
 
 
 def _check_graph(graph: GraphData) -> None:

@@ -9,7 +9,6 @@ from prefect.cache_policies import NO_CACHE
 from privgraph.config import EmbedConfig
 from privgraph.datasets import data_root
 from privgraph.embed.cache import EmbeddingCache
-from privgraph.embed.stage import build_embedder, face_masked_embeddings, face_variant
 from privgraph.graph import GraphData
 from privgraph.scoring import ScoreResult, ScoresConfig, compute_scores
 from privgraph.scoring.importance import PublicRows
@@ -28,6 +27,8 @@ def scores(
     faces = config.sensitivity.faces if config.sensitivity is not None else None
     if faces is None or embed is None:
         return compute_scores(rows, config, seed=seed)
+    from privgraph.embed.stage import build_embedder, face_masked_embeddings, face_variant  # torch: image graphs only
+
     embedder = build_embedder(embed.model_dump(), root or data_root())
     cache = EmbeddingCache() if embed.cache else None
 

@@ -158,3 +158,18 @@ def test_no_function_is_longer_than_a_screenful_or_two():
                 if n > MAX_FUNCTION_LINES:
                     long[f"{mod}.{node.name}"] = n
     assert not long, long
+
+
+def test_a_run_that_trains_no_model_imports_no_model_library():
+    """``privgraph run --no-evaluate`` and every refusal before training import the privatize flow
+    and the CLI only: no torch, PyG or torchvision (about 6 s of each such process here). The
+    evaluate flow, the embed stage and the GNNs are imported where a model is trained or run."""
+    import subprocess
+    import sys
+
+    code = ("import sys, privgraph.cli, flows.privatize, flows; "
+            "bad = [m for m in ('torch', 'torch_geometric', 'torchvision', 'onnxruntime') if m in sys.modules]; "
+            "assert not bad, bad; "
+            "assert flows.evaluate_flow.name == 'evaluate' and 'torch' in sys.modules")  # the lazy export works
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
