@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from privgraph.errors import ConfigError
-from privgraph.graph import GraphData
+from privgraph.graph import SPLIT_MASKS, GraphData
 
 if TYPE_CHECKING:
     from privgraph.config import PipelineConfig, PipelinesConfig
@@ -59,7 +59,6 @@ __all__ = ["Disclosure", "declare_public", "disclosure_of", "FINGERPRINT_FORMAT"
 
 #: The tag hashed first by :meth:`Disclosure.fingerprint` (bump when its input changes).
 FINGERPRINT_FORMAT = "privgraph.public-inputs/1"
-_MASKS = ("train_mask", "val_mask", "test_mask")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +147,7 @@ class Disclosure:
         yield "edges_public", np.ascontiguousarray(graph.edges_public, dtype=np.int64)
         if self.private_edges_by is not None:
             yield "private_nodes", graph.private_nodes()
-        for name in _MASKS:
+        for name in SPLIT_MASKS:
             m = getattr(graph, name)
             if m is not None:
                 yield name, np.ascontiguousarray(m)

@@ -16,13 +16,12 @@ from privgraph.accounting import PrivacyLedger
 from privgraph.config import PipelineConfig
 from privgraph.disclosure import declare_public
 from privgraph.errors import GraphValidationError
-from privgraph.graph import GraphData
+from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.progress import ProgressCallback
 from privgraph.seeding import as_seed_sequence, one_way_entropy, stage_seed
 
 __all__ = ["check_evaluable", "evaluation_entropy", "evaluation_problem", "label_noise", "version_metrics"]
 
-_MASKS = ("train_mask", "val_mask", "test_mask")
 
 
 def evaluation_entropy(seed: int | None) -> int | None:
@@ -89,10 +88,10 @@ def evaluation_problem(graph: GraphData, dataset: str) -> str | None:
     """Why evaluation cannot train on ``graph`` (no labels, no train/val/test split, an empty or
     unlabelled part), as one line; ``None`` when it can. Reads only public structure: whether
     labels exist, the split masks and which nodes are labelled."""
-    missing = [name for name in ("y", *_MASKS) if getattr(graph, name) is None]
-    empty = [name for name in _MASKS if getattr(graph, name) is not None and not getattr(graph, name).any()]
+    missing = [name for name in ("y", *SPLIT_MASKS) if getattr(graph, name) is None]
+    empty = [name for name in SPLIT_MASKS if getattr(graph, name) is not None and not getattr(graph, name).any()]
     labelled = graph.labelled()
-    unlabelled = [name for name in _MASKS if labelled is not None and getattr(graph, name) is not None
+    unlabelled = [name for name in SPLIT_MASKS if labelled is not None and getattr(graph, name) is not None
                   and (getattr(graph, name) & ~labelled).any()]
     if not (missing or empty or unlabelled):
         return None

@@ -22,6 +22,7 @@ from privgraph.errors import GraphValidationError
 __all__ = [
     "GraphData",
     "GraphValidationError",
+    "SPLIT_MASKS",
     "UNLABELLED",
     "canonical_edges",
     "check_edge_list",
@@ -33,6 +34,8 @@ _MAX_SHOWN = 5
 #: the label of a node without one (single-label ``y``): in no train/val/test mask, never
 #: touched by label RR, and kept as -1 in every release
 UNLABELLED = -1
+#: the split masks of a graph, in order
+SPLIT_MASKS = ("train_mask", "val_mask", "test_mask")
 
 
 def _rows(idx: np.ndarray) -> str:
@@ -184,7 +187,7 @@ class GraphData:
         self._validate_disjoint()
         self._validate_x()
         self._validate_y()
-        for name in ("train_mask", "val_mask", "test_mask"):
+        for name in SPLIT_MASKS:
             self._validate_mask(name)
         self._validate_aggregates()
 
@@ -423,7 +426,7 @@ class GraphData:
             data.x = torch.from_numpy(self.x)
         if self.y is not None:
             data.y = torch.from_numpy(self.y)
-        for name in ("train_mask", "val_mask", "test_mask"):
+        for name in SPLIT_MASKS:
             m = getattr(self, name)
             if m is not None:
                 data[name] = torch.from_numpy(m)

@@ -57,7 +57,7 @@ import torch
 import torch.nn.functional as F
 
 from privgraph.errors import GraphValidationError
-from privgraph.graph import GraphData
+from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.randomized_response import label_rr_keep_probability, label_rr_transition_matrix
 from privgraph.models import GAT, GCN, GIN, GAPClassifier, GraphSAGE, KProp
 from privgraph.models.sparse import quiet_sparse_beta
@@ -86,7 +86,6 @@ __all__ = [
     "TrainedClassifier",
 ]
 
-_MASKS = ("train_mask", "val_mask", "test_mask")
 _SPARSE_DENSITY = 0.1
 MODELS: dict[str, type[torch.nn.Module]] = {
     "gcn": GCN, "sage": GraphSAGE, "gat": GAT, "gin": GIN,
@@ -203,7 +202,7 @@ def _check_number(
 def _check_graph(graph: GraphData) -> None:
     if not isinstance(graph, GraphData):
         raise TypeError(f"train_node_classifier: expected a GraphData, got {type(graph).__name__}")
-    missing = [name for name in ("x", "y", *_MASKS) if getattr(graph, name) is None]
+    missing = [name for name in ("x", "y", *SPLIT_MASKS) if getattr(graph, name) is None]
     if missing:
         raise ValueError(
             f"train_node_classifier: the graph has no {', '.join(missing)}; node classification "
@@ -214,7 +213,7 @@ def _check_graph(graph: GraphData) -> None:
             f"train_node_classifier: multi-label y of shape {list(graph.y.shape)} is not supported "
             "(single-label int64 y [n] only)"
         )
-    for name in _MASKS:
+    for name in SPLIT_MASKS:
         m = getattr(graph, name)
         if not m.any():
             raise ValueError(f"train_node_classifier: {name} selects no node")
@@ -463,7 +462,7 @@ def fit_node_classifier(
                           feature_dim=feature_dim, seed=seed, dev=dev)
     y = inp.data.y.to(dev)
     y_test = y if eval_y is None else torch.from_numpy(eval_y.astype(np.int64)).to(dev)
-    idx = {name: torch.from_numpy(np.flatnonzero(getattr(inp.graph, name))).to(dev) for name in _MASKS}
+    idx = {name: torch.from_numpy(np.flatnonzero(getattr(inp.graph, name))).to(dev) for name in SPLIT_MASKS}
     targets = _training_targets(y, idx, num_classes, inp, dev, kprop_labels=kprop_labels, drop=drop,
                                 propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
                                 label_classes=label_classes)
@@ -711,7 +710,7 @@ def _check_evaluation_inputs(private: GraphData, clean: GraphData | None, runs: 
             f"evaluate_utility: private graph has {private.num_nodes} nodes, clean graph "
             f"{clean.num_nodes}; they must be the same nodes"
         )
-    for name in _MASKS if clean is not None else ():
+    for name in SPLIT_MASKS if clean is not None else ():
         a, b = getattr(private, name), getattr(clean, name)
         if a is None or b is None:
             if a is not b:

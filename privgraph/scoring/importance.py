@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from privgraph.errors import ConfigError
-from privgraph.graph import GraphData
+from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.guarantee import Guarantee
 from privgraph.params import check_epsilon, check_int
 from privgraph.mechanisms.features.label_rr import LabelRR
@@ -57,7 +57,6 @@ from privgraph.seeding import as_generator, stage_seed
 
 __all__ = [
     "RULES",
-    "MASK_NAMES",
     "MODEL_FILE_FORMAT",
     "PrivateLabelsError",
     "PublicSubset",
@@ -79,7 +78,6 @@ __all__ = [
 
 #: rules choosing the public node subset
 RULES = ("train_mask", "random", "all")
-MASK_NAMES = ("train_mask", "val_mask", "test_mask")
 #: the one documented model-file format (an ``.npz`` read with ``allow_pickle=False``)
 MODEL_FILE_FORMAT = "privgraph-linear-npz-v1"
 
@@ -158,7 +156,7 @@ def restrict_rows(graph: GraphData, nodes: np.ndarray) -> GraphData:
     for k in _ROW_META:
         if k in graph.meta:
             meta[k] = tuple(graph.meta[k][int(i)] for i in nodes)
-    masks = {m: getattr(graph, m)[nodes] for m in MASK_NAMES if getattr(graph, m) is not None}
+    masks = {m: getattr(graph, m)[nodes] for m in SPLIT_MASKS if getattr(graph, m) is not None}
     empty = np.zeros((2, 0), dtype=np.int64)
     return GraphData(
         num_nodes=int(nodes.size), x=None if graph.x is None else graph.x[nodes],
@@ -200,11 +198,11 @@ def _check_mask_names(names: Any, what: str) -> tuple[str, ...]:
     if isinstance(names, str):
         names = (names,)
     if not isinstance(names, Sequence):
-        raise TypeError(f"{what} must be a list of mask names among {list(MASK_NAMES)}, got {names!r}")
+        raise TypeError(f"{what} must be a list of mask names among {list(SPLIT_MASKS)}, got {names!r}")
     out: list[str] = []
     for n in names:
-        if n not in MASK_NAMES:
-            raise ValueError(f"{what}: unknown mask {n!r}; known: {list(MASK_NAMES)}")
+        if n not in SPLIT_MASKS:
+            raise ValueError(f"{what}: unknown mask {n!r}; known: {list(SPLIT_MASKS)}")
         if n not in out:
             out.append(n)
     return tuple(out)

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from privgraph.arrow_io import read_parquet_bytes
 from privgraph.errors import ArtifactError
-from privgraph.graph import GraphData
+from privgraph.graph import SPLIT_MASKS, GraphData
 
 __all__ = [
     "graph_to_objects",
@@ -59,7 +59,6 @@ AGGREGATES = "aggregates.npy"
 GRAPH_INFO = "graph.json"
 GRAPH_FORMAT = "privgraph.graph/1"
 
-_MASKS = ("train_mask", "val_mask", "test_mask")
 _KINDS = ("public", "private")
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed zip entry time: deterministic bytes
 
@@ -124,7 +123,7 @@ def graph_to_objects(graph: GraphData) -> dict[str, bytes]:
     if graph.y is not None:
         objects[LABELS] = _npy_bytes(graph.y)
     objects[EDGES] = _edges_bytes(graph)
-    masks = {m: getattr(graph, m) for m in _MASKS if getattr(graph, m) is not None}
+    masks = {m: getattr(graph, m) for m in SPLIT_MASKS if getattr(graph, m) is not None}
     if masks:
         objects[SPLITS] = _npz_bytes(masks)
     if graph.aggregates is not None:
@@ -205,7 +204,7 @@ def objects_to_graph(objects: Mapping[str, bytes], num_nodes: int | None = None)
     if SPLITS in objects:
         try:
             with np.load(io.BytesIO(objects[SPLITS]), allow_pickle=False) as npz:
-                for m in _MASKS:
+                for m in SPLIT_MASKS:
                     if m in npz.files:
                         kwargs[m] = npz[m]
         except (ValueError, OSError, zipfile.BadZipFile) as err:

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privgraph.errors import GraphValidationError
-from privgraph.graph import UNLABELLED, GraphData
+from privgraph.graph import SPLIT_MASKS, UNLABELLED, GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.mechanisms.base import EpsilonRange, check_generator
 from privgraph.params import check_int
@@ -21,8 +21,6 @@ from privgraph.randomized_response import (
 
 __all__ = ["LabelRR"]
 
-_MASK_NAMES = ("train_mask", "val_mask", "test_mask")
-
 
 def _as_mask_names(mask: Any) -> tuple[str, ...] | None:
     if mask is None:
@@ -34,8 +32,8 @@ def _as_mask_names(mask: Any) -> tuple[str, ...] | None:
     for n in names:
         if not isinstance(n, str):
             raise TypeError(f"mask names must be strings, got {n!r}")
-        if n not in _MASK_NAMES:
-            raise ValueError(f"mask must name GraphData masks among {list(_MASK_NAMES)}, got {n!r}")
+        if n not in SPLIT_MASKS:
+            raise ValueError(f"mask must name GraphData masks among {list(SPLIT_MASKS)}, got {n!r}")
         if n not in out:
             out.append(n)
     if not out:
