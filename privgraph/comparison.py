@@ -44,6 +44,7 @@ from privgraph.training import (
     DENOISING_OPTIONS,
     feature_only_kwargs,
     fit_node_classifier,
+    output_classes,
     paired_test,
     public_edges_kwargs,
     select_by_validation,
@@ -148,13 +149,16 @@ def _train(g: GraphData, seed: Any, probe: AttackProbe | None, refs: dict[str, d
     the same seed, trained here when None): the feature-only floor and, where the version has
     public edges beside its release, the same model over the public edges alone
     (``public_edges_acc``); and the accuracy of the one of them and the GNN with the highest
-    validation accuracy (``selected_acc``, ``selected``; as in evaluate_utility)."""
+    validation accuracy (``selected_acc``, ``selected``; as in evaluate_utility); with the
+    public-only reference among the references, its accuracy (``public_only_acc``)."""
     model = fit_node_classifier(g, seed=seed, **version_kwargs(g, kw))
     gnn = model.result
     rec: dict[str, Any] = {"test_acc": float(gnn["test_acc"])}
     if cell:
         refs = _references(g, seed, kw) if refs is None else refs
         rec["feature_only_acc"] = refs["feature_only"]["test_acc"]
+        if "public_only" in refs:
+            rec["public_only_acc"] = refs["public_only"]["test_acc"]
         if "public_edges" in refs:
             rec["public_edges_acc"] = refs["public_edges"]["test_acc"]
         name, chosen = select_by_validation([*refs.items(), ("gnn", gnn)])
@@ -318,12 +322,24 @@ def run_comparison(
 def _references(
     version: GraphData, seed: Any, kwargs: Mapping[str, Any], cache: dict[str, dict[str, float]] | None = None
 ) -> dict[str, dict[str, float]]:
-    """The reference models' test and validation accuracy on ``version``: ``feature_only`` (the
-    same model over no edges) and, where it is a candidate, ``public_edges`` (over the version's
-    public edges alone); in the order :func:`select_by_validation` breaks ties by. ``cache``
-    holds models already trained on the same features, labels, public edges and seed."""
+    """The reference models' test and validation accuracy on ``version``: ``public_only`` (the
+    public-only reference, :func:`privgraph.public_reference.public_only_reference`: label
+    propagation of the training labels, which a comparison does not privatize, over the version's
+    public edges; for a features comparison every edge), ``feature_only`` (the same model over no
+    edges) and, where it is a candidate, ``public_edges`` (over the version's public edges alone);
+    in the order :func:`select_by_validation` breaks ties by. ``cache`` holds models already
+    trained on the same features, labels, public edges and seed."""
+    from privgraph.public_reference import public_only_reference
+
     cache = {} if cache is None else cache
     out = {}
+    if "public_only" not in cache:
+        classes = output_classes(version, kwargs.get("label_classes"))
+        r = public_only_reference(version, np.ones(version.num_nodes, bool), classes, raw_y=kwargs.get("eval_y"))
+        if r is not None:
+            cache["public_only"] = {"test_acc": float(r["test_acc"]), "val_acc": float(r["val_acc"])}
+    if "public_only" in cache:
+        out["public_only"] = cache["public_only"]
     for name, kw in (("feature_only", feature_only_kwargs(dict(kwargs))),
                      ("public_edges", public_edges_kwargs(version, dict(kwargs)))):
         if kw is not None:
@@ -419,6 +435,11 @@ def summarize(result: ComparisonResult) -> dict[str, Any]:
                 if pub.size == acc.size:
                     pm, ps = _mean_std(pub)
                     cell["public_edges"] = {"mean": pm, "std": ps}
+                alone = result.accuracies(name, eps, "public_only_acc")
+                if alone.size == acc.size:
+                    am, as_ = _mean_std(alone)
+                    cell["public_only"] = {"mean": am, "std": as_}
+                    cell["value_of_release"] = paired_test(sel.tolist(), alone.tolist())
             cells[name][repr(eps)] = cell
     clean_mean, clean_std = _mean_std(result.accuracies(CLEAN, None))
     tests: dict[str, dict[str, Any]] = {}
@@ -476,7 +497,9 @@ def comparison_markdown(title: str, result: ComparisonResult) -> str:
         lines += ["", "## The feature-only floor: the same model over no edges, and the GNN against it", "",
                   "Floor, and the model chosen per run by validation accuracy (the floor, the public edges "
                   "alone where the version has them, or the GNN), mean +- std; GNN - floor and chosen - floor "
-                  "with the p of a paired t-test (scipy.stats.ttest_rel).", "",
+                  "with the p of a paired t-test (scipy.stats.ttest_rel); where the public data alone is a "
+                  "model (label propagation of the training labels over the public edges), its accuracy and "
+                  "the value of the release: chosen - public alone.", "",
                   head, "|---|" + "---|" * len(eps_keys)]
         for name in result.mechanisms:
             row = []
@@ -485,8 +508,13 @@ def comparison_markdown(title: str, result: ComparisonResult) -> str:
                 f, sel, d, ds = c["feature_only"], c["selected"], c["vs_feature_only"], c["selected_vs_feature_only"]
                 p = "" if d["pvalue"] is None else f", p = {d['pvalue']:.3g}"
                 ps = "" if ds["pvalue"] is None else f", p = {ds['pvalue']:.3g}"
-                row.append(f"floor {f['mean']:.3f} +- {f['std']:.3f}; GNN - floor {d['mean_difference']:+.3f}{p}; "
-                           f"chosen {sel['mean']:.3f}, chosen - floor {ds['mean_difference']:+.3f}{ps}")
+                text = (f"floor {f['mean']:.3f} +- {f['std']:.3f}; GNN - floor {d['mean_difference']:+.3f}{p}; "
+                        f"chosen {sel['mean']:.3f}, chosen - floor {ds['mean_difference']:+.3f}{ps}")
+                if "public_only" in c:
+                    v = c["value_of_release"]
+                    pv = "" if v["pvalue"] is None else f", p = {v['pvalue']:.3g}"
+                    text += f"; public alone {c['public_only']['mean']:.3f}, value {v['mean_difference']:+.3f}{pv}"
+                row.append(text)
             lines.append(f"| {name} | " + " | ".join(row) + " |")
     for attack, a in s.get("attacks", {}).items():
         lines += ["", f"## {attack}: ROC-AUC against the raw graph (mean +- std over {result.runs} runs; "

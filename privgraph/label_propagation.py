@@ -22,8 +22,8 @@ import scipy.sparse as sp
 
 from privgraph.graph import GraphData
 
-__all__ = ["LP_ALPHA", "LP_ITERATIONS", "RELEASE_WEIGHTS", "label_propagation", "propagation_scores",
-           "release_propagation"]
+__all__ = ["LP_ALPHA", "LP_ITERATIONS", "RELEASE_WEIGHTS", "label_propagation", "propagate", "propagation_operator",
+           "propagation_scores", "release_propagation"]
 
 #: Zhou et al.'s alpha (their experiments use 0.99; 0.9 is the common default for citation graphs)
 LP_ALPHA = 0.9
@@ -48,6 +48,16 @@ def label_propagation(
     labels = np.asarray(y)[seeds]
     if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
         raise ValueError(f"seed labels must lie in [0, {num_classes}), got [{labels.min()}, {labels.max()}]")
+    s = propagation_operator(num_nodes, edges, weights)
+    y0 = np.zeros((num_nodes, num_classes))
+    y0[np.flatnonzero(seeds), labels] = 1.0
+    return propagate(s, y0, alpha=alpha, iterations=iterations)
+
+
+def propagation_operator(num_nodes: int, edges: np.ndarray, weights: np.ndarray | None = None) -> sp.csr_matrix:
+    """Zhou et al.'s :math:`S = D^{-1/2} W D^{-1/2}` (sparse ``[num_nodes, num_nodes]``) of the
+    undirected ``edges`` ``[2, m]`` with ``weights`` ``[m]`` > 0 (default 1; a pair listed twice
+    counts once, with its largest weight; self-loops dropped; an isolated node's row is zero)."""
     e = np.asarray(edges, dtype=np.int64).reshape(2, -1)
     w = np.ones(e.shape[1]) if weights is None else np.asarray(weights, dtype=np.float64)
     if w.shape != (e.shape[1],) or not np.all(w > 0):
@@ -64,12 +74,15 @@ def label_propagation(
     deg = np.asarray(a.sum(axis=1)).ravel()
     inv_sqrt = np.zeros(num_nodes)
     inv_sqrt[deg > 0] = deg[deg > 0] ** -0.5
-    s = sp.diags(inv_sqrt) @ a @ sp.diags(inv_sqrt)
-    y0 = np.zeros((num_nodes, num_classes))
-    y0[np.flatnonzero(seeds), labels] = 1.0
-    f = y0.copy()
+    return (sp.diags(inv_sqrt) @ a @ sp.diags(inv_sqrt)).tocsr()
+
+
+def propagate(s: sp.spmatrix, f0: np.ndarray, *, alpha: float = LP_ALPHA, iterations: int = LP_ITERATIONS) -> np.ndarray:
+    r"""Zhou et al.'s eq. 4 iterated from :math:`F^{(0)} = F_0`:
+    :math:`F^{(t+1)} = \alpha S F^{(t)} + (1 - \alpha) F_0` (``s`` from :func:`propagation_operator`)."""
+    f = f0.copy()
     for _ in range(iterations):
-        f = alpha * (s @ f) + (1.0 - alpha) * y0
+        f = alpha * (s @ f) + (1.0 - alpha) * f0
     return f
 
 

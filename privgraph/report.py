@@ -83,6 +83,7 @@ UTILITY_ROWS = (
     ("feature_only", "private, no edges (feature-only floor)"),
     ("public_edges", "private, public edges only"),
     ("release_propagation", "label propagation over the public and released edges"),
+    ("correct_and_smooth", "Correct and Smooth of the models above over the public and released edges"),
     ("selected", "private, the model chosen by validation accuracy"),
 )
 
@@ -111,6 +112,7 @@ def private_evaluation_markdown(pipeline: str, version: str, owner_only: dict[st
                        ("feature_only_on_raw_labels", "the version without edges (floor), raw test labels"),
                        ("public_edges_on_raw_labels", "the version's public edges only, raw test labels"),
                        ("release_propagation_on_raw_labels", "label propagation over the release, raw test labels"),
+                       ("correct_and_smooth_on_raw_labels", "Correct and Smooth over the release, raw test labels"),
                        ("selected_on_raw_labels", "the model chosen by validation, raw test labels")):
         m = owner_only.get(key)
         if m:

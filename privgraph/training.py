@@ -320,6 +320,9 @@ class TrainedClassifier:
     center: torch.Tensor | None  # the training input's column mean (dense input), None: sparse input
     result: dict[str, Any]
     projection: torch.Tensor | None = None  # [d, feature_dim] principal axes applied after centring
+    #: the class probabilities [n, C] of every node at the selected epoch (float32, CPU), as trained:
+    #: the base predictions of Correct and Smooth (:mod:`privgraph.correct_and_smooth`)
+    posteriors: np.ndarray | None = dataclasses.field(default=None, repr=False)
     _query_net: torch.nn.Module | None = dataclasses.field(default=None, repr=False)
 
     @property
@@ -477,7 +480,8 @@ def fit_node_classifier(
     best_epoch, epochs_run, stopped = _train_loop(net, inp.x, inp.edge_index, g, idx, y, targets, epochs=epochs,
                                                   lr=lr, weight_decay=weight_decay, patience=patience)
     with torch.no_grad():
-        hit = net(inp.x, inp.edge_index).argmax(1)[None, :] == torch.stack([y_test, y])
+        out = net(inp.x, inp.edge_index)
+        hit = out.argmax(1)[None, :] == torch.stack([y_test, y])
     acc = {name: hit[:, i].sum(1).tolist() for name, i in idx.items()}  # [vs y_test, vs y] correct counts
     res: dict[str, Any] = {
         "test_acc": acc["test_mask"][0] / int(idx["test_mask"].numel()),
@@ -491,7 +495,8 @@ def fit_node_classifier(
         res["drop_bound"] = targets.bound
         res["drop_stopped"] = stopped
     return TrainedClassifier(net=net, x=inp.data.x, edge_index=inp.edge_index, kprop_features=int(kprop_features),
-                             center=inp.center, result=res, projection=inp.projection)
+                             center=inp.center, result=res, projection=inp.projection,
+                             posteriors=out.softmax(dim=1).cpu().numpy())
 
 
 def search_kprop(graph: GraphData, kprop_search: Sequence[int], **args: Any) -> TrainedClassifier:
@@ -730,19 +735,22 @@ def _check_evaluation_inputs(private: GraphData, clean: GraphData | None, runs: 
 def _utility_summary(
     runs: int, clean_res: list[dict[str, Any]], private_res: list[dict[str, Any]], floor_res: list[dict[str, Any]],
     public_res: list[dict[str, Any]], reference: dict[str, Any] | None = None,
-    propagation: dict[str, Any] | None = None,
+    propagation: dict[str, Any] | None = None, smoothed: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """:func:`evaluate_utility`'s result from the trainings' results (no clean runs: the shareable
     part only); ``reference``: the public-only reference, ``propagation``: label propagation over
-    the release (each the same in every run), or None."""
+    the release (each the same in every run), or None; ``smoothed``: Correct and Smooth per run
+    (empty: none)."""
     # per run, the model of highest validation accuracy on the version's own labels (ties: the
     # simpler one: the public data alone, the floor, the public edges alone, label propagation
-    # over the release, then the GNN)
+    # over the release, the GNN, then Correct and Smooth of the trained models)
     def every_run(r: dict[str, Any] | None) -> list[dict[str, Any]]:
         return [r] * runs if r is not None and not np.isnan(r["val_acc"]) else []
 
+    smoothed = smoothed if smoothed and len(smoothed) == runs else []
     candidates = [("public_only", every_run(reference)), ("feature_only", floor_res), ("public_edges", public_res),
-                  ("release_propagation", every_run(propagation)), ("gnn", private_res)]
+                  ("release_propagation", every_run(propagation)), ("gnn", private_res),
+                  ("correct_and_smooth", smoothed)]
     chosen, models = [], []
     for i in range(runs):
         name, res = select_by_validation([(n, r[i]) for n, r in candidates if r])
@@ -756,6 +764,10 @@ def _utility_summary(
     if propagation is not None:
         extra["release_propagation"] = {**_summary([propagation["test_acc_own_labels"]] * runs),
                                         "release_weight": propagation["release_weight"]}
+    if smoothed:
+        extra["correct_and_smooth"] = {**_summary([r["test_acc_own_labels"] for r in smoothed]),
+                                       "base": [r["base"] for r in smoothed], "alpha": [r["alpha"] for r in smoothed],
+                                       "release_weight": [r["release_weight"] for r in smoothed]}
     shareable = {
         "runs": runs,
         "private": {**_summary([r["test_acc_own_labels"] for r in private_res]),
@@ -773,6 +785,8 @@ def _utility_summary(
     extra_raw = {"public_edges_on_raw_labels": _summary([r["test_acc"] for r in public_res])} if public_res else {}
     if propagation is not None:
         extra_raw["release_propagation_on_raw_labels"] = _summary([propagation["test_acc"]] * runs)
+    if smoothed:
+        extra_raw["correct_and_smooth_on_raw_labels"] = _summary([r["test_acc"] for r in smoothed])
     if reference is not None:
         extra_raw["public_only_on_raw_labels"] = _summary([reference["test_acc"]] * runs)
         extra_raw["value_of_release_on_raw_labels"] = paired_test([r["test_acc"] for r in chosen],
@@ -852,6 +866,10 @@ def evaluate_utility(
             ``release_propagation`` (:func:`privgraph.label_propagation.release_propagation`:
             the version's training labels propagated over its public and released edges, the
             released edges' weight chosen on validation), where the version released edges.
+            In every evaluation ``correct_and_smooth``
+            (:func:`privgraph.correct_and_smooth.release_correct_and_smooth`: the floor's, the
+            public-edges model's and the GNN's predictions of each run corrected and smoothed
+            from the version's training labels over its edges) is a candidate too.
         **train_kwargs: passed to :func:`train_node_classifier` (not ``seed`` or ``eval_y``;
             the denoising options to the private run only).
 
@@ -885,29 +903,39 @@ def evaluate_utility(
     floor_kwargs = feature_only_kwargs(train_kwargs)
     public_kwargs = public_edges_kwargs(private, train_kwargs)
     private_kwargs = version_kwargs(private, train_kwargs)
-    clean_res, private_res, floor_res, public_res = [], [], [], []
+    from privgraph.correct_and_smooth import release_correct_and_smooth
+
+    classes = output_classes(private, train_kwargs.get("label_classes"))
+    clean_res, private_res, floor_res, public_res, smoothed = [], [], [], [], []
     per_run = 2 + (clean is not None) + (public_kwargs is not None)
     tracker = ProgressTracker("training", per_run * int(runs), progress)
     for i, s in enumerate(seeds):
         if clean is not None:
             clean_res.append(train_node_classifier(clean, seed=s, **clean_kwargs))
             tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
-        private_res.append(train_node_classifier(private, seed=s, eval_y=raw_y, **private_kwargs))
-        tracker.advance(detail=f"private graph, run {i + 1}/{runs}")
-        floor_res.append(train_node_classifier(private, seed=s, eval_y=raw_y, **floor_kwargs))
-        tracker.advance(detail=f"private graph without edges (feature-only floor), run {i + 1}/{runs}")
-        if public_kwargs is not None:
-            public_res.append(train_node_classifier(private, seed=s, eval_y=raw_y, **public_kwargs))
-            tracker.advance(detail=f"private graph, public edges only, run {i + 1}/{runs}")
+        bases: dict[str, np.ndarray] = {}
+        for name, kwargs, out, what in (
+                ("gnn", private_kwargs, private_res, "private graph"),
+                ("feature_only", floor_kwargs, floor_res, "private graph without edges (feature-only floor)"),
+                ("public_edges", public_kwargs, public_res, "private graph, public edges only")):
+            if kwargs is None:
+                continue
+            trained = fit_node_classifier(private, seed=s, eval_y=raw_y, **kwargs)
+            out.append(trained.result)
+            bases[name] = trained.posteriors
+            tracker.advance(detail=f"{what}, run {i + 1}/{runs}")
+        # the simpler base model first (ties go to it)
+        bases = {k: bases[k] for k in ("feature_only", "public_edges", "gnn") if k in bases}
+        smoothed.append(release_correct_and_smooth(private, bases, classes, raw_y=raw_y))
     reference = propagation = None
     if public_train is not None:
         from privgraph.label_propagation import release_propagation
         from privgraph.public_reference import public_only_reference
 
-        classes = output_classes(private, train_kwargs.get("label_classes"))
         reference = public_only_reference(private, public_train, classes, raw_y=raw_y)
         propagation = release_propagation(private, classes, raw_y=raw_y)
-    return _utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference, propagation)
+    return _utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference, propagation,
+                            [r for r in smoothed if r is not None])
 
 
 def version_kwargs(version: GraphData, train_kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -76,7 +76,7 @@ def test_every_cell_has_its_feature_only_floor(small):
     r = _run(small)
     cell = [x for x in r.records if x["mechanism"] == "laplace" and x["epsilon"] == 1.0]
     assert all({"feature_only_acc", "selected_acc"} <= set(x) for x in cell)
-    assert all(x["selected_acc"] in (x["test_acc"], x["feature_only_acc"]) for x in cell)
+    assert all(x["selected_acc"] in (x["test_acc"], x["feature_only_acc"], x["public_only_acc"]) for x in cell)
     assert not any("public_edges_acc" in x for x in cell)  # a features comparison: no edge is private
     assert not any("feature_only_acc" in x for x in r.records if x["mechanism"] == "clean")
     s = summarize(r)["cells"]["laplace"]["1.0"]
@@ -98,9 +98,19 @@ def test_every_cell_has_its_feature_only_floor(small):
     ref_pub = fit_node_classifier(g, seed=ts, eval_y=g.y, **{**TRAIN, "edges": "public"}).result["test_acc"]
     assert pub["dprr"][0] == ref_pub
     for x in (x for x in e.records if x["mechanism"] == "dprr"):
-        by_name = {"feature_only": x["feature_only_acc"], "public_edges": x["public_edges_acc"], "gnn": x["test_acc"]}
+        by_name = {"public_only": x["public_only_acc"], "feature_only": x["feature_only_acc"],
+                   "public_edges": x["public_edges_acc"], "gnn": x["test_acc"]}
         assert x["selected_acc"] == by_name[x["selected"]]
+    # the public data alone (label propagation of the training labels over the public edges), in
+    # every cell: the same for every mechanism, and the value of the release over it
+    from privgraph.public_reference import public_only_reference
+
+    alone = public_only_reference(g, np.ones(g.num_nodes, bool), int(g.y.max()) + 1, raw_y=g.y)["test_acc"]
+    assert all(x["public_only_acc"] == alone for x in e.records if x["mechanism"] != "clean")
     cell = summarize(e)["cells"]["dprr"]["1.0"]
+    assert cell["public_only"]["mean"] == pytest.approx(alone)
+    assert cell["value_of_release"]["mean_difference"] == pytest.approx(cell["selected"]["mean"] - alone)
+    assert "public alone" in comparison_markdown("T", e)
     assert len(cell["selected"]["models"]) == 2 and cell["public_edges"]["mean"] == pytest.approx(np.mean(pub["dprr"]))
     assert cell["selected_vs_feature_only"]["test"].startswith("paired t-test")
     assert "chosen - floor" in comparison_markdown("T", e)
@@ -231,7 +241,8 @@ def test_a_cut_off_comparison_resumes_from_its_checkpoint(small, tmp_path, monke
 def test_priv_hrg_cells_get_the_declared_public_edges_as_a_reference(small, one_torch_thread):
     """privHRG privatizes the public edges too, so its release holds none; they are declared
     public all the same: its cells get the same public-edges reference model (and the validation
-    choice among floor, public edges and GNN) as every other edge cell of the same run."""
+    choice among the public data alone, floor, public edges and GNN) as every other edge cell of the
+    same run."""
     g, parts = small
     assert g.edges_public.shape[1] and g.edges_private.shape[1]
     r = _run(small, scope="edges", mechanisms={"priv_hrg": {}, "nonpriv_part": {}}, target="priv_hrg",
@@ -242,4 +253,5 @@ def test_priv_hrg_cells_get_the_declared_public_edges_as_a_reference(small, one_
         # NonPriv-Part's GNN is the same model over the same public edges, seed and labels
         assert hrg["public_edges_acc"] == part["test_acc"]
         assert hrg["feature_only_acc"] == part["feature_only_acc"]
-        assert hrg["selected"] in {"feature_only", "public_edges", "gnn"}
+        assert hrg["public_only_acc"] == part["public_only_acc"]  # over the declared public edges too
+        assert hrg["selected"] in {"public_only", "feature_only", "public_edges", "gnn"}

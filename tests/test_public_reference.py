@@ -169,4 +169,5 @@ def test_the_chosen_model_includes_release_propagation():
     m = evaluate_utility(g, None, runs=2, seed_sequence=5, public_train=np.ones(g.num_nodes, bool),
                          hidden=8, epochs=5, patience=None, device="cpu")
     assert m["release_propagation"]["release_weight"] in (0.25, 0.5, 1.0)
-    assert set(m["selected"]["models"]) <= {"public_only", "feature_only", "public_edges", "release_propagation", "gnn"}
+    assert set(m["selected"]["models"]) <= {"public_only", "feature_only", "public_edges", "release_propagation", "gnn",
+                                            "correct_and_smooth"}

@@ -173,7 +173,8 @@ def test_evaluate_utility_pairs_runs(noisy_graph):
     assert owner["clean"]["test_acc_mean"] == pytest.approx(np.mean(accs))
     assert owner["clean"]["test_acc_std"] == pytest.approx(np.std(accs, ddof=1))
     # raw-data figures only under owner_only
-    assert set(res) == {"runs", "device", "private", "feature_only", "selected", "gnn_vs_feature_only", OWNER_ONLY}
+    assert set(res) == {"runs", "device", "private", "feature_only", "selected", "gnn_vs_feature_only", "correct_and_smooth",
+                        OWNER_ONLY}
     again = evaluate_utility(noisy_graph, noisy_graph, runs=3, seed_sequence=7, device="cpu",
                              **FAST)
     assert again == res

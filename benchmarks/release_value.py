@@ -1,0 +1,98 @@
+"""What a release is worth over the public data alone, through the CLI, as JSON lines.
+
+Each line is one ``privgraph run PIPELINE --json`` (a real Prefect flow run on a temporary server)
+of a pipeline of ``pipelines.yaml`` with optional overrides (``--set features.mechanism=multibit``,
+YAML values), at a fixed ``seed`` per repeat (the seed is configuration: it is never written to an
+artifact). Printed: every utility row of the version's shareable metrics (mean over the
+evaluation's runs, on the version's own test labels), the models chosen per run, and the value of
+the release (chosen model - the public-only reference) with its paired test; the last line
+averages the repeats. Versions go to a temporary store.
+
+Run: ``PRIVGRAPH_DATA_ROOT=../shared/datasets python benchmarks/release_value.py cora --repeats 2
+[--set evaluate.runs=3] [--set features.mechanism=multibit]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROWS = ("public_only", "feature_only", "public_edges", "release_propagation", "private", "correct_and_smooth",
+        "selected")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _set(cfg: dict[str, Any], assignment: str) -> None:
+    path, _, value = assignment.partition("=")
+    *parents, leaf = path.split(".")
+    node = cfg
+    for key in parents:
+        node = node.setdefault(key, {})
+    parsed = yaml.safe_load(value)
+    if parsed is None:
+        node.pop(leaf, None)
+    else:
+        node[leaf] = parsed
+
+
+def run_once(pipeline: str, sets: list[str], seed: int, tmp: Path) -> dict[str, Any]:
+    """One CLI run of ``pipeline`` with ``sets`` applied at ``seed``; its metrics' summary."""
+    cfg = yaml.safe_load((ROOT / "pipelines.yaml").read_text())
+    p = cfg["pipelines"][pipeline]
+    for s in sets:
+        _set(p, s)
+    p["seed"] = seed
+    p["storage"] = str(tmp / "store")
+    p.pop("schedule", None)
+    path = tmp / f"pipelines-{seed}.yaml"
+    path.write_text(yaml.safe_dump({"pipelines": {pipeline: p}}))
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "privgraph.cli", "run", pipeline, "-c", str(path), "--json"],
+                         capture_output=True, text=True, cwd=tmp, env=os.environ.copy())
+    if out.returncode:
+        raise SystemExit(f"{pipeline} seed {seed}: exit {out.returncode}: {out.stderr.strip().splitlines()[-1:]}")
+    metrics = json.loads(out.stdout)["metrics"]
+    line: dict[str, Any] = {"pipeline": pipeline, "set": sets, "seed": seed, "seconds": round(time.perf_counter() - start, 1)}
+    for key in ROWS:
+        if metrics.get(key):
+            line[key] = round(metrics[key]["test_acc_mean"], 4)
+    line["chosen"] = metrics["selected"]["models"]
+    if metrics.get("value_of_release"):
+        v = metrics["value_of_release"]
+        line["value_of_release"] = round(v["mean_difference"], 4)
+        line["pvalue"] = None if v["pvalue"] is None else float(f"{v['pvalue']:.3g}")
+    if metrics.get("correct_and_smooth"):
+        line["cs_base"] = metrics["correct_and_smooth"]["base"]
+    return line
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("pipeline")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--set", dest="sets", action="append", default=[], help="KEY.PATH=YAML value (repeatable)")
+    args = ap.parse_args()
+    lines = []
+    with tempfile.TemporaryDirectory(prefix="release-value-") as tmp:
+        for seed in range(args.repeats):
+            lines.append(run_once(args.pipeline, args.sets, seed, Path(tmp)))
+            print(json.dumps(lines[-1]), flush=True)
+    summary: dict[str, Any] = {"pipeline": args.pipeline, "set": args.sets, "repeats": args.repeats, "mean": {}}
+    for key in (*ROWS, "value_of_release"):
+        vals = [ln[key] for ln in lines if key in ln]
+        if vals:
+            summary["mean"][key] = round(sum(vals) / len(vals), 4)
+    print(json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    main()
