@@ -83,8 +83,9 @@ class ComparisonResult:
     def accuracies(self, mechanism: str, epsilon: float | None, key: str = "test_acc") -> np.ndarray:
         """Per-run ``key`` of a cell, in run order: ``test_acc`` (the GNN), ``feature_only_acc``
         (the floor: the same model over no edges), ``public_edges_acc`` (over the public edges
-        alone, where a candidate) or ``selected_acc`` (the candidate of the highest validation
-        accuracy)."""
+        alone, where a candidate), ``public_only_acc`` (the public data alone),
+        ``release_propagation_acc``, ``correct_and_smooth_acc`` (post-processing of the release)
+        or ``selected_acc`` (the candidate of the highest validation accuracy)."""
         return np.array(
             [r[key] for r in sorted(self.records, key=lambda r: r["run"])
              if r["mechanism"] == mechanism and r["epsilon"] == epsilon and key in r]
@@ -161,7 +162,16 @@ def _train(g: GraphData, seed: Any, probe: AttackProbe | None, refs: dict[str, d
             rec["public_only_acc"] = refs["public_only"]["test_acc"]
         if "public_edges" in refs:
             rec["public_edges_acc"] = refs["public_edges"]["test_acc"]
-        name, chosen = select_by_validation([*refs.items(), ("gnn", gnn)])
+        post = _post_processed(g, refs, model, kw)
+        for key, r in post.items():
+            rec[f"{key}_acc"] = float(r["test_acc"])
+        candidates = [(k, v) for k, v in refs.items() if k != "bases"]
+        if "release_propagation" in post:
+            candidates.append(("release_propagation", post["release_propagation"]))
+        candidates.append(("gnn", gnn))
+        if "correct_and_smooth" in post:
+            candidates.append(("correct_and_smooth", post["correct_and_smooth"]))
+        name, chosen = select_by_validation(candidates)
         rec["selected_acc"], rec["selected"] = float(chosen["test_acc"]), name
     if probe is not None:
         rec["attack_auc"] = probe.aucs(model)
@@ -319,6 +329,27 @@ def run_comparison(
     )
 
 
+def _post_processed(g: GraphData, refs: Mapping[str, Any], model: Any, kw: Mapping[str, Any]) -> dict[str, Any]:
+    """The post-processing candidates of a cell, as in evaluate_utility: ``release_propagation``
+    (label propagation over the public and released edges) and ``correct_and_smooth`` (the
+    references' and the GNN's predictions corrected and smoothed over them), each with
+    ``test_acc`` (on ``kw["eval_y"]``) and ``val_acc``; absent where not defined."""
+    from privgraph.correct_and_smooth import release_correct_and_smooth
+    from privgraph.label_propagation import release_propagation
+
+    classes = output_classes(g, kw.get("label_classes"))
+    raw_y = kw.get("eval_y")
+    out = {}
+    lp = release_propagation(g, classes, raw_y=raw_y)
+    if lp is not None:
+        out["release_propagation"] = lp
+    bases = {**refs.get("bases", {}), "gnn": model.posteriors}
+    cs = release_correct_and_smooth(g, bases, classes, raw_y=raw_y)
+    if cs is not None:
+        out["correct_and_smooth"] = cs
+    return out
+
+
 def _references(
     version: GraphData, seed: Any, kwargs: Mapping[str, Any], cache: dict[str, dict[str, float]] | None = None
 ) -> dict[str, dict[str, float]]:
@@ -327,7 +358,8 @@ def _references(
     propagation of the training labels, which a comparison does not privatize, over the version's
     public edges; for a features comparison every edge), ``feature_only`` (the same model over no
     edges) and, where it is a candidate, ``public_edges`` (over the version's public edges alone);
-    in the order :func:`select_by_validation` breaks ties by. ``cache`` holds models already
+    in the order :func:`select_by_validation` breaks ties by; under ``bases`` the trained models'
+    class probabilities (Correct and Smooth's base predictions). ``cache`` holds models already
     trained on the same features, labels, public edges and seed."""
     from privgraph.public_reference import public_only_reference
 
@@ -340,13 +372,17 @@ def _references(
             cache["public_only"] = {"test_acc": float(r["test_acc"]), "val_acc": float(r["val_acc"])}
     if "public_only" in cache:
         out["public_only"] = cache["public_only"]
+    bases = cache.setdefault("bases", {})
     for name, kw in (("feature_only", feature_only_kwargs(dict(kwargs))),
                      ("public_edges", public_edges_kwargs(version, dict(kwargs)))):
         if kw is not None:
             if name not in cache:
-                r = fit_node_classifier(version, seed=seed, **kw).result
+                trained = fit_node_classifier(version, seed=seed, **kw)
+                r = trained.result
                 cache[name] = {"test_acc": float(r["test_acc"]), "val_acc": float(r["val_acc"])}
+                bases[name] = trained.posteriors
             out[name] = cache[name]
+    out["bases"] = bases
     return out
 
 
@@ -435,6 +471,10 @@ def summarize(result: ComparisonResult) -> dict[str, Any]:
                 if pub.size == acc.size:
                     pm, ps = _mean_std(pub)
                     cell["public_edges"] = {"mean": pm, "std": ps}
+                for key in ("release_propagation", "correct_and_smooth"):
+                    post = result.accuracies(name, eps, f"{key}_acc")
+                    if post.size == acc.size:
+                        cell[key] = dict(zip(("mean", "std"), _mean_std(post)))
                 alone = result.accuracies(name, eps, "public_only_acc")
                 if alone.size == acc.size:
                     am, as_ = _mean_std(alone)
@@ -496,7 +536,8 @@ def comparison_markdown(title: str, result: ComparisonResult) -> str:
     if all("feature_only" in s["cells"][m][k] for m in result.mechanisms for k in eps_keys):
         lines += ["", "## The feature-only floor: the same model over no edges, and the GNN against it", "",
                   "Floor, and the model chosen per run by validation accuracy (the floor, the public edges "
-                  "alone where the version has them, or the GNN), mean +- std; GNN - floor and chosen - floor "
+                  "alone where the version has them, label propagation over the release, the GNN, or Correct "
+                  "and Smooth of these), mean +- std; GNN - floor and chosen - floor "
                   "with the p of a paired t-test (scipy.stats.ttest_rel); where the public data alone is a "
                   "model (label propagation of the training labels over the public edges), its accuracy and "
                   "the value of the release: chosen - public alone.", "",

@@ -76,7 +76,9 @@ def test_every_cell_has_its_feature_only_floor(small):
     r = _run(small)
     cell = [x for x in r.records if x["mechanism"] == "laplace" and x["epsilon"] == 1.0]
     assert all({"feature_only_acc", "selected_acc"} <= set(x) for x in cell)
-    assert all(x["selected_acc"] in (x["test_acc"], x["feature_only_acc"], x["public_only_acc"]) for x in cell)
+    assert all(x["selected_acc"] in (x["test_acc"], x["feature_only_acc"], x["public_only_acc"],
+                                     x["correct_and_smooth_acc"]) for x in cell)
+    assert not any("release_propagation_acc" in x for x in cell)  # no released edge
     assert not any("public_edges_acc" in x for x in cell)  # a features comparison: no edge is private
     assert not any("feature_only_acc" in x for x in r.records if x["mechanism"] == "clean")
     s = summarize(r)["cells"]["laplace"]["1.0"]
@@ -99,7 +101,9 @@ def test_every_cell_has_its_feature_only_floor(small):
     assert pub["dprr"][0] == ref_pub
     for x in (x for x in e.records if x["mechanism"] == "dprr"):
         by_name = {"public_only": x["public_only_acc"], "feature_only": x["feature_only_acc"],
-                   "public_edges": x["public_edges_acc"], "gnn": x["test_acc"]}
+                   "public_edges": x["public_edges_acc"], "gnn": x["test_acc"],
+                   "release_propagation": x["release_propagation_acc"],
+                   "correct_and_smooth": x["correct_and_smooth_acc"]}
         assert x["selected_acc"] == by_name[x["selected"]]
     # the public data alone (label propagation of the training labels over the public edges), in
     # every cell: the same for every mechanism, and the value of the release over it
@@ -108,6 +112,13 @@ def test_every_cell_has_its_feature_only_floor(small):
     alone = public_only_reference(g, np.ones(g.num_nodes, bool), int(g.y.max()) + 1, raw_y=g.y)["test_acc"]
     assert all(x["public_only_acc"] == alone for x in e.records if x["mechanism"] != "clean")
     cell = summarize(e)["cells"]["dprr"]["1.0"]
+    # Correct and Smooth of the cell's models (floor, public edges, GNN), as evaluate_utility's
+    from privgraph.correct_and_smooth import release_correct_and_smooth
+
+    x0 = next(x for x in e.records if x["mechanism"] == "dprr" and x["run"] == 0)
+    assert cell["correct_and_smooth"]["mean"] == pytest.approx(np.mean(e.accuracies("dprr", 1.0, "correct_and_smooth_acc")))
+    assert 0.0 <= x0["correct_and_smooth_acc"] <= 1.0 and "release_propagation" in cell
+    assert release_correct_and_smooth(g, {}, 2) is None
     assert cell["public_only"]["mean"] == pytest.approx(alone)
     assert cell["value_of_release"]["mean_difference"] == pytest.approx(cell["selected"]["mean"] - alone)
     assert "public alone" in comparison_markdown("T", e)
