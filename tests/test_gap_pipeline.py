@@ -134,7 +134,8 @@ def test_training_and_evaluating_a_gap_version():
         fit_node_classifier(v, seed=3, model="gap", edges="all")
     ev = evaluate_utility(v, g, runs=2, seed_sequence=5, epochs=30, aggr="mean")
     assert {"private", "feature_only", "public_edges", "selected"} <= set(ev)
-    assert set(ev["selected"]["models"]) <= {"gnn", "feature_only", "public_edges", "public_only"}
+    assert set(ev["selected"]["models"]) <= {"gnn", "feature_only", "public_edges", "public_only", "correct_and_smooth"}
+    assert ev["correct_and_smooth"]["release_weight"] == [0.0, 0.0]  # a GAP version releases no edge: the public ones
 
 
 def test_storage_round_trip_and_validation_of_aggregates():
