@@ -133,13 +133,35 @@ def parse_config(data: Any, *, source: str = "pipelines.yaml") -> PipelinesConfi
     return cfg
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a key given twice in one mapping is an error naming both
+    lines (PyYAML keeps the last silently: a pipeline defined twice ran its second definition).
+    Keys brought in by a merge (``<<``) may still be overridden, as YAML says."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                seen = key in first
+            except TypeError:  # an unhashable key: the base constructor says so
+                continue
+            if seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}, first at line {first[key] + 1}", key_node.start_mark)
+            first[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_config(path: str | Path) -> PipelinesConfig:
-    """Read and validate ``pipelines.yaml``."""
+    """Read and validate ``pipelines.yaml`` (a key given twice in one mapping is refused)."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{p}: configuration file not found")
     try:
-        data = yaml.safe_load(p.read_text())
+        data = yaml.load(p.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

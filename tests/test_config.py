@@ -249,3 +249,29 @@ def test_a_comparison_attacks_models_only():
     d["comparisons"]["edges"]["evaluate"] = {"attacks": ["attribute"]}
     msg = _error(d)
     assert "comparisons.edges" in msg and "'attribute' attacks a release" in msg, msg
+
+
+def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
+    """PyYAML keeps the last of two equal keys silently: a pipeline defined twice ran its second
+    definition (issue 27: one published at epsilon 8). Refused, at the second line, naming the
+    first; a merge key (<<) may still be overridden."""
+    base = BASE["pipelines"]["cora"]
+    one = yaml.safe_dump({"cora": base}, sort_keys=False)
+    other = yaml.safe_dump({"cora": {**base, "features": {**base["features"], "epsilon": 8.0}}}, sort_keys=False)
+    p = tmp_path / "twice.yaml"
+    p.write_text("pipelines:\n" + "".join("  " + line + "\n" for line in (one + other).splitlines()))
+    second = 2 + len(one.splitlines())
+    with pytest.raises(ConfigError) as ei:
+        load_config(p)
+    msg = str(ei.value)
+    assert msg == f"{p} line {second}: not valid YAML (duplicate key 'cora', first at line 2)", msg
+    nested = tmp_path / "nested.yaml"
+    text = yaml.safe_dump(BASE, sort_keys=False)
+    assert "      epsilon: 1.0\n" in text  # pipelines.cora.features.epsilon
+    nested.write_text(text.replace("      epsilon: 1.0\n", "      epsilon: 1.0\n      epsilon: 8.0\n", 1))
+    with pytest.raises(ConfigError, match=r"line 9: not valid YAML \(duplicate key 'epsilon', first at line 8\)"):
+        load_config(nested)
+    from privgraph.config_loader import _UniqueKeyLoader
+
+    merge = "x: &d {a: 1, b: 2}\ny:\n  <<: *d\n  a: 3\n"
+    assert yaml.load(merge, Loader=_UniqueKeyLoader) == {"x": {"a": 1, "b": 2}, "y": {"a": 3, "b": 2}}
