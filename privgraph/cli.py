@@ -488,7 +488,8 @@ def artifacts_verify(
     private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
 ) -> None:
     """Check stored versions: the owner's seal over the manifest (an edited ledger fails), the
-    content hash in the version id, every object's sha256 and size."""
+    content hash in the version id, every object's sha256 and size; with --all a version whose
+    manifest cannot be read fails too."""
     with _errors():
         from privgraph.errors import ArtifactIntegrityError, ConfigError
         from privgraph.storage import open_store
@@ -503,11 +504,16 @@ def artifacts_verify(
                 highlight=False, soft_wrap=True,
             )
         st = open_store(store or _default_store())
+        unreadable: list[str] = []  # --all: a version whose manifest cannot be read fails too
         if version is not None:
             targets = [st.find_version(version)]
         else:
-            targets = [(i.pipeline, i.version) for i in st.list_versions()]
+            targets = [(i.pipeline, i.version) for i in st.list_versions(broken=unreadable)]
         failed: list[str] = []
+        for what in unreadable:
+            failed.append(what.split(":", 1)[0])
+            err.print(f"[bold red]FAILED[/] {escape(' '.join(what.split()))} (its manifest cannot be read)", highlight=False,
+                      soft_wrap=True)
         for pipeline, v in targets:
             try:
                 r = st.verify_version(pipeline, v, trusted=trusted, sealed=True)
@@ -521,7 +527,7 @@ def artifacts_verify(
             )
         if failed:
             raise ArtifactIntegrityError(
-                f"{len(failed)} of {len(targets)} versions failed verification: {', '.join(failed)}"
+                f"{len(failed)} of {len(targets) + len(unreadable)} versions failed verification: {', '.join(failed)}"
             )
         if not targets:
             out.print("no versions")

@@ -214,6 +214,13 @@ def test_artifacts_commands_verify_list_show_gc(tmp_path, manifest, manifest_fac
     r = run(app, ["artifacts", "verify", "--all", *s])
     assert r.exit_code == 2 and f"ok cora-feature-rr/{good}" in r.stdout and f"cora-feature-rr/{bad}" in r.output, r.output
     assert "2 of 3 versions failed" in r.output and "changed after the owner signed it" in r.output, r.output
+    # a manifest that is not JSON: --all fails on it too (it was skipped, exit 0: issue 27)
+    unreadable = put_version(store, "cora-feature-rr", {"edges.parquet": b"u"}, manifest_factory(note="d"), signing_key=key)
+    (tmp_path / "store" / "cora-feature-rr" / unreadable / "manifest.json").write_text("{not json")
+    r = run(app, ["artifacts", "verify", "--all", *s])
+    assert r.exit_code == 2 and "3 of 4 versions failed" in r.output, r.output
+    assert f"cora-feature-rr/{unreadable}" in r.output and "manifest cannot be read" in r.output, r.output
+    (tmp_path / "store" / "cora-feature-rr" / unreadable / "manifest.json").unlink()
     assert run(app, ["artifacts", "show", bad, *s]).exit_code == 2
     assert run(app, ["artifacts", "show", edited, *s]).exit_code == 2
     assert run(app, ["artifacts", "show", good, *s]).exit_code == 0
