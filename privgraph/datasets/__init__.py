@@ -274,8 +274,8 @@ def load_dataset(
     unless a ``generic`` edge list carries a private column.
 
     Raises:
-        ValueError: unknown name, or ``rho`` given for an edge list that already marks edges
-            private (pass ``rho=None`` to keep the file's marking).
+        ValueError: unknown name; ConfigError (a ValueError): ``rho`` given for an edge list that
+            already marks its private edges (pass ``rho=None`` to keep the file's marking).
     """
     key = name.lower()
     if key not in DATASETS:
@@ -304,9 +304,13 @@ def load_dataset(
         graph = drop_cut_edges(graph)
     if rho is not None:
         if graph.edges_private.shape[1]:
-            raise ValueError(
-                f"dataset {name!r} already marks {graph.edges_private.shape[1]} edges private; "
-                f"rho={rho!r} would replace that marking: pass rho=None to keep it"
+            from privgraph.errors import ConfigError
+
+            # no count here: how many edges the data marks private is the data's, and this line
+            # is published (CLI output, logs); ConfigError: one line, exit 2, not a traceback
+            raise ConfigError(
+                f"dataset {name!r}: rho = {rho!r} would replace the private edges that its edge list "
+                f"marks itself (a private column): give rho or the column, not both"
             )
         graph = split_public_private(graph, rho, seed=split_seed)
     return graph

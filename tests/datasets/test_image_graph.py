@@ -316,7 +316,7 @@ def test_images_and_photos_datasets(tmp_path, monkeypatch):
     part = np.select([s.train_mask, s.val_mask, s.test_mask], [0, 1, 2])
     e = s.edges("all")
     assert (part[e[0]] == part[e[1]]).all() and 0 < s.num_edges < p.num_edges
-    with pytest.raises(ValueError, match="already marks"):
+    with pytest.raises(ValueError, match="marks itself"):
         load_dataset("photos", num_nodes=60, seed=1, rho=0.1)
 
 

@@ -115,8 +115,11 @@ def test_load_dataset_generic_keeps_private_column(tmp_path: Path):
     p.write_text("src,dst,private\n0,1,true\n1,2,false\n2,3,false\n")
     g = load_dataset("generic", edges=p)
     assert g.edges_private.tolist() == [[0], [1]]
-    with pytest.raises(ValueError, match="already marks 1 edges private"):
+    from privgraph.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="marks itself") as ei:  # one line, exit 2 (issue 27: a traceback)
         load_dataset("generic", edges=p, rho=0.5)
+    assert "1" not in str(ei.value).replace("0.5", "")  # how many edges are private is not said
     q = tmp_path / "f.csv"
     q.write_text("src,dst\n0,1\n1,2\n2,3\n3,0\n")
     assert load_dataset("generic", edges=q, rho=0.5).edges_private.shape[1] == 2
