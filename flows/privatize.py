@@ -7,10 +7,12 @@ from raw data and covered by no guarantee (the clean graph's accuracy, the MCMC 
 identity of the input) goes to the owner's private record, written before the manifest. A failed
 checkpoint stages nothing; a failure after staging leaves no visible version and no record.
 
-In the Prefect UI the run is ``<pipeline>/staging``, renamed ``<pipeline>/<version>`` once the
-version is staged, tagged ``privgraph``, ``pipeline:<name>``, ``mechanism:<name>``,
-``scope:<scope>``; it carries the ledger (``<pipeline>-ledger``) and, once the version is
-published, its metrics (``<pipeline>-metrics``), exactly as the manifest holds them.
+In the Prefect UI the run is ``<pipeline>``, renamed ``<pipeline>/<version>`` once the
+version is staged (Prefect's own closing log line keeps the first name: it never says "staging"
+after publishing), tagged ``privgraph``, ``pipeline:<name>``, ``mechanism:<name>``,
+``scope:<scope>``; it carries one ledger (``<pipeline>-ledger``: the published one, or the refused
+one when validation refuses it) and, once the version is published, its metrics
+(``<pipeline>-metrics``), exactly as the manifest holds them.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from tasks.store import publish, stage
 from tasks.validate import validate
 
 
-@flow(name="privatize", flow_run_name="{pipeline}/staging")
+@flow(name="privatize", flow_run_name="{pipeline}")
 def privatize_flow(
     pipeline: str = "cora",
     config_path: str = "pipelines.yaml",
@@ -77,8 +79,11 @@ def privatize_flow(
         ))
     policy = BudgetPolicy(cfg.budget, cfg.budget_delta)
     report = validate(result.graph, result.ledger, policy, result.stats.get("feature_range"))
-    publish_ledger(pipeline, None, result.ledger.to_dict(), report.to_dict())
-    enforce(report)  # exit code 3, nothing written
+    try:
+        enforce(report)  # exit code 3, nothing written
+    except BaseException:
+        publish_ledger(pipeline, None, result.ledger.to_dict(), report.to_dict())  # the refused ledger, in the UI
+        raise
 
     # the staging time is fixed here, once: a retried stage resumes the same version id
     pending = stage(store_uri, pipeline, result.graph, dt.datetime.now(dt.timezone.utc))

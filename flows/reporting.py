@@ -6,7 +6,7 @@ other artifact of a flow is titled and described as PRIVATE EVALUATION (computed
 covered by no guarantee) and keyed ``<name>-private-...``; the non-interference test compares
 every shareable artifact byte for byte on neighbouring inputs.
 
-The flow runs tell the story in the UI: named ``<pipeline>/<version>`` (``<pipeline>/staging``
+The flow runs tell the story in the UI: named ``<pipeline>/<version>`` (``<pipeline>``
 until the version is staged), ``<pipeline>/<version>/evaluate``, ``compare/<name>``, and tagged
 ``privgraph``, ``pipeline:<name>``, ``mechanism:<registry name>``, ``scope:<scope>``
 (:func:`label_flow_run`).

@@ -86,11 +86,17 @@ def _drain_workers(timeout: float = 10.0) -> None:
             worker.drain_all(timeout=timeout, at_exit=False)
 
 
+#: the least time a temporary server is given to answer: Prefect's default (20 s) is too short on a
+#: loaded 2-core runner (load ~9: 28 s measured); waiting costs nothing once the server answers
+MIN_START_TIMEOUT_S = 120.0
+
+
 def _start_timeout() -> float:
-    """How long to wait for the server: Prefect's own ephemeral-startup setting."""
+    """How long to wait for the server: Prefect's ephemeral-startup setting
+    (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``), at least :data:`MIN_START_TIMEOUT_S`."""
     from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
-    return float(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+    return max(float(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()), MIN_START_TIMEOUT_S)
 
 
 @contextlib.contextmanager
@@ -99,8 +105,8 @@ def prefect_api(timeout: float | None = None) -> Iterator[str]:
 
     With ``PREFECT_API_URL`` set (environment or profile) it is yielded unchanged and nothing is
     started. Otherwise a server subprocess is started on 127.0.0.1 at a free port, waited for
-    (``/api/health``, at most ``timeout`` seconds, default
-    ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``), and ``PREFECT_API_URL`` points at it
+    (``/api/health``, at most ``timeout`` seconds, default :func:`_start_timeout`: 120 s or
+    ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS`` if longer), and ``PREFECT_API_URL`` points at it
     (settings and environment, so child processes see it too) until the block exits, when the
     server is stopped. On Linux the server also dies with this process's *thread* that started it
     (``PR_SET_PDEATHSIG``), so enter this from the main thread. Raises

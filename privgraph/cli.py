@@ -37,8 +37,20 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.*", category=FutureWarning)
 
-err = Console(stderr=True)
-out = Console()
+#: the width of output that is not a terminal (a pipe, a log, CI): rich's 80 columns cut table cells
+#: ("privatize.fe…"), so such output gets lines as long as their content
+_PIPE_WIDTH = 400
+
+
+def _console(stream: Any) -> Console:
+    stderr = stream is sys.stderr
+    if stream.isatty():
+        return Console(stderr=stderr)
+    return Console(stderr=stderr, width=_PIPE_WIDTH, height=25)  # both set: also under TERM=dumb
+
+
+err = _console(sys.stderr)
+out = _console(sys.stdout)
 
 DEFAULT_STORE = "./artifacts"
 EXIT_INTERNAL = 1  # an unexpected exception: a bug in privgraph
@@ -413,19 +425,45 @@ def _check_cron(expr: str) -> None:
         raise ConfigError(f"--cron: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
 
 
+def _note_untrusted(trusted: list[str] | None) -> None:
+    """Say on stderr, once per command, that seals are checked only against the key they name."""
+    if trusted is None:
+        err.print(
+            "note: no trusted public key (--public-key, or the owner's key under --private-records): "
+            "each seal is checked against the key it names, which shows no edit since signing, not who signed",
+            highlight=False, soft_wrap=True,
+        )
+
+
 @artifacts_app.command("list")
 def artifacts_list(
     store: str | None = typer.Option(None, "--store", help="artifact store URI"),
     pipeline: str | None = typer.Option(None, "--pipeline", help="only this pipeline"),
     as_json: bool = typer.Option(False, "--json"),
+    public_key: list[str] | None = typer.Option(None, "--public-key", help=_PUBLIC_KEY_HELP),
+    private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
 ) -> None:
-    """List the published versions (a version without a manifest does not exist)."""
+    """List the published versions (a version without a manifest does not exist), each ledger's
+    seal checked (against a trusted key when one is at hand); a version whose manifest cannot be
+    read or does not match its seal is left out and fails the command."""
     with _errors():
+        from privgraph.errors import ArtifactIntegrityError
         from privgraph.storage import open_store
+        from privgraph.storage.seal import check_seal
 
+        trusted = _trusted_keys(public_key, private_records)
+        _note_untrusted(trusted)
         broken: list[str] = []
-        infos = open_store(store or _default_store()).list_versions(pipeline, broken=broken)
-        rows = [i.to_dict() for i in infos]
+        st = open_store(store or _default_store())
+        rows = []
+        for info in st.list_versions(pipeline, broken=broken):
+            where = f"{info.pipeline}/{info.version}"
+            try:
+                signer = check_seal(st.read_manifest(info.pipeline, info.version), where, trusted=trusted, required=True)
+            except ArtifactIntegrityError as exc:
+                broken.append(f"{where}: {one_line(exc)}")
+                continue
+            rows.append({**info.to_dict(), "seal": {"signer": signer, "trusted_key": trusted is not None}})
         if as_json:
             print(json.dumps(rows, sort_keys=True))
         elif not rows:
@@ -435,16 +473,17 @@ def artifacts_list(
             t.add_column("version", no_wrap=True)
             t.add_column("created (UTC)", no_wrap=True)
             t.add_column("epsilon")
+            t.add_column("seal", no_wrap=True)
             for r in rows:
-                t.add_row(escape(r["pipeline"]), r["version"], r["created"][:19], escape(r.get("epsilon_summary", "")))
+                seal = f"{r['seal']['signer'][:16]}... " + ("trusted" if trusted is not None else "(unchecked signer)")
+                t.add_row(escape(r["pipeline"]), r["version"], r["created"][:19], escape(r.get("epsilon_summary", "")), seal)
             out.print(t)
         if broken:
-            from privgraph.errors import ArtifactIntegrityError
-
             for line in broken[1:]:
                 err.print(f"broken: {escape(line)}", highlight=False, soft_wrap=True)
             raise ArtifactIntegrityError(
-                f"{len(broken)} version(s) with an unreadable manifest left out of the listing: {broken[0]}"
+                f"{len(broken)} version(s) whose manifest cannot be read or does not match its seal left out "
+                f"of the listing: {broken[0]}"
             )
 
 
@@ -462,6 +501,7 @@ def artifacts_show(
         from privgraph.storage import open_store
 
         trusted = _trusted_keys(public_key, private_records)
+        _note_untrusted(trusted)
         st = open_store(store or _default_store())
         pipeline, version = st.find_version(version)
         # the seal, every object present with the manifest's checksum
@@ -472,6 +512,10 @@ def artifacts_show(
         return
     out.print(f"[bold]{escape(pipeline)}/{escape(version)}[/]  created {manifest.get('created', '?')}  code {manifest.get('code_version', '?')}")
     out.print(f"public input fingerprint {str(manifest.get('public_input_fingerprint', '?'))[:16]}...")
+    signer = str(manifest["seal"]["public_key"])[:16]
+    out.print(f"seal: signed by {signer}... " + (
+        "(a trusted key)" if trusted is not None else "(not checked against a trusted key: see the note above)"),
+        highlight=False)
     _print_ledger(manifest["ledger"])
     val = manifest.get("validation") or {}
     out.print(f"validation: {'passed' if val.get('success') else 'FAILED'}")
@@ -497,12 +541,7 @@ def artifacts_verify(
         if (version is None) == (not all_versions):
             raise ConfigError("artifacts verify: give a VERSION or --all (not both)")
         trusted = _trusted_keys(public_key, private_records)
-        if trusted is None:
-            err.print(
-                "note: no trusted public key (--public-key, or the owner's key under --private-records): "
-                "each seal is checked against the key it names, which shows no edit since signing, not who signed",
-                highlight=False, soft_wrap=True,
-            )
+        _note_untrusted(trusted)
         st = open_store(store or _default_store())
         unreadable: list[str] = []  # --all: a version whose manifest cannot be read fails too
         if version is not None:

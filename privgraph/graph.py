@@ -22,6 +22,8 @@ from privgraph.errors import GraphValidationError
 __all__ = [
     "GraphData",
     "GraphValidationError",
+    "MAX_CLASSES",
+    "MAX_NODES",
     "SPLIT_MASKS",
     "UNLABELLED",
     "canonical_edges",
@@ -36,6 +38,11 @@ _MAX_SHOWN = 5
 UNLABELLED = -1
 #: the split masks of a graph, in order
 SPLIT_MASKS = ("train_mask", "val_mask", "test_mask")
+#: the most nodes a graph may have: METIS and the CSR index arrays use 32-bit node ids
+MAX_NODES = 2**31 - 1
+#: the most classes a single-label ``y`` may have (labels ``0 .. MAX_CLASSES - 1``): each class is an
+#: output unit of every model and a category of label RR
+MAX_CLASSES = 1000
 
 
 def _rows(idx: np.ndarray) -> str:
@@ -180,6 +187,8 @@ class GraphData:
         self.num_nodes = int(self.num_nodes)
         if self.num_nodes < 0:
             raise GraphValidationError(f"num_nodes must be >= 0, got {self.num_nodes}")
+        if self.num_nodes > MAX_NODES:
+            raise GraphValidationError(f"num_nodes is {self.num_nodes}; privgraph handles at most {MAX_NODES} (2^31 - 1) nodes")
         self.edges_public = _as_edge_array(self.edges_public, "edges_public")
         self.edges_private = _as_edge_array(self.edges_private, "edges_private")
         self._validate_edges("edges_public", self.edges_public)
@@ -267,6 +276,12 @@ class GraphData:
             bad = np.flatnonzero((y < low).reshape(len(y), -1).any(1))
             what = "labels below -1 (-1 marks an unlabelled node)" if y.ndim == 1 else "negative labels"
             raise GraphValidationError(f"y: {what} in rows {_rows(bad)}")
+        if y.ndim == 1 and y.size and y.max() >= MAX_CLASSES:
+            bad = np.flatnonzero(y >= MAX_CLASSES)
+            raise GraphValidationError(
+                f"y: class ids of {MAX_CLASSES} or more in rows {_rows(bad)} (first: {int(y[bad[0]])}); "
+                f"labels are 0..C-1 with C <= {MAX_CLASSES}"
+            )
         self.y = y
 
     def _validate_mask(self, name: str) -> None:

@@ -1,9 +1,10 @@
-"""What a run checks before it reads any data: the store, the private records, the input files.
+"""What a run checks before it reads any data: the budget, the store, the private records, the input files.
 
 A run that would fail on its last step (the store refuses the version, the owner's private record
 cannot be written) must fail before it reads the graph, so that nothing is spent, staged or half
 written. :func:`check_before_reading` is called by the CLI before it starts Prefect and again by
-the privatize flow (a served deployment starts there), in this order: the artifact store (its URI,
+the privatize flow (a served deployment starts there), in this order: the budget caps against the
+guarantees of the configured mechanisms (exit code 3), the artifact store (its URI,
 then that a version could be written: a probe file created and removed, or S3 ``HeadBucket``),
 the private records directory (created mode 0700, a probe file, the owner's key), then the files
 the dataset options name. Each failure is one error naming what is wrong and where, with the
@@ -16,13 +17,14 @@ import os
 import tempfile
 from pathlib import Path
 
+from privgraph.accounting import BudgetPolicy, LedgerEntry, PrivacyLedger
 from privgraph.config import PipelineConfig
-from privgraph.errors import ConfigError, DatasetNotFoundError
+from privgraph.errors import BudgetExceededError, ConfigError, DatasetNotFoundError
 from privgraph.storage import ArtifactStore, open_store
 from privgraph.private_files import mkdir_private
 from privgraph.storage.private_record import owner_key, owner_signing_key
 
-__all__ = ["STORE_ENV", "check_before_reading", "check_private_records", "resolve_store"]
+__all__ = ["STORE_ENV", "check_before_reading", "check_budget", "check_private_records", "planned_ledger", "resolve_store"]
 
 #: the environment variable naming the artifact store of every run of this process
 STORE_ENV = "PRIVGRAPH_STORE"
@@ -100,13 +102,52 @@ def _check_embed_weights(cfg: PipelineConfig) -> None:
     weights_file(resolve_weights(cfg.embed.weights, Path(cfg.dataset.root).expanduser() if cfg.dataset.root else data_root()))
 
 
-def check_before_reading(cfg: PipelineConfig, store: str | None = None) -> ArtifactStore:
-    """Check the store, the private records and the dataset's files; return the opened store.
+def planned_ledger(cfg: PipelineConfig) -> PrivacyLedger:
+    """The ledger entries the configured mechanisms will record, read from the configuration alone
+    (each guarantee is a function of the mechanism's parameters, not of the data): what
+    :func:`privgraph.privatize.privatize_graph` records, less the scores' label charge, which
+    depends on which labels the scoring subset holds."""
+    from privgraph.mechanisms import build_mechanism
+
+    ledger = PrivacyLedger()
+    for scope in ("features", "edges", "labels"):
+        section = getattr(cfg, scope)
+        if section is None:
+            continue
+        mech = build_mechanism(section.mechanism, section.params())
+        ledger.record(LedgerEntry(stage=f"privatize.{scope}", mechanism=mech.name, guarantee=mech.guarantee,
+                                  partitions=(0,), params=mech.params()))
+    return ledger
+
+
+def check_budget(cfg: PipelineConfig) -> None:
+    """The configured mechanisms fit the budget caps, checked before any data is read (the
+    validation checkpoint checks the ledger the run really records again, scores included).
 
     Raises:
+        BudgetExceededError: a cap is exceeded (exit code 3); nothing is read, spent or written.
+    """
+    if not cfg.budget:
+        return
+    policy = BudgetPolicy(cfg.budget, cfg.budget_delta)
+    violations = policy.check(planned_ledger(cfg))
+    if violations:
+        raise BudgetExceededError(
+            "privacy budget exceeded by the configured mechanisms (refused before reading any data): "
+            + "; ".join(violations) + "; lower their epsilon or raise the cap in 'budget'"
+        )
+
+
+def check_before_reading(cfg: PipelineConfig, store: str | None = None) -> ArtifactStore:
+    """Check the budget caps, the store, the private records and the dataset's files; return the
+    opened store.
+
+    Raises:
+        BudgetExceededError: the configured mechanisms exceed a budget cap (exit code 3).
         ConfigError, ArtifactError, DatasetNotFoundError: misconfiguration (exit code 2).
         StoreUnavailableError: the store does not answer or its disk is full (exit code 4).
     """
+    check_budget(cfg)
     uri = resolve_store(cfg, store)
     try:
         opened = open_store(uri)

@@ -35,7 +35,11 @@ PREFECT_VERSION = "3.8.0"  # the lock's prefect; tests/test_infra.py checks the 
 FLOW_NAME = "privatize"  # @flow(name=...) of flows/privatize.py:privatize_flow
 ENTRYPOINT = "flows/privatize.py:privatize_flow"
 WORKDIR = "/opt/privgraph"  # the worker image's WORKDIR (infra/Dockerfile): code + pipelines.yaml
-CONFIG_PATH = "pipelines.yaml"  # relative to WORKDIR; compose mounts the production file there
+#: the variable naming the directory a run moves into (the pull step, resolved by Prefect from the
+#: environment of `prefect deploy` or else of the worker): the image sets it to WORKDIR, a checkout
+#: exports its own path (README, "Without Docker")
+WORKDIR_VAR = "PRIVGRAPH_WORKDIR"
+CONFIG_PATH = "pipelines.yaml"  # relative to the working directory; compose mounts the production file there
 WORK_POOL = {"name": "privgraph-process", "type": "process"}
 WORK_QUEUE = "default"
 
@@ -51,8 +55,10 @@ HEADER = """\
 #   prefect work-pool create privgraph-process --type process
 #   prefect --no-prompt deploy --all --prefect-file infra/prefect.yaml
 # Runs go to the process work pool `privgraph-process` (definitions.work_pool below; Prefect
-# ignores `definitions`, it documents the pool that compose creates). The pull step moves into the
-# image's WORKDIR, where the entrypoint and pipelines.yaml are; nothing is built or pushed here.
+# ignores `definitions`, it documents the pool that compose creates). The pull step moves into
+# $PRIVGRAPH_WORKDIR, where the entrypoint and pipelines.yaml are: the image sets it to its WORKDIR
+# (/opt/privgraph); from a checkout, `export PRIVGRAPH_WORKDIR="$PWD"` before `prefect deploy` and
+# `prefect worker start` (README, "Without Docker"). Nothing is built or pushed here.
 """
 
 
@@ -84,7 +90,7 @@ def expected_document(config_path: str | Path) -> dict[str, Any]:
         "definitions": {"work_pool": dict(WORK_POOL)},
         "build": None,
         "push": None,
-        "pull": [{"prefect.deployments.steps.set_working_directory": {"directory": WORKDIR}}],
+        "pull": [{"prefect.deployments.steps.set_working_directory": {"directory": "{{ $" + WORKDIR_VAR + " }}"}}],
         "deployments": deployments,
     }
 

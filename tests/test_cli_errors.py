@@ -179,8 +179,12 @@ RUN_CASES = [
     # evaluation without a split: refused after ingest, before anything is privatized (exit 2)
     Case("no split to evaluate on", 2, "has no train_mask, val_mask, test_mask: evaluation needs labels and a "
          "train/val/test split", args=["run", "p", "--config", "pipelines.yaml"]),
-    # a failed checkpoint (exit 3)
-    Case("budget cap exceeded", 3, "features", over={"budget.features": 0.5}),
+    # a failed checkpoint (exit 3): the caps against the configured mechanisms, before any data is
+    # read (the dataset root is broken too; it was checked 30-38 s in, after privatizing: issue 27)
+    Case("budget cap exceeded", 3, "scope 'features': spent epsilon 1.0 exceeds the cap 0.5",
+         over={"budget.features": 0.5, "dataset.root": "/nonexistent"}),
+    Case("budget cap exceeded, edge-level DP", 3, "refused before reading any data",
+         over={"budget.edges": 1.5, "dataset.root": "/nonexistent"}),
 ]
 
 

@@ -327,7 +327,7 @@ def _run(cfg: Path, name: str, monkeypatch: pytest.MonkeyPatch, graph: GraphData
     run["objects"] = store.read_objects(name, run["version"])
     run["show"] = _cli("artifacts", "show", run["version"], "--store", str(tmp / "store"), "--json",
                        "--private-records", private).stdout
-    run["list"] = _cli("artifacts", "list", "--store", str(tmp / "store"), "--json").stdout
+    run["list"] = _cli("artifacts", "list", "--store", str(tmp / "store"), "--json", "--private-records", private).stdout
     run["record"] = read_private_record(private, name, run["version"])
     return run
 
@@ -429,7 +429,8 @@ def consistency(run: dict[str, Any]) -> list[str]:
             out.append("the metrics artifact holds more than the stored manifest's metrics")
     if json.loads(run["show"]) != manifest:
         out.append("artifacts show --json is not the stored manifest")
-    if json.loads(run["list"]) != [VersionInfo.from_manifest(manifest).to_dict()]:
+    seal = {"signer": manifest["seal"]["public_key"], "trusted_key": True}  # the owner's key, under --private-records
+    if json.loads(run["list"]) != [{**VersionInfo.from_manifest(manifest).to_dict(), "seal": seal}]:
         out.append("artifacts list --json is not the stored manifest's listing")
     return out
 

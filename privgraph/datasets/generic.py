@@ -19,7 +19,7 @@ import pandas as pd
 
 from privgraph.arrow_io import read_parquet_bytes
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
-from privgraph.graph import UNLABELLED, GraphData, check_edge_list
+from privgraph.graph import MAX_NODES, UNLABELLED, GraphData, check_edge_list
 
 __all__ = ["load_generic"]
 
@@ -196,6 +196,12 @@ class _Table:
         if pd.api.types.is_bool_dtype(s):
             raise GraphValidationError(f"{self.path}: column {col!r} is boolean, expected integers")
         if pd.api.types.is_integer_dtype(s):
+            if pd.api.types.is_unsigned_integer_dtype(s):  # uint64 beyond 2^63 - 1 would wrap negative
+                bad = np.flatnonzero(s.to_numpy() > np.iinfo(np.int64).max)
+                if bad.size:
+                    raise GraphValidationError(
+                        f"column {col!r}: integers beyond 2^63 - 1 at {self.where(bad)} {self._first(col, bad)}"
+                    )
             return s.to_numpy(dtype=np.int64)
         if self.lines is not None and (s.dtype == object or pd.api.types.is_string_dtype(s)):
             text = s.astype(str)  # CSV text; a typed format (Parquet) must store integers
@@ -257,13 +263,26 @@ def _check_edges(tab: _Table, e: np.ndarray, n: int) -> None:
 
 
 # -- features and labels ---------------------------------------------------------------------
+def _load_npy(path: Path) -> np.ndarray:
+    """One array from a ``.npy`` file: an empty or truncated file, a ``.npz`` archive (or any other
+    format) under a ``.npy`` name, and pickled objects are one-line errors naming the file."""
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+        if head != b"\x93NUMPY":
+            what = "an empty file" if not head else (
+                "a .npz archive (zip)" if head.startswith(b"PK") else "not in the .npy format")
+            raise GraphValidationError(f"{path}: cannot read as a .npy array: {what}; write it with numpy.save")
+        fh.seek(0)
+        try:
+            return np.load(fh, allow_pickle=False)
+        except (ValueError, EOFError, OSError) as exc:
+            raise GraphValidationError(f"{path}: cannot read as a numeric .npy array: {exc}") from exc
+
+
 def _read_features(path: Path) -> np.ndarray:
     suffix = _suffix(path)
     if suffix == ".npy":
-        try:
-            x = np.load(path, allow_pickle=False)
-        except ValueError as exc:
-            raise GraphValidationError(f"{path}: cannot read as a numeric .npy array: {exc}") from exc
+        x = _load_npy(path)
         if x.ndim != 2:
             raise GraphValidationError(f"{path}: expected a 2-D array [n, d], got shape {list(x.shape)}")
         if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_) or np.issubdtype(
@@ -315,10 +334,7 @@ def _read_labels(path: Path) -> np.ndarray | tuple[_Table, np.ndarray, np.ndarra
     ``id,label`` table, ``(table, ids, labels)`` to place once the node count is known."""
     suffix = _suffix(path)
     if suffix == ".npy":
-        try:
-            y = np.load(path, allow_pickle=False)
-        except ValueError as exc:
-            raise GraphValidationError(f"{path}: cannot read as a numeric .npy array: {exc}") from exc
+        y = _load_npy(path)
         if y.ndim not in (1, 2):
             raise GraphValidationError(
                 f"{path}: expected labels of shape [n] or [n, C], got {list(y.shape)}"
@@ -379,6 +395,23 @@ def _place_labels(tab: _Table, y: np.ndarray, n: int) -> np.ndarray:
     out = np.full(n, UNLABELLED, dtype=np.int64)
     out[tab.node_ids(n)] = y
     return out
+
+
+def _check_inferred_node_count(tab: _Table, e: np.ndarray, n: int) -> None:
+    """With no features and no labels the node count is the largest id + 1: refuse ids that do not
+    number the nodes ``0 .. n-1`` (beyond :data:`MAX_NODES`, or fewer than half of a count over a
+    million used) before anything of that size is allocated."""
+    if not e.size or n <= 1_000_000:
+        return
+    col, row = divmod(int(np.argmax(e)), e.shape[1])
+    used = np.unique(e).size
+    if n > MAX_NODES or used < n // 2:
+        name = ("src", "dst")[col]
+        raise GraphValidationError(
+            f"column {name!r}: node id {n - 1} at {tab.where(np.array([row]))} makes {n} nodes, most of them in no "
+            f"edge; node ids must number the nodes 0..n-1 (renumber them, or give features or "
+            f"labels with one row per node){'' if n <= MAX_NODES else f'; at most {MAX_NODES} nodes'}"
+        )
 
 
 def load_generic(
@@ -451,6 +484,7 @@ def load_generic(
         n = max(int(e.max()) + 1, 0) if e.size else 0
         if keyed is not None and keyed[1].size:
             n = max(n, int(keyed[1].max()) + 1)
+        _check_inferred_node_count(tab, e, n)
     if keyed is not None:
         y = _place_labels(keyed[0], keyed[2], n)
 

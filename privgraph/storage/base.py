@@ -173,6 +173,13 @@ class ArtifactStore(abc.ABC):
     def _delete(self, key: str) -> None:
         """Delete ``key`` if present (cleanup of a failed write's data objects)."""
 
+    def _remove_staged(self, pipeline: str, version: str) -> None:
+        """Delete everything a staged (unpublished) version left: its data objects and, where the
+        backend has them, partial writes of a killed run (the local store's ``.tmp-*`` files)."""
+        for name in self._list_names(f"{pipeline}/{version}/"):
+            if name != MANIFEST_NAME:
+                self._delete(self._key(pipeline, version, name))
+
     @abc.abstractmethod
     def _list_names(self, prefix: str) -> list[str]:
         """Names of the objects directly under ``prefix`` (``"pipeline/version/"``)."""

@@ -143,6 +143,16 @@ class LocalStore(ArtifactStore):
             return []
         return sorted(c.name for c in children if c.is_file() and not c.is_symlink() and not c.name.startswith("."))
 
+    def _remove_staged(self, pipeline: str, version: str) -> None:
+        super()._remove_staged(pipeline, version)
+        folder = self._path(f"{pipeline}/{version}")
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for leftover in folder.glob(f"{_TMP_PREFIX}*"):  # a write killed before its rename
+                with contextlib.suppress(FileNotFoundError):
+                    leftover.unlink()
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
     def _delete(self, key: str) -> None:
         path = self._path(key)
         with contextlib.suppress(FileNotFoundError):

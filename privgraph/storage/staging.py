@@ -206,9 +206,7 @@ def gc_staged(store: ArtifactStore, min_age: dt.timedelta, *, dry_run: bool = Fa
             if staged > cutoff:
                 continue
             if not dry_run:
-                for name in store._list_names(f"{p}/{v}/"):
-                    if name != MANIFEST_NAME:
-                        store._delete(store._key(p, v, name))
+                store._remove_staged(p, v)
             removed.append((p, v))
     return removed
 

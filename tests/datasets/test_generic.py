@@ -287,3 +287,46 @@ def test_larger_file_takes_fast_path_with_exact_lines(tmp_path):
     df.to_csv(p, index=False)
     with _raises(r"self-loops at .*lines \[1236\]", p):
         load_generic(p, num_nodes=n)
+
+
+# -- inputs that used to crash or allocate terabytes (issue 27) ------------------------------------
+def test_npy_files_that_are_not_npy_arrays(tmp_path):
+    e = _csv(tmp_path, "src,dst\n0,1\n")
+    (tmp_path / "empty.npy").write_bytes(b"")
+    with _raises(r"cannot read as a .npy array: an empty file", tmp_path / "empty.npy"):
+        load_generic(e, features=tmp_path / "empty.npy")
+    with _raises(r"cannot read as a .npy array: an empty file", tmp_path / "empty.npy"):
+        load_generic(e, labels=tmp_path / "empty.npy")
+    np.savez(tmp_path / "x.npz", a=np.zeros((2, 2)))
+    (tmp_path / "zip.npy").write_bytes((tmp_path / "x.npz").read_bytes())
+    with _raises(r"a .npz archive \(zip\); write it with numpy.save", tmp_path / "zip.npy"):
+        load_generic(e, features=tmp_path / "zip.npy")
+    np.save(tmp_path / "cut.npy", np.zeros((50, 4)))
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "cut.npy").read_bytes()[:200])
+    with _raises(r"cannot read as a numeric .npy array", tmp_path / "cut.npy"):
+        load_generic(e, features=tmp_path / "cut.npy")
+
+
+def test_ids_beyond_int64_are_refused_not_wrapped_negative(tmp_path):
+    e = _csv(tmp_path, "src,dst\n0,1\n1,18446744073709551000\n")
+    with _raises(r"column 'dst': integers beyond 2\^63 - 1 at .*lines \[3\].*18446744073709551000", e):
+        load_generic(e)
+
+
+def test_sparse_huge_ids_without_features_are_refused_before_allocating(tmp_path):
+    e = _csv(tmp_path, "src,dst\n0,1\n1,1000000000000\n")
+    with _raises(r"node id 1000000000000 at .*lines \[3\].* makes 1000000000001 nodes.*0..n-1.*at most 2147483647", e):
+        load_generic(e)
+    # ids up to 3 million, all used: a real graph, accepted
+    n = 3_000_000
+    ids = np.arange(n)
+    p = _parquet(tmp_path, pd.DataFrame({"src": ids[:-1], "dst": ids[1:]}), "path.parquet")
+    assert load_generic(p).num_nodes == n
+
+
+def test_class_ids_are_limited():
+    from privgraph.graph import MAX_CLASSES, GraphData
+
+    GraphData(num_nodes=2, y=np.array([0, MAX_CLASSES - 1]))
+    with pytest.raises(GraphValidationError, match=rf"class ids of {MAX_CLASSES} or more in rows \[1\] \(first: 100000\)"):
+        GraphData(num_nodes=2, y=np.array([0, 100000]))

@@ -188,3 +188,18 @@ def test_an_existing_api_url_is_used_unchanged_and_nothing_starts():
     ):
         assert url == "http://127.0.0.1:9/api"
         assert set(_children(os.getpid())) == before
+
+
+def test_the_default_wait_holds_on_a_loaded_runner(monkeypatch):
+    """Prefect's own 20 s default made `privgraph run` exit 4 on a loaded 2-core runner (the server
+    took ~28 s); the wait is at least 120 s, and a longer setting wins (issue 27)."""
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
+
+    from flows.server import _start_timeout
+
+    monkeypatch.delenv("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", raising=False)
+    with temporary_settings(restore_defaults={PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS}):
+        assert PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value() == 20
+        assert _start_timeout() == 120.0
+    with temporary_settings(updates={PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 300}):
+        assert _start_timeout() == 300.0

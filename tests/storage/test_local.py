@@ -232,8 +232,71 @@ def test_artifacts_commands_verify_list_show_gc(tmp_path, manifest, manifest_fac
     assert r.exit_code == 2 and "64 hex digits" in r.output, r.output
     assert run(app, ["artifacts", "verify", *s]).exit_code == 2  # neither VERSION nor --all
     (tmp_path / "store" / "cora-feature-rr" / good / "manifest.json").write_text("{")
-    r = run(app, ["artifacts", "list", "--json", *s[:2]])
+    r = run(app, ["artifacts", "list", "--json", *s])
     assert r.exit_code == 2 and bad in r.stdout and good not in r.stdout.split("\n")[0], r.output
+    assert edited not in r.stdout and f"cora-feature-rr/{edited}" in r.stderr, r.output  # its ledger was edited
     r = run(app, ["artifacts", "gc", "--min-age-hours", "1", *s[:2]])
     assert r.exit_code == 0 and f"removed staged cora-feature-rr/{staged.version}" in r.stdout, r.output
     assert not (tmp_path / "store" / "cora-feature-rr" / staged.version).exists()
+
+
+def test_gc_removes_a_killed_writes_partial_file_and_the_folder(tmp_path):
+    """kill -9 during a write leaves the version's folder with a data object and a ``.tmp-*`` file:
+    gc removes both and the folder, once; the next gc has nothing to remove (issue 27)."""
+    import datetime as dt
+
+    from privgraph.storage.staging import gc_staged
+
+    store = LocalStore(tmp_path / "store")
+    staged = stage_version(store, PIPE, {"edges.parquet": b"left"}, created=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
+    folder = tmp_path / "store" / PIPE / staged.version
+    (folder / ".tmp-k1ll3d").write_bytes(b"half of features.npy")
+    assert gc_staged(store, dt.timedelta(hours=1)) == [(PIPE, staged.version)]
+    assert not folder.exists()
+    assert gc_staged(store, dt.timedelta(hours=1)) == []
+
+
+def test_list_and_show_say_whether_the_seal_was_checked_against_a_trusted_key(tmp_path, manifest, manifest_factory, monkeypatch):
+    """A hand-edited ledger is not listed as fact; list and show say which key the seal was checked
+    against, or that no trusted key was at hand (issue 27)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from privgraph.cli import app
+    from privgraph.storage.private_record import owner_signing_key
+    from privgraph.storage.seal import public_key_hex
+
+    monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
+    key = owner_signing_key(tmp_path / "private")
+    store = LocalStore(tmp_path / "store")
+    good = put_version(store, PIPE, {"edges.parquet": b"good"}, manifest, signing_key=key)
+    edited = put_version(store, PIPE, {"edges.parquet": b"e"}, manifest_factory(note="c"), signing_key=key)
+    run = CliRunner().invoke
+    own = ["--store", str(tmp_path / "store"), "--private-records", str(tmp_path / "private")]
+    none = ["--store", str(tmp_path / "store"), "--private-records", str(tmp_path / "nobody")]
+    r = run(app, ["artifacts", "list", "--json", *own])
+    assert r.exit_code == 0, r.output
+    assert [row["seal"] for row in json.loads(r.stdout)] == [{"signer": public_key_hex(key), "trusted_key": True}] * 2
+    r = run(app, ["artifacts", "list", *none])
+    assert r.exit_code == 0 and "(unchecked signer)" in r.stdout and "no trusted public key" in r.stderr, r.output
+    r = run(app, ["artifacts", "show", good, *own])
+    assert r.exit_code == 0 and f"seal: signed by {public_key_hex(key)[:16]}... (a trusted key)" in r.stdout, r.output
+    r = run(app, ["artifacts", "show", good, *none])
+    assert r.exit_code == 0 and "not checked against a trusted key" in r.stdout and "no trusted public key" in r.stderr
+    # the ledger edited by hand ("features 0.1"): left out of the listing, exit 2, named
+    mpath = tmp_path / "store" / PIPE / edited / "manifest.json"
+    m = json.loads(mpath.read_text())
+    m["ledger"]["entries"][0]["guarantee"]["epsilon"] = 0.1
+    mpath.write_text(json.dumps(m, indent=2))
+    for args in (own, none):
+        r = run(app, ["artifacts", "list", "--json", *args])
+        assert r.exit_code == 2 and [row["version"] for row in json.loads(r.stdout)] == [good], r.output
+        assert f"{PIPE}/{edited}" in r.stderr and "changed after the owner signed it" in r.stderr, r.output
+    # re-signed with another key: listed as sealed by that key when no trusted key is at hand, refused against the owner's
+    other = owner_signing_key(tmp_path / "intruder")
+    resigned = put_version(store, PIPE, {"edges.parquet": b"r"}, manifest_factory(note="r"), signing_key=other)
+    r = run(app, ["artifacts", "list", "--json", *none])
+    assert {row["version"]: row["seal"]["signer"] for row in json.loads(r.stdout)}[resigned] == public_key_hex(other)
+    r = run(app, ["artifacts", "list", "--json", *own])
+    assert r.exit_code == 2 and resigned not in r.stdout and "not by a trusted key" in r.stderr, r.output
