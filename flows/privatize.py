@@ -31,7 +31,8 @@ from privgraph.config_loader import load_config
 from privgraph.evaluation import check_evaluable, evaluation_entropy, evaluation_problem
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.publication import build_manifest
-from privgraph.preflight import check_before_reading, resolve_store
+from privgraph.errors import ValidationFailedError
+from privgraph.preflight import check_before_reading, planned_ledger, resolve_store
 from privgraph.storage.private_record import input_identity, write_private_record
 from privgraph.validation import enforce
 from tasks.embed import ingest_with_features
@@ -54,9 +55,13 @@ def privatize_flow(
     cfg = cfgs.get(pipeline)
     disclosure = disclosure_of(cfgs, pipeline)  # the one declaration of what is public
     store_uri = resolve_store(cfg, store)
-    check_before_reading(cfg, store_uri)  # store, private records, input files: before any data is read
-    root = as_seed_sequence(cfg.seed)  # None: fresh OS entropy; never written anywhere
     label_flow_run(tags=pipeline_tags(pipeline, cfg))
+    try:  # budget caps, store, private records, input files: before any data is read
+        check_before_reading(cfg, store_uri)
+    except ValidationFailedError:  # the caps refuse the configured mechanisms: their ledger, in the UI
+        publish_ledger(pipeline, None, planned_ledger(cfg).to_dict(), None)
+        raise
+    root = as_seed_sequence(cfg.seed)  # None: fresh OS entropy; never written anywhere
 
     graph, embed_record = ingest_with_features(cfg)  # image graphs: ResNet-50 embeddings become the features
     if evaluate:  # labels and a split, or a one-line refusal before anything is privatized

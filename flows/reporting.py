@@ -73,7 +73,7 @@ def label_flow_run(name: str | None = None, tags: Iterable[str] = ()) -> None:
     run.tags = merged
 
 
-def publish_ledger(pipeline: str, version: str | None, ledger: dict[str, Any], validation: dict[str, Any]) -> None:
+def publish_ledger(pipeline: str, version: str | None, ledger: dict[str, Any], validation: dict[str, Any] | None) -> None:
     """The privacy ledger and the validation (as in the manifest): shareable."""
     create_markdown_artifact(
         key=artifact_key(pipeline, "ledger"),

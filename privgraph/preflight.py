@@ -19,7 +19,7 @@ from pathlib import Path
 
 from privgraph.accounting import BudgetPolicy, LedgerEntry, PrivacyLedger
 from privgraph.config import PipelineConfig
-from privgraph.errors import BudgetExceededError, ConfigError, DatasetNotFoundError
+from privgraph.errors import ConfigError, DatasetNotFoundError, ValidationFailedError
 from privgraph.storage import ArtifactStore, open_store
 from privgraph.private_files import mkdir_private
 from privgraph.storage.private_record import owner_key, owner_signing_key
@@ -121,20 +121,19 @@ def planned_ledger(cfg: PipelineConfig) -> PrivacyLedger:
 
 
 def check_budget(cfg: PipelineConfig) -> None:
-    """The configured mechanisms fit the budget caps, checked before any data is read (the
-    validation checkpoint checks the ledger the run really records again, scores included).
+    """The configured mechanisms pass the checkpoint's budget suite (every spending scope capped,
+    spent <= cap, delta under its delta cap), checked before any data is read; the checkpoint
+    checks the ledger the run really records again, the scores' charge included.
 
     Raises:
-        BudgetExceededError: a cap is exceeded (exit code 3); nothing is read, spent or written.
+        ValidationFailedError: in the checkpoint's words (exit code 3); nothing is read, spent or written.
     """
-    if not cfg.budget:
-        return
-    policy = BudgetPolicy(cfg.budget, cfg.budget_delta)
-    violations = policy.check(planned_ledger(cfg))
-    if violations:
-        raise BudgetExceededError(
-            "privacy budget exceeded by the configured mechanisms (refused before reading any data): "
-            + "; ".join(violations) + "; lower their epsilon or raise the cap in 'budget'"
+    from privgraph.validation import budget_failures
+
+    failures = budget_failures(planned_ledger(cfg), BudgetPolicy(cfg.budget, cfg.budget_delta))
+    if failures:
+        raise ValidationFailedError(
+            "validation checkpoint failed before reading any data (the configured mechanisms): " + "; ".join(failures)
         )
 
 
@@ -143,7 +142,7 @@ def check_before_reading(cfg: PipelineConfig, store: str | None = None) -> Artif
     opened store.
 
     Raises:
-        BudgetExceededError: the configured mechanisms exceed a budget cap (exit code 3).
+        ValidationFailedError: the configured mechanisms exceed the budget caps (exit code 3).
         ConfigError, ArtifactError, DatasetNotFoundError: misconfiguration (exit code 2).
         StoreUnavailableError: the store does not answer or its disk is full (exit code 4).
     """

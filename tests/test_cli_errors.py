@@ -181,10 +181,12 @@ RUN_CASES = [
          "train/val/test split", args=["run", "p", "--config", "pipelines.yaml"]),
     # a failed checkpoint (exit 3): the caps against the configured mechanisms, before any data is
     # read (the dataset root is broken too; it was checked 30-38 s in, after privatizing: issue 27)
-    Case("budget cap exceeded", 3, "scope 'features': spent epsilon 1.0 exceeds the cap 0.5",
+    Case("budget cap exceeded", 3, "scope features (feature_ldp): spent epsilon 1 exceeds the cap 0.5",
          over={"budget.features": 0.5, "dataset.root": "/nonexistent"}),
-    Case("budget cap exceeded, edge-level DP", 3, "refused before reading any data",
+    Case("budget cap exceeded, edge-level DP", 3, "failed before reading any data",
          over={"budget.edges": 1.5, "dataset.root": "/nonexistent"}),
+    Case("a scope that spends without a cap", 3, "scope edges (edge_dp): spends epsilon 2 but pipelines.yaml sets no budget cap",
+         over={"budget.edges": None, "dataset.root": "/nonexistent"}),
 ]
 
 

@@ -195,8 +195,8 @@ def _run(tmp_path: Path, cfg: Path) -> subprocess.CompletedProcess:
 def test_cli_runs_a_gap_pipeline_under_its_delta_cap_and_refuses_it_without(tmp_path):
     r = _run(tmp_path, _pipeline(tmp_path))
     assert r.returncode == 3, r.stderr[-2000:]
-    assert "spent delta 1e-05 exceeds the delta cap 0.0 (no delta cap: pure DP only)" in r.stderr
-    assert "refused before reading any data" in r.stderr  # the caps against the configuration (issue 27)
+    assert "spent delta 1e-05 exceeds no delta cap (budget_delta): pure DP only" in r.stderr
+    assert "before reading any data" in r.stderr  # the caps against the configuration (issue 27)
     assert not list((tmp_path / "store").rglob("manifest.json"))  # nothing published
 
     r = _run(tmp_path, _pipeline(tmp_path, budget_delta={"edges": 1e-5}))

@@ -27,7 +27,7 @@ from privgraph.accounting import BudgetPolicy, PrivacyLedger
 from privgraph.errors import ValidationFailedError
 from privgraph.graph import GraphData
 
-__all__ = ["ValidationReport", "run_checkpoint", "enforce"]
+__all__ = ["ValidationReport", "budget_failures", "run_checkpoint", "enforce"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +80,18 @@ def _budget_rows(ledger: PrivacyLedger, policy: BudgetPolicy) -> list[dict[str, 
             }
         )
     return rows
+
+
+def budget_failures(ledger: PrivacyLedger, policy: BudgetPolicy) -> list[str]:
+    """What the checkpoint's ``budget`` suite would refuse in ``ledger`` under ``policy`` (a scope
+    that spends without a cap, over its cap, or delta over its delta cap), in its words; no
+    great-expectations context, so that a run can check its configuration before reading data."""
+    rows = _budget_rows(ledger, policy)
+    for r in rows:
+        for k in ("cap", "spent", "delta_cap", "delta_spent"):
+            if r[k] != r[k]:
+                r[k] = None
+    return ValidationReport(success=False, results=[], budget=rows).failures()
 
 
 def _context() -> Any:

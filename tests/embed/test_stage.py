@@ -113,7 +113,7 @@ def test_a_missing_weights_file_is_refused_before_any_data_is_read(tmp_path):
         "dataset": {"name": "photos", "root": str(tmp_path), "options": {"num_nodes": 20}},
         "embed": {"weights": "weights/resnet50.pth"},
         "features": {"mechanism": "feature_rr", "epsilon": 1.0, "bins": 2, "lower": 0.0, "upper": 1.0},
-        "budget": {"features": 1.0}, "edges": {"mechanism": "nonpriv_part"}, "storage": str(tmp_path / "store"),
+        "budget": {"features": 1.0, "edges": 1.0}, "edges": {"mechanism": "nonpriv_part"}, "storage": str(tmp_path / "store"),
         "private_records": str(tmp_path / "private")}}}).get("p")
     with pytest.raises(ConfigError, match=r"no ResNet-50 weights file at .*weights/resnet50\.pth.*weights: random"):
         check_before_reading(cfg)

@@ -4,6 +4,7 @@ nothing published when publishing fails, no version on a failed checkpoint."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
@@ -60,14 +61,20 @@ def _artifacts_of(flow_run_id: str) -> list[dict]:
     return [a for a in arts if a["key"]]
 
 
-def test_ledger_and_metrics_are_prefect_artifacts(harness, tmp_path, caplog):
+def test_ledger_and_metrics_are_prefect_artifacts(harness, tmp_path):
     from prefect.client.orchestration import get_client
 
     from flows.privatize import privatize_flow
 
-    with caplog.at_level("INFO"):
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logging.getLogger("prefect.flow_runs").addHandler(handler)  # prefect's loggers do not propagate
+    try:
         res = privatize_flow(pipeline="sbm-small", config_path=str(_config(tmp_path)))
-    names = [r.flow_run_name for r in caplog.records if getattr(r, "flow_run_name", None)]
+    finally:
+        logging.getLogger("prefect.flow_runs").removeHandler(handler)
+    names = [r.flow_run_name for r in records if getattr(r, "flow_run_name", None)]
     assert names and not [n for n in names if "staging" in n]  # the closing line said 'sbm-small/staging'
     assert names[-1] in ("sbm-small", f"sbm-small/{res['version']}")
     assert res["metrics"]["runs"] == 2
@@ -148,6 +155,22 @@ def test_a_dask_run_logs_its_workers_and_publishes_the_dashboard_link(harness, t
     assert any(m.startswith("3 partitions (metis, from public edges only), nodes per partition: ") for m in messages)
     assert "executor: dask (LocalCluster), 1 workers, 1 threads" in messages
     assert any(m.startswith("Dask dashboard: http://127.0.0.1:") for m in messages)
+
+
+@pytest.mark.dask
+def test_the_dask_dashboard_link_serves_the_dashboard():
+    """The link the run publishes opens the dashboard's pages: bokeh is in the lock (without it the
+    page only said that the dashboard needs bokeh: issue 27)."""
+    import httpx
+
+    from tasks.dask_executor import DaskExecutor
+
+    with DaskExecutor(n_workers=1, threads_per_worker=1) as ex:
+        assert ex.dashboard_ready
+        link = ex.dashboard_link
+        assert link is not None and link.startswith("http://127.0.0.1:")
+        page = httpx.get(link, follow_redirects=True, timeout=30)
+    assert page.status_code == 200 and "bokeh" in page.text.lower() and "requires bokeh" not in page.text.lower()
 
 
 def test_failure_between_data_and_manifest_leaves_no_version(harness, tmp_path, monkeypatch):
