@@ -1,20 +1,42 @@
-"""Scheduled production runs: one Prefect deployment of the ``privatize`` flow per pipeline."""
+"""Scheduled production runs: one Prefect deployment of the ``privatize`` flow per pipeline.
+
+``privgraph serve`` names them ``<pipeline>-served`` (``infra/prefect.yaml``'s deployments, run by
+a worker, are ``<pipeline>-scheduled``: the two routes never re-register each other's). Each has a
+concurrency limit of one run (:data:`ONE_RUN_AT_A_TIME`): a scheduled run that would start while
+the pipeline's previous run is still going is cancelled, not stacked. One ``serve`` per pipeline:
+a second one is refused while the first polls (:func:`check_not_served`). Stopped by SIGTERM or
+Ctrl-C, ``serve`` hands the runs it had claimed but not started back to the schedule
+(:func:`release_claimed_runs`) instead of leaving them Pending.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
+from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
 from prefect.schedules import Cron
 
 from flows.privatize import privatize_flow
 from privgraph.config import PipelinesConfig
 from privgraph.errors import ConfigError
 
+#: the deployment name suffix of `privgraph serve` (infra/prefect.yaml's is "-scheduled")
+SERVED_SUFFIX = "-served"
+#: one run of a pipeline at a time; a run that collides with a running one is cancelled
+ONE_RUN_AT_A_TIME = ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW)
+
+
+def served_name(pipeline: str) -> str:
+    """The deployment name ``privgraph serve`` gives ``pipeline``."""
+    return f"{pipeline}{SERVED_SUFFIX}"
+
 
 def pipeline_deployments(
-    cfg: PipelinesConfig, pipelines: list[str], config_path: str, cron: str | None = None
+    cfg: PipelinesConfig, pipelines: list[str], config_path: str, cron: str | None = None, evaluate: bool = True
 ) -> list[Any]:
-    """A ``RunnerDeployment`` per pipeline, on its ``schedule.cron`` (or ``cron`` for all)."""
+    """A ``RunnerDeployment`` per pipeline, on its ``schedule.cron`` (or ``cron`` for all), one run
+    at a time; ``evaluate=False`` publishes without the evaluation (``privgraph evaluate`` later)."""
     deployments = []
     for name in pipelines:
         p = cfg.get(name)
@@ -24,18 +46,73 @@ def pipeline_deployments(
         tz = p.schedule.timezone if p.schedule is not None else "UTC"
         deployments.append(
             privatize_flow.to_deployment(
-                name=f"{name}-scheduled",
+                name=served_name(name),
                 schedule=Cron(expr, timezone=tz),
-                parameters={"pipeline": name, "config_path": config_path},
+                parameters={"pipeline": name, "config_path": config_path, "evaluate": evaluate},
                 tags=["privgraph", name],
                 description=p.description or f"privgraph pipeline {name}",
+                concurrency_limit=ONE_RUN_AT_A_TIME,
             )
         )
     return deployments
 
 
-def serve(deployments: list[Any]) -> None:  # pragma: no cover - blocks until interrupted
-    """Serve the deployments from this process (a Prefect server must be reachable)."""
+def check_not_served(deployments: list[Any]) -> None:
+    """Refuse to serve a deployment that another process serves now (the server saw it poll within
+    the last minute: status READY); two would re-register it, and the first to stop pauses it."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        for d in deployments:
+            try:
+                found = client.read_deployment_by_name(f"{privatize_flow.name}/{d.name}")
+            except ObjectNotFound:
+                continue
+            status = getattr(found.status, "value", found.status)
+            if status == "READY":
+                polled = found.last_polled.isoformat(timespec="seconds") if found.last_polled else "recently"
+                raise ConfigError(
+                    f"deployment {privatize_flow.name}/{d.name} is served by another process (it polled the "
+                    f"server at {polled}); stop that `privgraph serve` first, or serve other pipelines"
+                )
+
+
+def release_claimed_runs(deployments: list[Any]) -> list[str]:
+    """Hand the runs of ``deployments`` that were claimed but not started (Pending) back to the
+    schedule (Scheduled, now), so that the next ``serve`` runs them; returns their names."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterName,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.client.schemas.sorting import FlowRunSort
+    from prefect.states import Scheduled
+
+    released = []
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=[d.name for d in deployments])),
+            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PENDING]))),
+            sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=200,
+        )
+        for run in runs:
+            client.set_flow_run_state(run.id, Scheduled(scheduled_time=dt.datetime.now(dt.timezone.utc)), force=True)
+            released.append(run.name)
+    return released
+
+
+def serve(deployments: list[Any]) -> list[str]:  # pragma: no cover - blocks until interrupted
+    """Serve the deployments from this process (a Prefect server must be reachable) until SIGTERM
+    or Ctrl-C; then release the runs it had claimed and return their names."""
     from prefect import serve as prefect_serve
 
-    prefect_serve(*deployments)
+    try:
+        prefect_serve(*deployments)
+    except SystemExit:  # Prefect's SIGTERM handler stops the runner, then exits
+        pass
+    return release_claimed_runs(deployments)

@@ -386,8 +386,13 @@ def serve(
     pipelines: list[str] = typer.Argument(None, help="pipelines to schedule (default: all with a schedule)"),
     config: Path = typer.Option(Path("pipelines.yaml"), "--config", "-c", help="pipelines file"),
     cron: str | None = typer.Option(None, "--cron", help="override the schedule, e.g. '0 3 * * *'"),
+    evaluate: bool = typer.Option(True, "--evaluate/--no-evaluate",
+                                  help="--no-evaluate: publish on schedule without the evaluation (run `privgraph evaluate VERSION` later)"),
 ) -> None:
-    """Serve scheduled production runs of the privatize flow (needs a running Prefect server)."""
+    """Serve scheduled production runs of the privatize flow (needs a running Prefect server):
+    deployments ``<pipeline>-served``, one run of a pipeline at a time (a run that would start
+    while the previous one still runs is cancelled); one ``serve`` per pipeline; on SIGTERM or
+    Ctrl-C the runs it had claimed but not started go back to the schedule."""
     with _errors():
         from privgraph.config_loader import load_config
 
@@ -397,7 +402,7 @@ def serve(
             from privgraph.errors import ConfigError
 
             raise ConfigError(f"{config}: no pipeline has a 'schedule'; add one or name pipelines and pass --cron")
-        from flows.schedule import pipeline_deployments
+        from flows.schedule import check_not_served, pipeline_deployments
         from flows.schedule import serve as serve_deployments
 
         if cron is not None:
@@ -407,9 +412,13 @@ def serve(
         from flows.server import require_prefect_api
 
         require_prefect_api()
-        deployments = pipeline_deployments(cfg, names, str(config.resolve()), cron=cron)
+        deployments = pipeline_deployments(cfg, names, str(config.resolve()), cron=cron, evaluate=evaluate)
+        check_not_served(deployments)
         err.print(f"serving {escape(', '.join(d.name for d in deployments))}; Ctrl-C to stop", highlight=False)
-        serve_deployments(deployments)
+        released = serve_deployments(deployments)
+        if released:
+            err.print(f"stopped; {len(released)} claimed run(s) handed back to the schedule: {escape(', '.join(released))}",
+                      highlight=False, soft_wrap=True)
 
 
 def _check_cron(expr: str) -> None:

@@ -42,6 +42,8 @@ WORKDIR_VAR = "PRIVGRAPH_WORKDIR"
 CONFIG_PATH = "pipelines.yaml"  # relative to the working directory; compose mounts the production file there
 WORK_POOL = {"name": "privgraph-process", "type": "process"}
 WORK_QUEUE = "default"
+#: as flows/schedule.py's ONE_RUN_AT_A_TIME for `privgraph serve`
+CONCURRENCY_LIMIT = {"limit": 1, "collision_strategy": "CANCEL_NEW"}
 
 HEADER = """\
 # GENERATED from pipelines.yaml by scripts/infra_check.py --write: do not edit by hand.
@@ -82,6 +84,8 @@ def expected_document(config_path: str | Path) -> dict[str, Any]:
             "entrypoint": ENTRYPOINT,
             "parameters": {"pipeline": name, "config_path": CONFIG_PATH},
             "work_pool": {"name": WORK_POOL["name"], "work_queue_name": WORK_QUEUE, "job_variables": {}},
+            # one run of a pipeline at a time: a run that would start while one runs is cancelled
+            "concurrency_limit": dict(CONCURRENCY_LIMIT),
             "schedules": schedules,
         })
     return {

@@ -384,7 +384,9 @@ def test_deployments_equal_those_generated_from_pipelines_yaml() -> None:
 
 
 def test_deployments_agree_with_privgraph_serve() -> None:
-    """`privgraph serve` (flows/schedule.py) and infra/prefect.yaml describe the same deployments."""
+    """`privgraph serve` (flows/schedule.py) and infra/prefect.yaml describe the same deployments,
+    under distinct names (<pipeline>-served, <pipeline>-scheduled: neither route re-registers the
+    other's), with the same concurrency limit."""
     import inspect
 
     from flows.privatize import privatize_flow
@@ -396,9 +398,13 @@ def test_deployments_agree_with_privgraph_serve() -> None:
     scheduled = [n for n, p in cfg.pipelines.items() if p.schedule is not None]
     assert scheduled
     for rd in pipeline_deployments(cfg, scheduled, "pipelines.yaml"):
-        d = doc[rd.name]
+        pipeline = rd.parameters["pipeline"]
+        assert rd.name == f"{pipeline}-served" and rd.name not in doc
+        d = doc[f"{pipeline}-scheduled"]
         assert rd.flow_name == privatize_flow.name == infra_check.FLOW_NAME
-        assert rd.parameters == d["parameters"]
+        assert rd.parameters == {**d["parameters"], "evaluate": True}
+        assert (rd.concurrency_limit, rd.concurrency_options.collision_strategy.value) == (
+            d["concurrency_limit"]["limit"], d["concurrency_limit"]["collision_strategy"])
         assert sorted(rd.tags) == sorted(d["tags"]) and rd.description == d["description"]
         [sched] = rd.schedules
         assert (sched.schedule.cron, sched.schedule.timezone) == (d["schedules"][0]["cron"],
@@ -686,6 +692,9 @@ def test_compose_commands_register_and_run_the_deployments(tmp_path: Path, compo
             r = registered[d["name"]]
             assert r.entrypoint == d["entrypoint"] and r.parameters == d["parameters"]
             assert r.work_pool_name == "privgraph-process" and r.pull_steps == expected["pull"]
+            # one run of a pipeline at a time, a colliding run cancelled (issue 27)
+            assert r.global_concurrency_limit is not None and r.global_concurrency_limit.limit == 1, r
+            assert r.concurrency_options is not None and r.concurrency_options.collision_strategy.value == "CANCEL_NEW"
             got = [(s.schedule.cron, s.schedule.timezone) for s in r.schedules]
             assert got == [(s["cron"], s["timezone"]) for s in d["schedules"]]
 

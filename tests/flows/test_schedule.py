@@ -48,12 +48,13 @@ def test_schedule_becomes_a_cron_deployment():
 
     cfg = parse_config(BASE)
     (d,) = pipeline_deployments(cfg, ["cora"], "/etc/privgraph/pipelines.yaml")
-    assert d.name == "cora-scheduled"
+    assert d.name == "cora-served"  # infra/prefect.yaml's are <pipeline>-scheduled
     sched = d.schedules[0].schedule
     assert sched.cron == "0 3 * * *" and sched.timezone == "Europe/Paris"
-    assert d.parameters == {"pipeline": "cora", "config_path": "/etc/privgraph/pipelines.yaml"}
-    (d2,) = pipeline_deployments(cfg, ["cora"], "p.yaml", cron="*/15 * * * *")
-    assert d2.schedules[0].schedule.cron == "*/15 * * * *"
+    assert d.parameters == {"pipeline": "cora", "config_path": "/etc/privgraph/pipelines.yaml", "evaluate": True}
+    assert d.concurrency_limit == 1 and d.concurrency_options.collision_strategy.value == "CANCEL_NEW"
+    (d2,) = pipeline_deployments(cfg, ["cora"], "p.yaml", cron="*/15 * * * *", evaluate=False)
+    assert d2.schedules[0].schedule.cron == "*/15 * * * *" and d2.parameters["evaluate"] is False
 
 
 def test_missing_or_bad_schedule():
@@ -193,7 +194,7 @@ def _scheduled_run_completes(diag: Callable[[], str]) -> Any:
     done = None
     while done is None:
         assert time.monotonic() < deadline, f"no scheduled run Completed within {WAIT_S} s{diag()}"
-        runs = asyncio.run(_runs_of("nightly-scheduled"))
+        runs = asyncio.run(_runs_of("nightly-served"))
         bad = [(r.name, r.state_type.value) for r in runs if r.state_type and r.state_type.value in ("FAILED", "CRASHED")]
         assert not bad, f"scheduled runs failed: {bad}{diag()}"
         done = next((r for r in runs if r.state_type and r.state_type.value == "COMPLETED"), None)
@@ -237,15 +238,15 @@ def test_served_deployment_gets_scheduled_runs_that_complete(tmp_path: Path) -> 
         with _serving(server, tmp_path, "nightly", "nightly", "--config", str(cfg), "--cron", "* * * * *") as diag:
             _scheduled_run_completes(diag)
 
-            r = _trigger(server, "nightly-scheduled")
+            r = _trigger(server, "nightly-served")
             assert r.returncode == 0, f"{r.stdout[-3000:]}{r.stderr[-3000:]}{diag()}"
 
         # the failing pipeline, on its own (yearly) schedule from pipelines.yaml
         with _serving(server, tmp_path, "overspent", "overspent", "--config", str(cfg)) as diag:
-            _wait_for_deployment("privatize/overspent-scheduled", diag)
-            r = _trigger(server, "overspent-scheduled")
+            _wait_for_deployment("privatize/overspent-served", diag)
+            r = _trigger(server, "overspent-served")
             assert r.returncode != 0, f"a run that failed its checkpoint exited 0:\n{r.stdout[-3000:]}{diag()}"
-            states = [run.state_type.value for run in asyncio.run(_runs_of("overspent-scheduled")) if run.state_type]
+            states = [run.state_type.value for run in asyncio.run(_runs_of("overspent-served")) if run.state_type]
             # the triggered run Failed by the checkpoint (not Crashed); its yearly schedule also
             # holds future runs, still SCHEDULED
             assert [s for s in states if s != "SCHEDULED"] == ["FAILED"], f"{states}{diag()}"
@@ -264,3 +265,71 @@ def test_scheduled_runs_complete_on_a_postgres_backed_server(tmp_path: Path) -> 
         _serving(server, tmp_path, "nightly", "nightly", "--config", str(cfg), "--cron", "* * * * *") as diag,
     ):
         _scheduled_run_completes(diag)
+
+
+async def _deployment(name: str) -> Any:
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        return await client.read_deployment_by_name(name)
+
+
+async def _create_run(deployment_id: Any, pending: bool = False) -> Any:
+    from prefect.client.orchestration import get_client
+    from prefect.states import Pending
+
+    async with get_client() as client:
+        return await client.create_flow_run_from_deployment(deployment_id, state=Pending() if pending else None)
+
+
+def _wait(what: str, check: Callable[[], Any], diag: Callable[[], str]) -> Any:
+    deadline = time.monotonic() + WAIT_S
+    while not (found := check()):
+        assert time.monotonic() < deadline, f"{what}: not within {WAIT_S} s{diag()}"
+        time.sleep(1)
+    return found
+
+
+@pytest.mark.server
+@pytest.mark.flow
+def test_one_serve_per_pipeline_one_run_at_a_time_and_claimed_runs_released_on_sigterm(tmp_path: Path) -> None:
+    """Issue 27 against a real server: a second `serve` of a served pipeline exits 2 and does not
+    pause the first one's deployment; two runs due at once: one Completed, the other Cancelled
+    (concurrency limit 1, CANCEL_NEW); SIGTERM to `serve` hands a run it had claimed (Pending)
+    back to the schedule instead of leaving it Pending."""
+    cfg = _fast_pipelines(tmp_path)
+    name = "privatize/nightly-served"
+    with prefect_server(tmp_path) as server, _client_of(server):
+        log = tmp_path / "serve-a.log"
+        with log.open("w") as out:  # yearly: the scheduler starts nothing by itself during the test
+            first = subprocess.Popen([str(BIN / "privgraph"), "serve", "nightly", "--config", str(cfg), "--cron", "0 0 1 1 *"],
+                                     cwd=tmp_path, env=server.client_env(), stdout=out, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        diag = lambda: f"\n--- serve ---\n{_tail(log)}\n--- prefect server ---\n{server.tail()}"  # noqa: E731
+        try:
+            _wait("the first serve polls the server", lambda: (asyncio.run(_deployment_exists(name))
+                  and getattr(asyncio.run(_deployment(name)).status, "value", None) == "READY"), diag)
+            second = subprocess.run([str(BIN / "privgraph"), "serve", "nightly", "--config", str(cfg), "--cron", "0 0 1 1 *"],
+                                    cwd=tmp_path, env=server.client_env(), capture_output=True, text=True, timeout=120)
+            assert second.returncode == 2, second.stdout + second.stderr + diag()
+            assert f"deployment {name} is served by another process" in second.stderr, second.stderr
+            dep = asyncio.run(_deployment(name))
+            assert not dep.paused and first.poll() is None, diag()
+
+            # two runs due at once: one runs, the other is cancelled rather than stacked
+            runs = [asyncio.run(_create_run(dep.id)) for _ in range(2)]
+            final = {"COMPLETED", "CANCELLED", "FAILED", "CRASHED"}
+            states = _wait("both runs end", lambda: (lambda s: s if all(x in final for x in s) else None)(
+                [asyncio.run(_flow_run(r.id)).state_type.value for r in runs]), diag)
+            assert sorted(states) == ["CANCELLED", "COMPLETED"], f"{states}{diag()}"
+
+            # a run the serve process had claimed (Pending) when it is stopped
+            claimed = asyncio.run(_create_run(dep.id, pending=True))
+            os.kill(first.pid, signal.SIGTERM)
+            assert first.wait(timeout=120) == 0, diag()
+            assert asyncio.run(_flow_run(claimed.id)).state_type.value == "SCHEDULED", diag()
+            assert "1 claimed run(s) handed back to the schedule" in log.read_text(), diag()
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(first.pid, signal.SIGKILL)
+            first.wait(timeout=30)
