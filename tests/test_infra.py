@@ -41,7 +41,7 @@ WORKFLOW = INFRA / "ci" / "privatize.yml"
 CHECK_SCRIPT = ROOT / "scripts" / "infra_check.py"
 BIN = Path(sys.executable).parent
 
-TRIGGER = '.venv/bin/prefect deployment run "privatize/${PIPELINE}-scheduled" --watch --watch-timeout 3600'
+TRIGGER = 'python3 infra/ci/trigger.py "privatize/${PIPELINE}-scheduled" --timeout 3600'
 PRIVGRAPH_SERVICES = {"prefect-server", "prefect-deploy", "prefect-worker", "dask-scheduler",
                       "dask-worker-1", "dask-worker-2"}
 OTHER_SERVICES = {"postgres": "postgres:15", "minio": "minio/minio", "minio-init": "minio/mc"}
@@ -577,7 +577,10 @@ def test_workflow_triggers_the_deployment_with_the_exact_command() -> None:
         assert job["env"][key] == f"${{{{ secrets.{key} }}}}"
     runs = [s.get("run", "") for s in job["steps"]]
     assert TRIGGER in runs, runs
-    assert runs.index("bash scripts/setup.sh") < runs.index(TRIGGER)
+    # a light trigger: nothing installed (the full stack was installed to call one endpoint)
+    assert not [r for r in runs if "setup.sh" in r or "pip " in r], runs
+    checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"]["sparse-checkout"] == "infra/ci"
     # the input reaches the shell through the environment, never pasted into a script
     assert wf["env"]["PIPELINE"] == "${{ inputs.pipeline || 'cora' }}"
     for j in wf["jobs"].values():
@@ -656,7 +659,8 @@ def test_compose_commands_register_and_run_the_deployments(tmp_path: Path, compo
     """prefect-deploy's script registers infra/prefect.yaml (twice: it is idempotent); the README's
     "Without Docker" block, run verbatim from the checkout, deploys, starts a worker and runs
     sbm-demo to a published version (its pull step hard-coded /opt/privgraph until issue 27, and
-    this test ran a rewritten copy); the compose worker and the CI trigger are that block's commands."""
+    this test ran a rewritten copy); the CI workflow's light trigger (REST API, no install) runs
+    it again with that worker; the compose worker is the block's command."""
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_API_URL": api,
@@ -711,6 +715,22 @@ def test_compose_commands_register_and_run_the_deployments(tmp_path: Path, compo
                                     start_new_session=True)
         try:
             code = proc.wait(timeout=900)  # the block ends when `deployment run --watch` returns
+            if code == 0:
+                # 3. the CI workflow's light trigger, verbatim (REST API, standard library only),
+                #    with the worker the block left running: a second version; then a deployment
+                #    that does not exist (exit 2) and an API that does not answer (exit 4)
+                trig_env = {k: v for k, v in run_env.items() if not k.startswith("PRIVGRAPH_WORKDIR")}
+                trig = subprocess.run(["bash", "-c", TRIGGER], env={**trig_env, "PIPELINE": "sbm-demo"}, cwd=ROOT,
+                                      check=False, capture_output=True, text=True, timeout=600)
+                assert trig.returncode == 0 and "finished in state Completed" in trig.stdout, (
+                    trig.stdout[-3000:] + trig.stderr[-3000:] + log.read_text()[-4000:])
+                trig = subprocess.run(["bash", "-c", TRIGGER], env={**trig_env, "PIPELINE": "nosuch"}, cwd=ROOT,
+                                      check=False, capture_output=True, text=True, timeout=120)
+                assert trig.returncode == 2 and "no deployment 'privatize/nosuch-scheduled'" in trig.stderr, trig.stderr
+                dead = {**trig_env, "PIPELINE": "sbm-demo", "PREFECT_API_URL": f"http://127.0.0.1:{_free_port()}/api"}
+                trig = subprocess.run(["bash", "-c", TRIGGER], env=dead, cwd=ROOT, check=False, capture_output=True,
+                                      text=True, timeout=120)
+                assert trig.returncode == 4 and "did not answer" in trig.stderr, trig.stderr
         finally:
             for sig in (signal.SIGTERM, signal.SIGKILL):  # the worker it started in the background
                 with contextlib.suppress(ProcessLookupError):
@@ -722,11 +742,8 @@ def test_compose_commands_register_and_run_the_deployments(tmp_path: Path, compo
         assert code == 0, out[-6000:]
         assert "Flow run finished successfully in 'Completed'" in out, out[-6000:]
         versions = list((tmp_path / "store" / "sbm-demo").glob("*/manifest.json"))
-        assert len(versions) == 1, "the run published one version"
-        # the compose worker and the CI workflow's trigger are the README's commands (the image has
-        # the venv on PATH and sets PRIVGRAPH_WORKDIR)
+        assert len(versions) == 2, "the README block's run and the CI trigger's each published one version"
+        # the compose worker is the README's (the image has the venv on PATH and sets PRIVGRAPH_WORKDIR)
         lines = [[w for w in shlex.split(line) if w != "&"] for line in block.splitlines()]
         worker = next(w for w in lines if w[1:3] == ["worker", "start"])
         assert _command_words(compose["services"]["prefect-worker"])[:len(worker)] == ["prefect", *worker[1:]]
-        trigger = next(w for w in lines if w[1:3] == ["deployment", "run"])
-        assert shlex.split(TRIGGER.replace("${PIPELINE}", "sbm-demo")) == trigger

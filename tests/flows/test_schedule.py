@@ -250,6 +250,11 @@ def test_served_deployment_gets_scheduled_runs_that_complete(tmp_path: Path) -> 
             # the triggered run Failed by the checkpoint (not Crashed); its yearly schedule also
             # holds future runs, still SCHEDULED
             assert [s for s in states if s != "SCHEDULED"] == ["FAILED"], f"{states}{diag()}"
+            # the CI workflow's light trigger (infra/ci/trigger.py, REST API) exits 1 for a Failed run
+            light = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[2] / "infra" / "ci" / "trigger.py"),
+                                    "privatize/overspent-served", "--timeout", "300", "--poll", "1"],
+                                   check=False, env=server.client_env(), capture_output=True, text=True, timeout=TRIGGER_WAIT_S)
+            assert light.returncode == 1 and "ended in state Failed" in light.stderr, light.stdout + light.stderr + diag()
 
 
 @pytest.mark.server
