@@ -400,6 +400,7 @@ def fit_node_classifier(
     label_classes: int | None = None,
     feature_dim: int | None = None,
     kprop_search: Sequence[int] | None = None,
+    progress: ProgressCallback | None = None,
     propagate_val_labels: bool = True,
 ) -> TrainedClassifier:
     r"""Train a 2-layer GNN (:class:`~privgraph.models.GCN`, :class:`~privgraph.models.GraphSAGE`,
@@ -450,7 +451,7 @@ def fit_node_classifier(
         return search_kprop(graph, kprop_search, seed=seed, edges=edges, hidden=hidden, epochs=epochs, lr=lr,
                             weight_decay=weight_decay, dropout=dropout, aggr=aggr, device=device, patience=patience,
                             eval_y=eval_y, model=model, drop=drop, label_epsilon=label_epsilon,
-                            label_classes=label_classes, feature_dim=feature_dim)
+                            label_classes=label_classes, feature_dim=feature_dim, progress=progress)
     eval_y = _check_fit_args(graph, edges=edges, model=model, hidden=hidden, epochs=epochs, lr=lr,
                              weight_decay=weight_decay, patience=patience, kprop_features=kprop_features, kprop_labels=kprop_labels, drop=drop,
                              propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
@@ -499,13 +500,16 @@ def fit_node_classifier(
                              posteriors=out.softmax(dim=1).cpu().numpy())
 
 
-def search_kprop(graph: GraphData, kprop_search: Sequence[int], **args: Any) -> TrainedClassifier:
+def search_kprop(
+    graph: GraphData, kprop_search: Sequence[int], progress: ProgressCallback | None = None, **args: Any
+) -> TrainedClassifier:
     """LPGNN's search of the KProp steps: every ``(K_x, K_y)`` of the grid ``kprop_search`` (e.g.
     ``[0, 2, 4, 8, 16]``) is trained with the same seed and the other arguments ``args`` of
     :func:`fit_node_classifier`, and the model with the highest validation accuracy against
     ``graph.y`` (the version's own, possibly randomized, labels: no clean label is read; ties: the
     smaller ``K_x + K_y``, then the smaller ``K_x``) is returned, its ``result["kprop"]`` the
-    chosen ``[K_x, K_y]``. The validation labels are inside the label propagation of a trained
+    chosen ``[K_x, K_y]``. ``progress`` receives a ``kprop search`` event per cell (its label: the
+    cell's ``K_x, K_y``, never a score), then one for the final training. The validation labels are inside the label propagation of a trained
     model, so its agreement with them is inflated (and capped by Drop's bound) and a poor cell
     can win; every cell is therefore SCORED by a model whose propagation reads the training labels
     only (``propagate_val_labels=False``) and the chosen cell is then trained as usual."""
@@ -513,14 +517,17 @@ def search_kprop(graph: GraphData, kprop_search: Sequence[int], **args: Any) -> 
     if not grid or any(k < 0 for k in grid) or any(isinstance(k, bool) for k in kprop_search):
         raise ValueError(f"train_node_classifier: kprop_search must be a non-empty list of steps >= 0, got {kprop_search!r}")
     best: tuple[tuple[float, int, int], tuple[int, int]] | None = None
+    tracker = ProgressTracker("kprop search", len(grid) ** 2 + 1, progress)
     for kx, ky in sorted(((kx, ky) for kx in grid for ky in grid), key=lambda k: (k[0] + k[1], k[0])):
         scored = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, propagate_val_labels=False, **args)
         key = (scored.result["val_acc"], -(kx + ky), -kx)
         if best is None or key > best[0]:
             best = (key, (kx, ky))
+        tracker.advance(detail=f"K_x={kx}, K_y={ky}")
     assert best is not None
     kx, ky = best[1]
     trained = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, **args)
+    tracker.advance(detail="the chosen cell")
     trained.result["kprop"] = [kx, ky]
     trained.result["kprop_searched"] = len(grid) ** 2
     return trained
@@ -920,7 +927,7 @@ def evaluate_utility(
                 ("public_edges", public_kwargs, public_res, "private graph, public edges only")):
             if kwargs is None:
                 continue
-            trained = fit_node_classifier(private, seed=s, eval_y=raw_y, **kwargs)
+            trained = fit_node_classifier(private, seed=s, eval_y=raw_y, progress=progress, **kwargs)
             out.append(trained.result)
             bases[name] = trained.posteriors
             tracker.advance(detail=f"{what}, run {i + 1}/{runs}")

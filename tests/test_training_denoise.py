@@ -418,9 +418,17 @@ def test_kprop_search_scores_cells_without_the_validation_labels_in_the_propagat
     assert (a["train_acc"], a["val_acc"]) != (b["train_acc"], b["val_acc"])
     with pytest.raises(ValueError, match="propagate_val_labels must be a bool"):
         fit_node_classifier(rr_graph, propagate_val_labels=1, **kw)
+    events = []
     ev = evaluate_utility(rr_graph, noisy_graph, runs=2, seed_sequence=1, kprop_search=[0, 2], **{
-        k: v for k, v in FAST.items()}, model="sage")
+        k: v for k, v in FAST.items()}, model="sage", progress=events.append)
     assert len(ev["private"]["kprop"]) == 2 and all(len(k) == 2 for k in ev["private"]["kprop"])
+    # the search reports each cell (a 20-min search showed no progress: issue 27), labelled by its
+    # K values only; one search per run of the GNN over the version
+    searches = [e for e in events if e.task == "kprop search"]
+    assert [(e.done, e.total) for e in searches] == [(k, 5) for k in range(6)] * 2
+    assert {e.detail for e in searches} == {"", "K_x=0, K_y=0", "K_x=0, K_y=2", "K_x=2, K_y=0", "K_x=2, K_y=2",
+                                            "the chosen cell"}
+    assert [e.done for e in events if e.task == "training"] == list(range(len(events) - len(searches)))
     with pytest.raises(ValueError, match="kprop_search chooses kprop_features"):
         fit_node_classifier(rr_graph, kprop_search=[0, 2], kprop_labels=2, **kw)
     with pytest.raises(ValueError, match="non-empty list of steps"):
