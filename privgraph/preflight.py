@@ -62,9 +62,10 @@ def check_private_records(directory: str | os.PathLike[str]) -> None:
 
 
 def _check_dataset_files(cfg: PipelineConfig) -> None:
-    """The files a ``generic`` dataset names, an ``images`` dataset's directory with its
-    ``nodes.csv`` and ``edges.csv``, and any dataset's split file exist (read nothing); other
-    loaders check their own."""
+    """The files a ``generic`` dataset names exist and their headers fit (column names, ``.npy``
+    shape and dtype, row counts: :func:`~privgraph.datasets.generic.check_generic_files`, no data
+    read), an ``images`` dataset's directory with its ``nodes.csv`` and ``edges.csv`` and any
+    dataset's split file exist; other loaders check their own."""
     from privgraph.datasets import SPLIT_FILE_OPTION, data_root
 
     ds = cfg.dataset
@@ -82,6 +83,7 @@ def _check_dataset_files(cfg: PipelineConfig) -> None:
                 if not path.is_file():
                     raise DatasetNotFoundError(f"dataset.options.path: file not found: {path}")
         return
+    paths: dict[str, Path] = {}
     for opt in ("edges", "features", "labels"):
         value = ds.options.get(opt)
         if value is None:
@@ -89,6 +91,14 @@ def _check_dataset_files(cfg: PipelineConfig) -> None:
         path = root / Path(str(value)).expanduser()
         if not path.is_file():
             raise DatasetNotFoundError(f"dataset.options.{opt}: file not found: {path}")
+        paths[opt] = path
+    if "edges" in paths:  # what the files' headers show, before Prefect starts (the data is read later)
+        from privgraph.datasets.generic import check_generic_files
+
+        num_nodes = ds.options.get("num_nodes")
+        check_generic_files(paths["edges"], features=paths.get("features"), labels=paths.get("labels"),
+                            num_nodes=num_nodes if isinstance(num_nodes, int) and not isinstance(num_nodes, bool) else None,
+                            private_column=ds.options.get("private_column"))
 
 
 def _check_embed_weights(cfg: PipelineConfig) -> None:

@@ -127,6 +127,15 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
+def _header_case(tmp: Path, edit: Callable[[Path], Any]) -> dict[str, str]:
+    """Edit the written graph's files (after ``_graph``: the setup runs first, so write them here)
+    and point the run at a Prefect API that does not answer."""
+    _graph(tmp / "data")
+    edit(tmp / "data")
+    (tmp / "data" / ".written").touch()
+    return {"PREFECT_API_URL": f"http://127.0.0.1:{_free_port()}/api"}
+
+
 def _a_file(path: Path) -> None:
     path.write_text("not a directory\n")
 
@@ -179,6 +188,18 @@ RUN_CASES = [
     # evaluation without a split: refused after ingest, before anything is privatized (exit 2)
     Case("no split to evaluate on", 2, "has no train_mask, val_mask, test_mask: evaluation needs labels and a "
          "train/val/test split", args=["run", "p", "--config", "pipelines.yaml"]),
+    # what the files' headers show, refused before Prefect is contacted (its API URL is dead here:
+    # a check after it would exit 4); these were found 10-25 s in, at ingest (issue 27)
+    Case("edge list without dst", 2, "edges.csv: missing column(s) ['dst']", setup=lambda t: _header_case(
+        t, lambda d: _write(d / "edges.csv", "src,target\n0,1\n"))),
+    Case(".npz named x.npy", 2, "x.npy: cannot read as a .npy array: a .npz archive (zip)", setup=lambda t: _header_case(
+        t, lambda d: (np.savez(d / "z.npz", a=np.zeros((30, 4))), (d / "x.npy").write_bytes((d / "z.npz").read_bytes())))),
+    Case("0-byte y.npy", 2, "y.npy: cannot read as a .npy array: an empty file", setup=lambda t: _header_case(
+        t, lambda d: (d / "y.npy").write_bytes(b""))),
+    Case("features and labels disagree", 2, "have 30 rows but labels", setup=lambda t: _header_case(
+        t, lambda d: np.save(d / "y.npy", np.zeros(31, np.int64)))),
+    Case("labels of shape [n, 1, 1]", 2, "expected labels of shape [n] or [n, C]", setup=lambda t: _header_case(
+        t, lambda d: np.save(d / "y.npy", np.zeros((30, 1, 1), np.int64)))),
     # a failed checkpoint (exit 3): the caps against the configured mechanisms, before any data is
     # read (the dataset root is broken too; it was checked 30-38 s in, after privatizing: issue 27)
     Case("budget cap exceeded", 3, "scope features (feature_ldp): spent epsilon 1 exceeds the cap 0.5",
@@ -250,7 +271,9 @@ def test_a_full_disk_is_found_before_any_data_is_read(where: str, tmp_path: Path
 
 def _check_failure(case: Case, tmp_path: Path, env: dict[str, str] | None) -> None:
     g = dict(case.graph)
-    if g.get("n") == 0:
+    if (tmp_path / "data" / ".written").is_file():  # the case's setup wrote (and edited) the graph itself
+        pass
+    elif g.get("n") == 0:
         (tmp_path / "data").mkdir()
         (tmp_path / "data" / "edges.csv").write_text("src,dst,private\n")
         np.save(tmp_path / "data" / "x.npy", np.zeros((0, 4)))

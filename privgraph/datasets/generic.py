@@ -21,7 +21,7 @@ from privgraph.arrow_io import read_parquet_bytes
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
 from privgraph.graph import MAX_NODES, UNLABELLED, GraphData, check_edge_list
 
-__all__ = ["load_generic"]
+__all__ = ["check_generic_files", "load_generic"]
 
 _MAX_SHOWN = 5
 _INT_RE = r"\s*[+-]?\d{1,18}\s*"
@@ -263,32 +263,62 @@ def _check_edges(tab: _Table, e: np.ndarray, n: int) -> None:
 
 
 # -- features and labels ---------------------------------------------------------------------
+def _open_npy(fh: Any, path: Path) -> None:
+    """Check that ``fh`` (at its start) is in the .npy format: an empty file, a ``.npz`` archive (or
+    any other format) under a ``.npy`` name are one-line errors naming the file."""
+    head = fh.read(6)
+    if head != b"\x93NUMPY":
+        what = "an empty file" if not head else (
+            "a .npz archive (zip)" if head.startswith(b"PK") else "not in the .npy format")
+        raise GraphValidationError(f"{path}: cannot read as a .npy array: {what}; write it with numpy.save")
+    fh.seek(0)
+
+
 def _load_npy(path: Path) -> np.ndarray:
-    """One array from a ``.npy`` file: an empty or truncated file, a ``.npz`` archive (or any other
-    format) under a ``.npy`` name, and pickled objects are one-line errors naming the file."""
+    """One array from a ``.npy`` file (see :func:`_open_npy`; pickled objects are refused too)."""
     with open(path, "rb") as fh:
-        head = fh.read(6)
-        if head != b"\x93NUMPY":
-            what = "an empty file" if not head else (
-                "a .npz archive (zip)" if head.startswith(b"PK") else "not in the .npy format")
-            raise GraphValidationError(f"{path}: cannot read as a .npy array: {what}; write it with numpy.save")
-        fh.seek(0)
+        _open_npy(fh, path)
         try:
             return np.load(fh, allow_pickle=False)
         except (ValueError, EOFError, OSError) as exc:
             raise GraphValidationError(f"{path}: cannot read as a numeric .npy array: {exc}") from exc
 
 
+def _npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype a ``.npy`` file declares, from its header (the data is memory-mapped,
+    not read)."""
+    with open(path, "rb") as fh:
+        _open_npy(fh, path)
+    try:
+        a = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, EOFError, OSError) as exc:
+        raise GraphValidationError(f"{path}: cannot read as a numeric .npy array: {exc}") from exc
+    shape, dtype = tuple(a.shape), a.dtype
+    del a
+    return shape, dtype
+
+
+def _check_features_meta(path: Path, shape: tuple[int, ...], dtype: np.dtype) -> None:
+    """A ``.npy`` feature matrix's shape and dtype (from the array, or its header before reading)."""
+    if len(shape) != 2:
+        raise GraphValidationError(f"{path}: expected a 2-D array [n, d], got shape {list(shape)}")
+    if not (np.issubdtype(dtype, np.number) or dtype == np.bool_) or np.issubdtype(dtype, np.complexfloating):
+        raise GraphValidationError(f"{path}: expected real numbers, got dtype {dtype}")
+
+
+def _check_labels_meta(path: Path, shape: tuple[int, ...], dtype: np.dtype) -> None:
+    """A ``.npy`` label array's shape and dtype (from the array, or its header before reading)."""
+    if len(shape) not in (1, 2):
+        raise GraphValidationError(f"{path}: expected labels of shape [n] or [n, C], got {list(shape)}")
+    if dtype == np.bool_ or not np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.complexfloating):
+        raise GraphValidationError(f"{path}: expected integer labels, got dtype {dtype}")
+
+
 def _read_features(path: Path) -> np.ndarray:
     suffix = _suffix(path)
     if suffix == ".npy":
         x = _load_npy(path)
-        if x.ndim != 2:
-            raise GraphValidationError(f"{path}: expected a 2-D array [n, d], got shape {list(x.shape)}")
-        if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_) or np.issubdtype(
-            x.dtype, np.complexfloating
-        ):
-            raise GraphValidationError(f"{path}: expected real numbers, got dtype {x.dtype}")
+        _check_features_meta(path, x.shape, x.dtype)
         unit = "rows {} (0-based row indices)"
     elif suffix in (".parquet", ".pq"):
         tab = _Table.read(path)
@@ -335,14 +365,7 @@ def _read_labels(path: Path) -> np.ndarray | tuple[_Table, np.ndarray, np.ndarra
     suffix = _suffix(path)
     if suffix == ".npy":
         y = _load_npy(path)
-        if y.ndim not in (1, 2):
-            raise GraphValidationError(
-                f"{path}: expected labels of shape [n] or [n, C], got {list(y.shape)}"
-            )
-        if y.dtype == np.bool_ or not np.issubdtype(y.dtype, np.number) or np.issubdtype(
-            y.dtype, np.complexfloating
-        ):
-            raise GraphValidationError(f"{path}: expected integer labels, got dtype {y.dtype}")
+        _check_labels_meta(path, y.shape, y.dtype)
         if not np.issubdtype(y.dtype, np.integer):
             ok = (np.isfinite(y) & (y == np.round(y))).reshape(len(y), -1).all(1)
             if not ok.all():
@@ -412,6 +435,100 @@ def _check_inferred_node_count(tab: _Table, e: np.ndarray, n: int) -> None:
             f"edge; node ids must number the nodes 0..n-1 (renumber them, or give features or "
             f"labels with one row per node){'' if n <= MAX_NODES else f'; at most {MAX_NODES} nodes'}"
         )
+
+
+def _columns(path: Path) -> list[str]:
+    """The column names of a ``.csv`` (its header line) or ``.parquet`` file (its schema), read
+    without the data."""
+    suffix = _suffix(path)
+    if suffix == ".csv":
+        with open(path, "rb") as fh:
+            first = fh.readline(1 << 20)
+        if not first.strip():
+            raise GraphValidationError(f"{path}: empty file; expected a header row and data rows")
+        try:
+            return next(csv.reader([first.decode("utf-8-sig").rstrip("\r\n")]))
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise GraphValidationError(f"{path}: line 1: cannot read the header: {exc}") from exc
+    if suffix in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        try:
+            return list(pq.ParquetFile(path, pre_buffer=False).schema_arrow.names)
+        except Exception as exc:  # pyarrow raises several unrelated types
+            raise GraphValidationError(f"{path}: cannot read as Parquet: {exc}") from exc
+    raise GraphValidationError(f"{path}: unsupported file type {suffix or '(none)'!r}; expected .csv or .parquet")
+
+
+def check_generic_files(
+    edges: Path | str,
+    *,
+    features: Path | str | None = None,
+    labels: Path | str | None = None,
+    num_nodes: int | None = None,
+    private_column: str | None = None,
+) -> None:
+    """What :func:`load_generic` would refuse that the files' headers already show, checked without
+    reading their data (a run checks this before it starts Prefect): the edge list's columns
+    (``src``, ``dst``, the configured private column), a features or labels ``.npy`` that is not
+    one (empty, a ``.npz``) or has the wrong shape or dtype, a features table's column types, a
+    labels table's columns, and row counts that disagree. The messages are the loader's.
+
+    Raises:
+        GraphValidationError: naming the file.
+    """
+    edges_path, feat_path = Path(edges), None if features is None else Path(features)
+    label_path = None if labels is None else Path(labels)
+    cols = _columns(edges_path)
+    missing = [c for c in ("src", "dst") if c not in cols]
+    if missing:
+        raise GraphValidationError(f"{edges_path}: missing column(s) {missing}; found columns {cols}")
+    if private_column is not None and private_column not in cols:
+        raise GraphValidationError(f"{edges_path}: no column {private_column!r} (private_column); columns: {cols}")
+    rows: dict[str, tuple[Path, int]] = {}
+    if feat_path is not None:
+        suffix = _suffix(feat_path)
+        if suffix == ".npy":
+            shape, dtype = _npy_header(feat_path)
+            _check_features_meta(feat_path, shape, dtype)
+            if shape[1] == 0:
+                raise GraphValidationError(
+                    f"{feat_path}: the features have no columns (shape {list(shape)}); expected [n, d] with d >= 1")
+            rows["features"] = (feat_path, shape[0])
+        elif suffix in (".parquet", ".pq"):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            schema = pq.ParquetFile(feat_path, pre_buffer=False).schema_arrow
+            bad = [f"{f.name!r} ({f.type})" for f in schema
+                   if not (pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_boolean(f.type))]
+            if bad:
+                raise GraphValidationError(
+                    f"{feat_path}: every feature column must be numeric; non-numeric columns {_list(bad)}")
+        else:
+            raise GraphValidationError(
+                f"{feat_path}: unsupported features file type {suffix or '(none)'!r}; expected .npy or .parquet")
+    if label_path is not None:
+        suffix = _suffix(label_path)
+        if suffix == ".npy":
+            shape, dtype = _npy_header(label_path)
+            _check_labels_meta(label_path, shape, dtype)
+            rows["labels"] = (label_path, shape[0])
+        elif suffix in (".csv", ".parquet", ".pq"):
+            lcols = _columns(label_path)
+            if len(lcols) != 1 and sorted(lcols) != ["id", "label"]:
+                raise GraphValidationError(
+                    f"{label_path}: cannot read labels from columns {lcols}; expected {' or '.join(LABEL_TABLE_SHAPES)}")
+        else:
+            raise GraphValidationError(
+                f"{label_path}: unsupported labels file type {suffix or '(none)'!r}; expected .npy, .csv or .parquet")
+    if "features" in rows and "labels" in rows and rows["features"][1] != rows["labels"][1]:
+        raise GraphValidationError(
+            f"features {feat_path} have {rows['features'][1]} rows but labels {label_path} have {rows['labels'][1]} rows")
+    if num_nodes is not None:
+        for what, (p, n) in rows.items():
+            if n != num_nodes:
+                raise GraphValidationError(f"{what} {p} have {n} rows but num_nodes is {num_nodes}")
 
 
 def load_generic(
