@@ -59,7 +59,8 @@ def pipeline_deployments(
 
 def check_not_served(deployments: list[Any]) -> None:
     """Refuse to serve a deployment that another process serves now (the server saw it poll within
-    the last minute: status READY); two would re-register it, and the first to stop pauses it."""
+    the last minute, status READY, and it is not paused: a ``serve`` that stopped cleanly paused
+    it); two would re-register it, and the first to stop pauses it."""
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
@@ -70,11 +71,12 @@ def check_not_served(deployments: list[Any]) -> None:
             except ObjectNotFound:
                 continue
             status = getattr(found.status, "value", found.status)
-            if status == "READY":
+            if status == "READY" and not found.paused:
                 polled = found.last_polled.isoformat(timespec="seconds") if found.last_polled else "recently"
                 raise ConfigError(
                     f"deployment {privatize_flow.name}/{d.name} is served by another process (it polled the "
-                    f"server at {polled}); stop that `privgraph serve` first, or serve other pipelines"
+                    f"server at {polled}); stop that `privgraph serve` first (one that was killed is let go "
+                    "about a minute after its last poll), or serve other pipelines"
                 )
 
 

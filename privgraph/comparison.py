@@ -303,7 +303,9 @@ def run_comparison(
                     continue
                 mech_kw = {"features": mech if sc is Scope.FEATURES else None,
                            "edges": mech if sc is Scope.EDGES else None}
+                steps = ProgressTracker("comparison cell", 2, progress)  # a cell can take minutes (EdgeRR's MCMC)
                 result = privatize_graph(base, partitioning=partitioning, root_seed=ps, executor=executor, **mech_kw)
+                steps.advance(detail=f"{name} eps={eps:g} run {i}: privatized")
                 if true_degree is not None and i == 0:
                     curves[f"{name}/{eps:g}"] = degree_curve(true_degree, _degrees(result.graph))
                 # an edge mechanism leaves the features, labels and public edges as they are: the
@@ -317,6 +319,7 @@ def run_comparison(
                     refs = _references(view, ts, {**kwargs, "eval_y": graph.y}, edge_refs.setdefault(i, {}))
                 records.append({"mechanism": name, "epsilon": eps, "run": i,
                                 **_train(result.graph, ts, probe, refs, eval_y=graph.y, **kwargs)})
+                steps.advance(detail=f"{name} eps={eps:g} run {i}: trained")
                 if checkpoint is not None:
                     done = {"record": records[-1]}
                     if true_degree is not None and i == 0:

@@ -240,6 +240,8 @@ def rich_progress(console: Any, status: str | None = None, transient: bool = Fal
     if status is not None:
         progress.add_task(status, total=None, count="", eta="")
 
+    running: set[int] = set()
+
     def on_event(ev: ProgressEvent) -> None:
         count = f"{ev.done}/{ev.total}"
         eta = "" if ev.finished else f"ETA {format_duration(ev.eta)}"
@@ -248,6 +250,12 @@ def rich_progress(console: Any, status: str | None = None, transient: bool = Fal
             if bar is None:
                 bar = bars[ev.key] = progress.add_task(ev.task, total=max(ev.total, 1), count=count, eta=eta)
             progress.update(bar, completed=ev.done, total=max(ev.total, 1), count=count, eta=eta)
+            if not ev.finished:
+                running.add(ev.key)
+                return
+            running.discard(ev.key)
+            if running:  # a loop inside one still running (a KProp search, a comparison cell): its bar goes
+                progress.remove_task(bar)
 
     before = sys.stderr
     with progress, listening(on_event), _logs_above(before, sys.stderr):

@@ -181,6 +181,10 @@ def test_progress_counts_the_clean_baseline_and_every_cell(small):
     assert [e.done for e in cells] == [0, 1, 2, 3, 4, 5, 6, 8]  # nonpriv_part at eps 2: 2 runs reused
     assert {e.total for e in cells} == {8} and cells[-1].finished and cells[-1].eta == 0.0
     assert cells[1].detail == "dprr eps=1 run 0" and "reused" in cells[-1].detail
+    # inside each computed cell (6: nonpriv_part's eps 2 runs are reused): privatized, then trained
+    steps = [e for e in events if e.task == "comparison cell"]
+    assert [(e.done, e.total) for e in steps] == [(0, 2), (1, 2), (2, 2)] * 6
+    assert steps[1].detail == "dprr eps=1 run 0: privatized" and steps[2].detail == "dprr eps=1 run 0: trained"
     accs = {f"{rec['test_acc']:.4f}" for rec in r.records}
     assert not any(a in e.line() for e in events for a in accs)
 

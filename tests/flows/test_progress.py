@@ -105,6 +105,24 @@ def test_rich_progress_draws_one_bar_per_loop_with_k_of_n_and_eta():
     assert "2/4" in out.getvalue() and "training" in out.getvalue()
 
 
+def test_a_finished_inner_loop_leaves_no_bar_behind():
+    """A loop inside a running one (a KProp search inside a training, a comparison cell's steps)
+    removes its bar when it ends; the outer loop's bar stays to the end (issue 27)."""
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    with rich_progress(console) as progress:
+        outer = ProgressTracker("training", 2, broadcast)
+        for _ in range(2):
+            inner = ProgressTracker("kprop search", 3, broadcast)
+            assert [t.description for t in progress.tasks] == ["training", "kprop search"]
+            for _ in range(3):
+                inner.advance(detail="K_x=0, K_y=0")
+            assert [t.description for t in progress.tasks] == ["training"]
+            outer.advance()
+        assert [(t.description, t.completed) for t in progress.tasks] == [("training", 2)]
+
+
 def test_log_lines_print_above_the_bars_not_through_them():
     """While the bars are live on a terminal, handlers that wrote to stderr (a plain StreamHandler,
     one printing with its own rich Console, as Prefect's) go through the display; restored after."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import json
 import os
 import signal
 import subprocess
@@ -338,3 +339,17 @@ def test_one_serve_per_pipeline_one_run_at_a_time_and_claimed_runs_released_on_s
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(first.pid, signal.SIGKILL)
             first.wait(timeout=30)
+
+        # the next serve (publishing without the evaluation) runs the released run, as it was
+        # created (evaluated), and a new run of its own without metrics
+        with _serving(server, tmp_path, "again", "nightly", "--config", str(cfg), "--cron", "0 0 1 1 *",
+                      "--no-evaluate") as diag:
+            _wait("the released run completes", lambda: asyncio.run(_flow_run(claimed.id)).state_type.value == "COMPLETED",
+                  diag)
+            dep = asyncio.run(_deployment(name))
+            assert dep.parameters["evaluate"] is False and not dep.paused, diag()
+            fresh = asyncio.run(_create_run(dep.id))
+            _wait("the new run completes", lambda: asyncio.run(_flow_run(fresh.id)).state_type.value == "COMPLETED", diag)
+        manifests = {json.loads(m.read_text())["version"]: json.loads(m.read_text())
+                     for m in (tmp_path / "store" / "nightly").glob("*/manifest.json")}
+        assert sorted(m.get("metrics") is None for m in manifests.values()) == [False, False, True], manifests.keys()
