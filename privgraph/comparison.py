@@ -242,11 +242,11 @@ def run_comparison(
             ``i`` of ``stage_seed(root, "train")``, shared by every mechanism (paired runs).
         executor (Executor, optional): where the per-partition work runs (default: serially).
         train_kwargs (Mapping, optional): passed to :func:`~privgraph.training.fit_node_classifier`.
-        progress (ProgressCallback, optional): receives the
-            :class:`~privgraph.progress.ProgressEvent` of two loops: ``clean baseline`` (the
-            ``runs`` trainings on the clean graph) and ``comparison cells`` (one per mechanism x
-            epsilon x run, each a privatization and a training), with k/N and an ETA. The events
-            carry no accuracy.
+        progress (ProgressCallback, optional): receives the ProgressEvents (k/N, ETA, never an
+            accuracy) of ``clean baseline`` (the ``runs`` trainings on the clean graph), ``comparison
+            cells`` (one per mechanism x epsilon x run) and, inside each computed cell, ``comparison
+            cell`` (its privatization, then its training: a cell can take minutes, e.g. EdgeRR's
+            MCMC).
         theta (np.ndarray, optional): HeteroRR's feature scores, for entries with ``use_scores``.
         attacks (Sequence): ``evaluate.attacks`` entries; each trained model (clean and every
             cell) is attacked on the same candidate pairs (:class:`~privgraph.attacks.suite.AttackProbe`)
@@ -258,7 +258,6 @@ def run_comparison(
     """
     sc = _check_inputs(scope, mechanisms, epsilons, runs, target, theta)
     probe = AttackProbe(graph, attacks, stage_seed(root_seed, "attack-pairs")) if attacks else None
-
     kwargs = dict(train_kwargs or {})
     train_seeds = partition_seeds(stage_seed(root_seed, "train"), runs)
     records: list[dict[str, Any]] = []
@@ -269,9 +268,8 @@ def run_comparison(
     clean_kwargs = {k: v for k, v in kwargs.items() if k not in DENOISING_OPTIONS}
     records += _clean_baseline(graph, train_seeds, probe, clean_kwargs, checkpoint, progress)
     cells = ProgressTracker("comparison cells", len(mechanisms) * len(epsilons) * runs, progress)
-    # a features comparison keeps the private edges as they are (only the compared scope is
-    # privatized; the result is a private report, never stored as a version): hand them to
-    # privatize_graph as public edges, which refuses private edges without an edge mechanism
+    # a features comparison keeps the private edges as they are (a private report, never a version):
+    # privatize_graph gets them as public edges (it refuses private edges without an edge mechanism)
     base = graph
     if sc is Scope.FEATURES and graph.edges_private.shape[1]:
         base = graph.replace(edges_public=graph.edges("all"), edges_private=np.zeros((2, 0), np.int64))
@@ -303,7 +301,7 @@ def run_comparison(
                     continue
                 mech_kw = {"features": mech if sc is Scope.FEATURES else None,
                            "edges": mech if sc is Scope.EDGES else None}
-                steps = ProgressTracker("comparison cell", 2, progress)  # a cell can take minutes (EdgeRR's MCMC)
+                steps = ProgressTracker("comparison cell", 2, progress)
                 result = privatize_graph(base, partitioning=partitioning, root_seed=ps, executor=executor, **mech_kw)
                 steps.advance(detail=f"{name} eps={eps:g} run {i}: privatized")
                 if true_degree is not None and i == 0:
