@@ -21,15 +21,8 @@ from flows.privatize import privatize_flow
 from privgraph.config import PipelinesConfig
 from privgraph.errors import ConfigError
 
-#: the deployment name suffix of `privgraph serve` (infra/prefect.yaml's is "-scheduled")
-SERVED_SUFFIX = "-served"
 #: one run of a pipeline at a time; a run that collides with a running one is cancelled
 ONE_RUN_AT_A_TIME = ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW)
-
-
-def served_name(pipeline: str) -> str:
-    """The deployment name ``privgraph serve`` gives ``pipeline``."""
-    return f"{pipeline}{SERVED_SUFFIX}"
 
 
 def pipeline_deployments(
@@ -46,7 +39,7 @@ def pipeline_deployments(
         tz = p.schedule.timezone if p.schedule is not None else "UTC"
         deployments.append(
             privatize_flow.to_deployment(
-                name=served_name(name),
+                name=f"{name}-served",  # infra/prefect.yaml's are <pipeline>-scheduled
                 schedule=Cron(expr, timezone=tz),
                 parameters={"pipeline": name, "config_path": config_path, "evaluate": evaluate},
                 tags=["privgraph", name],

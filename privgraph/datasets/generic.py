@@ -306,6 +306,35 @@ def _check_features_meta(path: Path, shape: tuple[int, ...], dtype: np.dtype) ->
         raise GraphValidationError(f"{path}: expected real numbers, got dtype {dtype}")
 
 
+def _check_feature_width(path: Path, shape: tuple[int, ...]) -> None:
+    if shape[1] == 0:
+        raise GraphValidationError(f"{path}: the features have no columns (shape {list(shape)}); expected [n, d] with d >= 1")
+
+
+def _unsupported(path: Path, what: str, expected: str) -> GraphValidationError:
+    return GraphValidationError(f"{path}: unsupported {what} file type {_suffix(path) or '(none)'!r}; expected {expected}")
+
+
+def _check_row_counts(rows: dict[str, tuple[Path, int]], num_nodes: int | None) -> None:
+    """Features and labels (``what -> (file, rows)``) of one row per node, and ``num_nodes`` rows."""
+    if "features" in rows and "labels" in rows and rows["features"][1] != rows["labels"][1]:
+        (fp, fn), (lp, ln) = rows["features"], rows["labels"]
+        raise GraphValidationError(f"features {fp} have {fn} rows but labels {lp} have {ln} rows")
+    if num_nodes is not None:
+        for what, (p, n) in rows.items():
+            if n != num_nodes:
+                raise GraphValidationError(f"{what} {p} have {n} rows but num_nodes is {num_nodes}")
+
+
+def _check_private_column(path: Path, columns: list[str], private_column: str | None) -> None:
+    if private_column is not None and private_column not in columns:
+        raise GraphValidationError(f"{path}: no column {private_column!r} (private_column); columns: {columns}")
+
+
+def _label_columns_error(path: Path, columns: list[str]) -> GraphValidationError:
+    return GraphValidationError(f"{path}: cannot read labels from columns {columns}; expected {' or '.join(LABEL_TABLE_SHAPES)}")
+
+
 def _check_labels_meta(path: Path, shape: tuple[int, ...], dtype: np.dtype) -> None:
     """A ``.npy`` label array's shape and dtype (from the array, or its header before reading)."""
     if len(shape) not in (1, 2):
@@ -335,11 +364,8 @@ def _read_features(path: Path) -> np.ndarray:
         x = tab.df.to_numpy(dtype=np.float64, na_value=np.nan)
         unit = "rows {} (0-based row indices)"
     else:
-        raise GraphValidationError(
-            f"{path}: unsupported features file type {suffix or '(none)'!r}; expected .npy or .parquet"
-        )
-    if x.shape[1] == 0:
-        raise GraphValidationError(f"{path}: the features have no columns (shape {list(x.shape)}); expected [n, d] with d >= 1")
+        raise _unsupported(path, "features", ".npy or .parquet")
+    _check_feature_width(path, x.shape)
     x = np.ascontiguousarray(x, dtype=np.float32)
     finite = np.isfinite(x)
     if not finite.all():
@@ -383,10 +409,7 @@ def _read_labels(path: Path) -> np.ndarray | tuple[_Table, np.ndarray, np.ndarra
             )
         return y
     if suffix not in (".csv", ".parquet", ".pq"):
-        raise GraphValidationError(
-            f"{path}: unsupported labels file type {suffix or '(none)'!r}; "
-            "expected .npy, .csv or .parquet"
-        )
+        raise _unsupported(path, "labels", ".npy, .csv or .parquet")
     tab = _Table.read(path, typed={"id": "int", "label": "int"})
     cols = [str(c) for c in tab.df.columns]
     if len(cols) == 1:
@@ -398,9 +421,7 @@ def _read_labels(path: Path) -> np.ndarray | tuple[_Table, np.ndarray, np.ndarra
         y = tab.int_column("label", missing=UNLABELLED)
         _check_label_values(tab, "label", y)
         return tab, ids, y
-    raise GraphValidationError(
-        f"{path}: cannot read labels from columns {cols}; expected {' or '.join(LABEL_TABLE_SHAPES)}"
-    )
+    raise _label_columns_error(path, cols)
 
 
 def _check_label_values(tab: _Table, col: str, y: np.ndarray) -> None:
@@ -483,17 +504,14 @@ def check_generic_files(
     missing = [c for c in ("src", "dst") if c not in cols]
     if missing:
         raise GraphValidationError(f"{edges_path}: missing column(s) {missing}; found columns {cols}")
-    if private_column is not None and private_column not in cols:
-        raise GraphValidationError(f"{edges_path}: no column {private_column!r} (private_column); columns: {cols}")
+    _check_private_column(edges_path, cols, private_column)
     rows: dict[str, tuple[Path, int]] = {}
     if feat_path is not None:
         suffix = _suffix(feat_path)
         if suffix == ".npy":
             shape, dtype = _npy_header(feat_path)
             _check_features_meta(feat_path, shape, dtype)
-            if shape[1] == 0:
-                raise GraphValidationError(
-                    f"{feat_path}: the features have no columns (shape {list(shape)}); expected [n, d] with d >= 1")
+            _check_feature_width(feat_path, shape)
             rows["features"] = (feat_path, shape[0])
         elif suffix in (".parquet", ".pq"):
             import pyarrow as pa
@@ -506,8 +524,7 @@ def check_generic_files(
                 raise GraphValidationError(
                     f"{feat_path}: every feature column must be numeric; non-numeric columns {_list(bad)}")
         else:
-            raise GraphValidationError(
-                f"{feat_path}: unsupported features file type {suffix or '(none)'!r}; expected .npy or .parquet")
+            raise _unsupported(feat_path, "features", ".npy or .parquet")
     if label_path is not None:
         suffix = _suffix(label_path)
         if suffix == ".npy":
@@ -517,18 +534,10 @@ def check_generic_files(
         elif suffix in (".csv", ".parquet", ".pq"):
             lcols = _columns(label_path)
             if len(lcols) != 1 and sorted(lcols) != ["id", "label"]:
-                raise GraphValidationError(
-                    f"{label_path}: cannot read labels from columns {lcols}; expected {' or '.join(LABEL_TABLE_SHAPES)}")
+                raise _label_columns_error(label_path, lcols)
         else:
-            raise GraphValidationError(
-                f"{label_path}: unsupported labels file type {suffix or '(none)'!r}; expected .npy, .csv or .parquet")
-    if "features" in rows and "labels" in rows and rows["features"][1] != rows["labels"][1]:
-        raise GraphValidationError(
-            f"features {feat_path} have {rows['features'][1]} rows but labels {label_path} have {rows['labels'][1]} rows")
-    if num_nodes is not None:
-        for what, (p, n) in rows.items():
-            if n != num_nodes:
-                raise GraphValidationError(f"{what} {p} have {n} rows but num_nodes is {num_nodes}")
+            raise _unsupported(label_path, "labels", ".npy, .csv or .parquet")
+    _check_row_counts(rows, num_nodes)
 
 
 def load_generic(
@@ -574,25 +583,17 @@ def load_generic(
     if private_column is not None and (not isinstance(private_column, str) or not private_column):
         raise GraphValidationError(f"private_column must be a column name, got {private_column!r}")
     tab, e, private = _read_edges(edges_path, private_column or "private")
-    if private_column is not None and private is None:
-        raise GraphValidationError(
-            f"{edges_path}: no column {private_column!r} (private_column); columns: {list(tab.df.columns)}"
-        )
+    _check_private_column(edges_path, list(tab.df.columns), private_column)
     x = None if feat_path is None else _read_features(feat_path)
     y = None if label_path is None else _read_labels(label_path)
     keyed = y if isinstance(y, tuple) else None  # an id,label table: placed once n is known
     if keyed is not None:
         y = None
 
-    if x is not None and y is not None and len(x) != len(y):
-        raise GraphValidationError(
-            f"features {feat_path} have {len(x)} rows but labels {label_path} have {len(y)} rows"
-        )
+    _check_row_counts({what: (p, len(a)) for what, a, p in (("features", x, feat_path), ("labels", y, label_path))
+                       if a is not None}, None if num_nodes is None else int(num_nodes))
     if num_nodes is not None:
         n = int(num_nodes)
-        for arr, p, what in ((x, feat_path, "features"), (y, label_path, "labels")):
-            if arr is not None and len(arr) != n:
-                raise GraphValidationError(f"{what} {p} have {len(arr)} rows but num_nodes is {n}")
     elif x is not None:
         n = len(x)
     elif y is not None:
