@@ -25,7 +25,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from privgraph.errors import EXIT_CODES, exit_code_for, one_line
-from privgraph.report import PAIRED_TESTS, POST_PROCESSING, UTILITY_ROWS, attack_rows, graph_utility_rows, paired_test_line
+from privgraph.report import (PAIRED_TESTS, POST_PROCESSING, UTILITY_ROWS, attack_rows, ensemble_note, graph_utility_rows,
+                              paired_test_line)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Differentially private graphs, end to end.")
 artifacts_app = typer.Typer(no_args_is_help=True, help="List, show, verify and clean stored private graph versions.")
@@ -631,7 +632,7 @@ def _print_ledger(ledger: dict[str, Any]) -> None:
 
 
 def _print_metrics(m: dict[str, Any], owner_only: dict[str, Any] | None = None) -> None:
-    t = Table("model", "test acc (mean)", "std", title=f"utility, {m.get('runs')} runs on {m.get('device')}")
+    t = Table("model", "test acc (mean)", "std", title=f"utility, {m.get('runs')} runs{ensemble_note(m)} on {m.get('device')}")
     for key, label in UTILITY_ROWS:
         if m.get(key):
             t.add_row(escape(label), f"{m[key]['test_acc_mean']:.4f}", f"{m[key]['test_acc_std']:.4f}")

@@ -223,6 +223,10 @@ class EvaluateConfig(_Strict):
         default=None, min_length=1,
         description="LPGNN's search: every (K_x, K_y) of this grid trained, the best by validation accuracy on the version's labels (e.g. [0, 2, 4, 8, 16])",
     )
+    ensemble: Int = Field(
+        default=1, ge=1,
+        description="each model of a run (`run`, `evaluate`) is the mean prediction of this many trainings with derived seeds: post-processing",
+    )
     feature_dim: Int | None = Field(
         default=None, ge=1,
         description="train on the first k principal axes of DENSE (e.g. privatized) features: post-processing, d/k times cheaper first layer",
@@ -438,15 +442,19 @@ class ComparisonConfig(_Strict):
         if self.evaluate is not None and any(a.name == "attribute" for a in self.evaluate.attacks):
             raise ValueError("evaluate.attacks: 'attribute' attacks a release, not a model; a comparison does "
                              "not run it (list it in a pipeline's evaluate)")
+        if self.evaluate is not None and self.evaluate.ensemble > 1:
+            raise ValueError("evaluate.ensemble: a comparison trains one model per cell (its GNN is the one "
+                             "attacked); ensembles are for run and evaluate")
         return self
 
     def evaluate_settings(self, pipeline: PipelineConfig) -> EvaluateConfig:
         """The evaluation of every cell: the comparison's own ``evaluate``, else its pipeline's with
-        the model attacks only (``attribute`` attacks a release: a pipeline's evaluation runs it)."""
+        the model attacks only (``attribute`` attacks a release: a pipeline's evaluation runs it) and
+        one model per cell (``ensemble`` 1)."""
         if self.evaluate is not None:
             return self.evaluate
         ev = pipeline.evaluate
-        return ev.model_copy(update={"attacks": [a for a in ev.attacks if a.name != "attribute"]})
+        return ev.model_copy(update={"attacks": [a for a in ev.attacks if a.name != "attribute"], "ensemble": 1})
 
 
 class GraphSetConfig(_Strict):

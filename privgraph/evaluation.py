@@ -80,7 +80,7 @@ def version_metrics(
     from privgraph.training import evaluate_utility  # torch: only where a model trains
 
     return evaluate_utility(version, clean, runs=cfg.evaluate.runs, seed_sequence=seed, progress=progress,
-                            public_train=~disclosure.private_label_rows(version),
+                            public_train=~disclosure.private_label_rows(version), ensemble=cfg.evaluate.ensemble,
                             **noise, **cfg.evaluate.train_kwargs())
 
 

@@ -50,7 +50,7 @@ def metrics_markdown(pipeline: str, version: str, metrics: dict[str, Any]) -> st
     """The shareable utility: the model trained on the stored version, scored on its own labels."""
     lines = [f"## Utility: {pipeline} {version}", ""]
     lines += [
-        f"GNN trained on the stored version ({metrics.get('runs', '?')} runs, device "
+        f"GNN trained on the stored version ({metrics.get('runs', '?')} runs{ensemble_note(metrics)}, device "
         f"{metrics.get('device', '?')}), test accuracy on the version's own labels:",
         "",
         "| graph | mean | std |",
@@ -67,6 +67,12 @@ def metrics_markdown(pipeline: str, version: str, metrics: dict[str, Any]) -> st
             lines += ["", paired_test_line(metrics[key], label)]
     lines += ["", POST_PROCESSING]
     return "\n".join(lines) + "\n"
+
+
+def ensemble_note(metrics: dict[str, Any]) -> str:
+    """``", each model the mean of 5 trainings"`` for an evaluation with an ensemble, else ``""``."""
+    n = metrics.get("ensemble")
+    return f", each model the mean of {n} trainings" if n and n > 1 else ""
 
 
 #: what every model of the utility table is, privacy-wise (shown under the table)

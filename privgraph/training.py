@@ -58,6 +58,7 @@ import torch.nn.functional as F
 
 from privgraph.errors import GraphValidationError
 from privgraph.graph import SPLIT_MASKS, GraphData
+from privgraph.params import check_int
 from privgraph.randomized_response import label_rr_keep_probability, label_rr_transition_matrix
 from privgraph.models import GAT, GCN, GIN, GAPClassifier, GraphSAGE, KProp
 from privgraph.models.sparse import quiet_sparse_beta
@@ -80,7 +81,10 @@ __all__ = [
     "public_edges_kwargs",
     "select_by_validation",
     "fit_node_classifier",
+    "fit_ensemble",
+    "member_seeds",
     "search_kprop",
+    "split_accuracies",
     "output_classes",
     "train_node_classifier",
     "TrainedClassifier",
@@ -465,7 +469,6 @@ def fit_node_classifier(
     inp = _prepare_inputs(graph, edges=edges, model=model, aggr=aggr, kprop_features=kprop_features,
                           feature_dim=feature_dim, seed=seed, dev=dev)
     y = inp.data.y.to(dev)
-    y_test = y if eval_y is None else torch.from_numpy(eval_y.astype(np.int64)).to(dev)
     idx = {name: torch.from_numpy(np.flatnonzero(getattr(inp.graph, name))).to(dev) for name in SPLIT_MASKS}
     targets = _training_targets(y, idx, num_classes, inp, dev, kprop_labels=kprop_labels, drop=drop,
                                 propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
@@ -482,14 +485,8 @@ def fit_node_classifier(
                                                   lr=lr, weight_decay=weight_decay, patience=patience)
     with torch.no_grad():
         out = net(inp.x, inp.edge_index)
-        hit = out.argmax(1)[None, :] == torch.stack([y_test, y])
-    acc = {name: hit[:, i].sum(1).tolist() for name, i in idx.items()}  # [vs y_test, vs y] correct counts
     res: dict[str, Any] = {
-        "test_acc": acc["test_mask"][0] / int(idx["test_mask"].numel()),
-        # against the graph's own labels (for a private version: the released ones)
-        "test_acc_own_labels": acc["test_mask"][1] / int(idx["test_mask"].numel()),
-        "val_acc": acc["val_mask"][1] / int(idx["val_mask"].numel()),
-        "train_acc": acc["train_mask"][1] / int(idx["train_mask"].numel()),
+        **split_accuracies(inp.graph, out.argmax(1).cpu().numpy(), eval_y),
         "best_epoch": best_epoch, "epochs_run": epochs_run, "device": str(inp.x.device),
     }
     if targets.bound is not None:
@@ -498,6 +495,62 @@ def fit_node_classifier(
     return TrainedClassifier(net=net, x=inp.data.x, edge_index=inp.edge_index, kprop_features=int(kprop_features),
                              center=inp.center, result=res, projection=inp.projection,
                              posteriors=out.softmax(dim=1).cpu().numpy())
+
+
+def split_accuracies(graph: GraphData, pred: np.ndarray, eval_y: np.ndarray | None = None) -> dict[str, float]:
+    """The accuracies of the predicted classes ``pred`` ``[n]`` on ``graph``'s split:
+    ``val_acc``, ``train_acc`` and ``test_acc_own_labels`` against ``graph.y`` (for a private
+    version, its own released labels), ``test_acc`` against ``eval_y`` (default: ``graph.y``)."""
+    y = np.asarray(graph.y)
+    y_test = y if eval_y is None else np.asarray(eval_y)
+
+    def acc(mask: str, labels: np.ndarray) -> float:
+        rows = np.flatnonzero(getattr(graph, mask))
+        return int(np.count_nonzero(pred[rows] == labels[rows])) / rows.size
+
+    return {"test_acc": acc("test_mask", y_test), "test_acc_own_labels": acc("test_mask", y),
+            "val_acc": acc("val_mask", y), "train_acc": acc("train_mask", y)}
+
+
+#: the spawn-key tag of the ensemble members' seeds (:func:`member_seeds`)
+_ENSEMBLE_TAG = 0x656E73
+
+
+def member_seeds(seed: int | np.random.SeedSequence, members: int) -> list[np.random.SeedSequence]:
+    """The seeds of an ensemble's ``members``: member 0 trains with ``seed`` itself (so one member
+    is exactly the single model), member ``j`` with ``seed``'s child ``(tag, j)``."""
+    ss = as_seed_sequence(seed)
+    return [ss] + [np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + (_ENSEMBLE_TAG, j))
+                   for j in range(1, members)]
+
+
+def fit_ensemble(
+    graph: GraphData, *, seed: int | np.random.SeedSequence, members: int = 1,
+    eval_y: np.ndarray | None = None, **kwargs: Any,
+) -> tuple[dict[str, Any], np.ndarray]:
+    """``members`` models of :func:`fit_node_classifier` (same graph and arguments, seeds of
+    :func:`member_seeds`) and the mean of their class probabilities: ``(result, posteriors)``.
+
+    The result is member 0's (its ``best_epoch``, ``kprop``, Drop's bound) with the accuracies of
+    the averaged posteriors (:func:`split_accuracies`) and ``ensemble`` (the member count). With
+    ``kprop_search`` the search runs once, for member 0; the others train with the ``[K_x, K_y]``
+    it chose. Averaging the predictions of models trained on the version is post-processing: the
+    guarantee is the version's. One member: exactly :func:`fit_node_classifier`'s result."""
+    members = check_int(members, "members", minimum=1)
+    seeds = member_seeds(seed, members)
+    first = fit_node_classifier(graph, seed=seeds[0], eval_y=eval_y, **kwargs)
+    if members == 1:
+        return first.result, first.posteriors
+    rest = dict(kwargs)
+    if rest.pop("kprop_search", None) is not None:
+        rest["kprop_features"], rest["kprop_labels"] = first.result["kprop"]
+    rest.pop("progress", None)
+    total = first.posteriors.astype(np.float64)
+    for s in seeds[1:]:
+        total += fit_node_classifier(graph, seed=s, eval_y=eval_y, **rest).posteriors
+    mean = total / members
+    result = {**first.result, **split_accuracies(graph, mean.argmax(axis=1), eval_y), "ensemble": members}
+    return result, mean.astype(np.float32)
 
 
 def search_kprop(
@@ -834,6 +887,7 @@ def evaluate_utility(
     seed_sequence: np.random.SeedSequence | int,
     progress: ProgressCallback | None = None,
     public_train: np.ndarray | None = None,
+    ensemble: int = 1,
     **train_kwargs: Any,
 ) -> dict[str, Any]:
     """Train on a private graph and on its clean original, ``runs`` times each, and compare.
@@ -877,6 +931,9 @@ def evaluate_utility(
             (:func:`privgraph.correct_and_smooth.release_correct_and_smooth`: the floor's, the
             public-edges model's and the GNN's predictions of each run corrected and smoothed
             from the version's training labels over its edges) is a candidate too.
+        ensemble (int): each model of a run (the clean one too) is the mean prediction of this
+            many trainings (:func:`fit_ensemble`, seeds of :func:`member_seeds`); 1: one training
+            (default).
         **train_kwargs: passed to :func:`train_node_classifier` (not ``seed`` or ``eval_y``;
             the denoising options to the private run only).
 
@@ -904,6 +961,7 @@ def evaluate_utility(
         TypeError: ``seed`` or ``eval_y`` among ``train_kwargs``.
     """
     _check_evaluation_inputs(private, clean, runs, train_kwargs)
+    ensemble = check_int(ensemble, "ensemble", minimum=1)
     raw_y = None if clean is None else clean.y
     seeds = partition_seeds(as_seed_sequence(seed_sequence), int(runs))
     clean_kwargs = {k: v for k, v in train_kwargs.items() if k not in DENOISING_OPTIONS}
@@ -918,7 +976,7 @@ def evaluate_utility(
     tracker = ProgressTracker("training", per_run * int(runs), progress)
     for i, s in enumerate(seeds):
         if clean is not None:
-            clean_res.append(train_node_classifier(clean, seed=s, **clean_kwargs))
+            clean_res.append(fit_ensemble(clean, seed=s, members=ensemble, **clean_kwargs)[0])
             tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
         bases: dict[str, np.ndarray] = {}
         for name, kwargs, out, what in (
@@ -927,9 +985,9 @@ def evaluate_utility(
                 ("public_edges", public_kwargs, public_res, "private graph, public edges only")):
             if kwargs is None:
                 continue
-            trained = fit_node_classifier(private, seed=s, eval_y=raw_y, progress=progress, **kwargs)
-            out.append(trained.result)
-            bases[name] = trained.posteriors
+            result, bases[name] = fit_ensemble(private, seed=s, members=ensemble, eval_y=raw_y, progress=progress,
+                                               **kwargs)
+            out.append(result)
             tracker.advance(detail=f"{what}, run {i + 1}/{runs}")
         # the simpler base model first (ties go to it)
         bases = {k: bases[k] for k in ("feature_only", "public_edges", "gnn") if k in bases}
@@ -941,8 +999,9 @@ def evaluate_utility(
 
         reference = public_only_reference(private, public_train, classes, raw_y=raw_y)
         propagation = release_propagation(private, classes, raw_y=raw_y)
-    return _utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference, propagation,
-                            [r for r in smoothed if r is not None])
+    summary = _utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference, propagation,
+                               [r for r in smoothed if r is not None])
+    return {**summary, "ensemble": ensemble} if ensemble > 1 else summary
 
 
 def version_kwargs(version: GraphData, train_kwargs: dict[str, Any]) -> dict[str, Any]:
