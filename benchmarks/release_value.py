@@ -65,7 +65,12 @@ def run_once(pipeline: str, sets: list[str], seed: int, tmp: Path) -> dict[str, 
     for key in ROWS:
         if metrics.get(key):
             line[key] = round(metrics[key]["test_acc_mean"], 4)
+    line["selected_std"] = round(metrics["selected"]["test_acc_std"], 4)
     line["chosen"] = metrics["selected"]["models"]
+    if metrics["private"].get("kprop"):
+        line["kprop"] = metrics["private"]["kprop"]  # [K_x, K_y] chosen per run by kprop_search
+    if metrics.get("ensemble"):
+        line["ensemble"] = metrics["ensemble"]
     if metrics.get("value_of_release"):
         v = metrics["value_of_release"]
         line["value_of_release"] = round(v["mean_difference"], 4)
