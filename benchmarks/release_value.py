@@ -84,11 +84,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("pipeline")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--first-seed", type=int, default=0, help="the seed of the first repeat (then +1 each)")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="KEY.PATH=YAML value (repeatable)")
     args = ap.parse_args()
     lines = []
     with tempfile.TemporaryDirectory(prefix="release-value-") as tmp:
-        for seed in range(args.repeats):
+        for seed in range(args.first_seed, args.first_seed + args.repeats):
             lines.append(run_once(args.pipeline, args.sets, seed, Path(tmp)))
             print(json.dumps(lines[-1]), flush=True)
     summary: dict[str, Any] = {"pipeline": args.pipeline, "set": args.sets, "repeats": args.repeats, "mean": {}}
