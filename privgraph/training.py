@@ -932,8 +932,7 @@ def evaluate_utility(
             public-edges model's and the GNN's predictions of each run corrected and smoothed
             from the version's training labels over its edges) is a candidate too.
         ensemble (int): each model of a run (the clean one too) is the mean prediction of this
-            many trainings (:func:`fit_ensemble`, seeds of :func:`member_seeds`); 1: one training
-            (default).
+            many trainings (:func:`fit_ensemble`) (default: ``1``).
         **train_kwargs: passed to :func:`train_node_classifier` (not ``seed`` or ``eval_y``;
             the denoising options to the private run only).
 
@@ -961,8 +960,7 @@ def evaluate_utility(
         TypeError: ``seed`` or ``eval_y`` among ``train_kwargs``.
     """
     _check_evaluation_inputs(private, clean, runs, train_kwargs)
-    ensemble = check_int(ensemble, "ensemble", minimum=1)
-    raw_y = None if clean is None else clean.y
+    ensemble, raw_y = check_int(ensemble, "ensemble", minimum=1), None if clean is None else clean.y
     seeds = partition_seeds(as_seed_sequence(seed_sequence), int(runs))
     clean_kwargs = {k: v for k, v in train_kwargs.items() if k not in DENOISING_OPTIONS}
     floor_kwargs = feature_only_kwargs(train_kwargs)
@@ -985,8 +983,7 @@ def evaluate_utility(
                 ("public_edges", public_kwargs, public_res, "private graph, public edges only")):
             if kwargs is None:
                 continue
-            result, bases[name] = fit_ensemble(private, seed=s, members=ensemble, eval_y=raw_y, progress=progress,
-                                               **kwargs)
+            result, bases[name] = fit_ensemble(private, seed=s, members=ensemble, eval_y=raw_y, progress=progress, **kwargs)
             out.append(result)
             tracker.advance(detail=f"{what}, run {i + 1}/{runs}")
         # the simpler base model first (ties go to it)
