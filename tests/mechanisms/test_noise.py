@@ -88,15 +88,49 @@ def test_discrete_laplace_on_the_noise_generator() -> None:
     assert _chi_square_pvalue(z, 0.7, 8) > 1e-3
 
 
-def test_the_python_path_for_large_geometric_parts() -> None:
-    """v_max = 0 sends every draw whose geometric part V >= 1 through Python integers (the path
-    otherwise taken with probability e^-512): the law is unchanged (chi-square, alpha = 1e-3) and
-    it consumes the same words, so the output is identical to the compiled path's."""
-    s, T = dyadic_parameter(0.3)
-    z = WordStream(np.random.default_rng(5)).discrete_laplace(s, T, 100_000, v_max=0)
-    assert _chi_square_pvalue(z, 0.3, 20) > 1e-3
-    ref = WordStream(np.random.default_rng(5)).discrete_laplace(s, T, 100_000)
-    np.testing.assert_array_equal(z, ref)
+@pytest.mark.parametrize("eps", [0.3, 3.0])
+def test_the_python_path_reads_the_same_bytes_and_gives_the_same_draws(eps: float) -> None:
+    """depth = 2 gives the compiled kernel two digits per probability, so every group inversion
+    whose first two bytes land on a CDF value's first two digits (255 in 65,536) and every trial
+    that ties with both sends its draw through the Python path, which computes further exact
+    digits: the draws (and the bytes read) are identical to the full table's, and the law is the
+    exact one (chi-square, alpha = 1e-3)."""
+    s, T = dyadic_parameter(eps)
+    shallow = WordStream(np.random.default_rng(5))
+    z = shallow.discrete_laplace(s, T, 100_000, depth=2)
+    full = WordStream(np.random.default_rng(5))
+    np.testing.assert_array_equal(z, full.discrete_laplace(s, T, 100_000))
+    assert (shallow._pos, shallow._nb) == (full._pos, full._nb)
+    assert _chi_square_pvalue(z, eps, 20 if eps < 1 else 3) > 1e-3
+
+
+def test_probability_digits_are_exact() -> None:
+    """The digits of Pr(Z != 0) = 2 / (1 + e^a), of the tail e^(-a 2^(8G)) and of each digit
+    group's CDF (1 - r^(v+1)) / (1 - r^256), r = e^(-a 2^(8g)), agree with a 300-digit mpmath
+    evaluation, and longer expansions extend shorter ones (they are digits, not roundings)."""
+    import mpmath
+
+    from privgraph.mechanisms.noise import digit_groups, probability_digits
+
+    for a in (2.0**-20, 0.05, 1.0, 7.5):
+        s, T = dyadic_parameter(a)
+        G = digit_groups(s, T)
+        assert a * 2 ** (8 * G) >= 6 and (G == 0 or a * 2 ** (8 * G - 8) < 6)
+        keys = [(0,), (1, G)] + [(2, g, v) for g in range(G) for v in (0, 1, 127, 254)]
+        with mpmath.workdps(300):
+            x = mpmath.mpf(s) / mpmath.mpf(2) ** T
+
+            def exact(key):
+                if key[0] == 0:
+                    return 2 / (1 + mpmath.exp(x))
+                r = mpmath.exp(-x * 2 ** (8 * key[1]))
+                return r if key[0] == 1 else (1 - r ** (key[2] + 1)) / (1 - r**256)
+
+            want = [int(mpmath.floor(exact(k) * mpmath.mpf(256) ** 40)) for k in keys]
+        for key, w in zip(keys, want):  # the library's digits, at mpmath's default context
+            d = probability_digits(key, s, T, 40)
+            assert int.from_bytes(bytes(d), "big") == w, key
+            assert probability_digits(key, s, T, 16) == d[:16]
 
 
 def test_word_stream_does_not_depend_on_the_chunking() -> None:
@@ -142,6 +176,6 @@ def test_validation() -> None:
     st = WordStream(np.random.default_rng(0))
     with pytest.raises(ValueError, match="range"):
         st.discrete_laplace(3, 63, 1)
-    with pytest.raises(ValueError, match="v_max"):
-        st.discrete_laplace(1 << 52, 52, 1, v_max=513)
+    with pytest.raises(ValueError, match="depth"):
+        st.discrete_laplace(1 << 52, 52, 1, depth=1)
     assert discrete_laplace(np.random.default_rng(0), 1.0, 0).shape == (0,)
