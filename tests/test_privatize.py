@@ -123,9 +123,12 @@ def test_every_feature_mechanism_runs_per_partition(public_graph, name):
     assert a.graph.x.shape == graph.x.shape and np.isfinite(a.graph.x).all()
     assert not np.array_equal(a.graph.x, graph.x)
     assert a.ledger.spent(Scope.FEATURES) == 2.0
-    # the stored features are in feature units: unbiased mechanisms average back to the input
+    # the stored features are in feature units: unbiased mechanisms average back to the input,
+    # within 5 standard errors of the mean noise (Laplace at eps 2 over 16 features: a noise std
+    # of about 11 per entry, 0.05 for the mean of these 48,000 entries)
     if name != "feature_rr":
-        assert abs(float(a.graph.x.mean()) - float(graph.x.mean())) < 0.05
+        noise = a.graph.x.astype(np.float64) - graph.x.astype(np.float64)
+        assert abs(noise.mean()) < 5 * noise.std() / np.sqrt(noise.size)
 
 
 def test_label_rr_per_partition_perturbs_only_masked_labels(public_graph):
