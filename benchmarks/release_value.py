@@ -8,8 +8,14 @@ evaluation's runs, on the version's own test labels), the models chosen per run,
 the release (chosen model - the public-only reference) with its paired test; the last line
 averages the repeats. Versions go to a temporary store.
 
+``--library`` runs the same stages in this process through the library alone (ingest, partition,
+privatize, the evaluation of the unstored version: what the flows call, without Prefect, a store
+or a manifest), for a machine that has torch but not the orchestration stack (a lent GPU box:
+``--set evaluate.device=cuda``). The figures follow the same protocol; the seeds differ from a CLI
+run's only in how the stages' seeds are derived from ``seed``.
+
 Run: ``PRIVGRAPH_DATA_ROOT=../shared/datasets python benchmarks/release_value.py cora --repeats 2
-[--set evaluate.runs=3] [--set features.mechanism=multibit]``
+[--set evaluate.runs=3] [--set features.mechanism=multibit] [--library]``
 """
 
 from __future__ import annotations
@@ -44,8 +50,46 @@ def _set(cfg: dict[str, Any], assignment: str) -> None:
         node[leaf] = parsed
 
 
-def run_once(pipeline: str, sets: list[str], seed: int, tmp: Path) -> dict[str, Any]:
-    """One CLI run of ``pipeline`` with ``sets`` applied at ``seed``; its metrics' summary."""
+def _cli_metrics(pipeline: str, path: Path, seed: int, tmp: Path) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, "-m", "privgraph.cli", "run", pipeline, "-c", str(path), "--json"],
+                         capture_output=True, text=True, cwd=tmp, env=os.environ.copy())
+    if out.returncode:
+        raise SystemExit(f"{pipeline} seed {seed}: exit {out.returncode}: {out.stderr.strip().splitlines()[-1:]}")
+    return json.loads(out.stdout)["metrics"]
+
+
+def _library_metrics(pipeline: str, path: Path) -> dict[str, Any]:
+    """The privatize flow's stages through the library: the shareable metrics of the unstored
+    version (no scores stage, no embed stage: pipelines with those need the CLI)."""
+    from privgraph.config_loader import load_config
+    from privgraph.datasets import load_dataset
+    from privgraph.evaluation import evaluation_entropy, version_metrics
+    from privgraph.mechanisms import build_mechanism
+    from privgraph.partition import partition_graph
+    from privgraph.privatize import privatize_graph
+    from privgraph.seeding import as_seed_sequence, stage_seed
+
+    cfg = load_config(path).get(pipeline)
+    if cfg.scores is not None or cfg.embed is not None:
+        raise SystemExit(f"{pipeline}: --library runs no scores or embed stage; use the CLI")
+    d = cfg.dataset
+    graph = load_dataset(d.name, root=None if d.root is None else Path(d.root), rho=d.rho, split_seed=d.split_seed,
+                         node_split_seed=d.node_split_seed, **d.options)
+
+    def mechanism(section: Any) -> Any:
+        return None if section is None else build_mechanism(section.mechanism, section.params())
+
+    result = privatize_graph(
+        graph, features=mechanism(cfg.features), edges=mechanism(cfg.edges), labels=mechanism(cfg.labels),
+        partitioning=partition_graph(graph, cfg.partitions.num_parts, cfg.partitions.method),
+        root_seed=stage_seed(as_seed_sequence(cfg.seed), "privatize"), device=cfg.evaluate.device,
+    )
+    return version_metrics(result.graph, cfg, None, evaluation_entropy(cfg.seed))
+
+
+def run_once(pipeline: str, sets: list[str], seed: int, tmp: Path, library: bool = False) -> dict[str, Any]:
+    """One CLI run (or, with ``library``, one in-process library run) of ``pipeline`` with
+    ``sets`` applied at ``seed``; its metrics' summary."""
     cfg = yaml.safe_load((ROOT / "pipelines.yaml").read_text())
     p = cfg["pipelines"][pipeline]
     for s in sets:
@@ -56,12 +100,10 @@ def run_once(pipeline: str, sets: list[str], seed: int, tmp: Path) -> dict[str, 
     path = tmp / f"pipelines-{seed}.yaml"
     path.write_text(yaml.safe_dump({"pipelines": {pipeline: p}}))
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "privgraph.cli", "run", pipeline, "-c", str(path), "--json"],
-                         capture_output=True, text=True, cwd=tmp, env=os.environ.copy())
-    if out.returncode:
-        raise SystemExit(f"{pipeline} seed {seed}: exit {out.returncode}: {out.stderr.strip().splitlines()[-1:]}")
-    metrics = json.loads(out.stdout)["metrics"]
+    metrics = _library_metrics(pipeline, path) if library else _cli_metrics(pipeline, path, seed, tmp)
     line: dict[str, Any] = {"pipeline": pipeline, "set": sets, "seed": seed, "seconds": round(time.perf_counter() - start, 1)}
+    if library:
+        line["via"] = "library"
     for key in ROWS:
         if metrics.get(key):
             line[key] = round(metrics[key]["test_acc_mean"], 4)
@@ -86,11 +128,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--first-seed", type=int, default=0, help="the seed of the first repeat (then +1 each)")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="KEY.PATH=YAML value (repeatable)")
+    ap.add_argument("--library", action="store_true", help="run the stages in-process through the library (no Prefect)")
     args = ap.parse_args()
     lines = []
     with tempfile.TemporaryDirectory(prefix="release-value-") as tmp:
         for seed in range(args.first_seed, args.first_seed + args.repeats):
-            lines.append(run_once(args.pipeline, args.sets, seed, Path(tmp)))
+            lines.append(run_once(args.pipeline, args.sets, seed, Path(tmp), args.library))
             print(json.dumps(lines[-1]), flush=True)
     summary: dict[str, Any] = {"pipeline": args.pipeline, "set": args.sets, "repeats": args.repeats, "mean": {}}
     for key in (*ROWS, "value_of_release"):
