@@ -17,7 +17,7 @@ from torch_geometric.nn.conv import MessagePassing
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import add_remaining_self_loops, scatter
 
-from privgraph.models.sparse import _csr, _FixedSpMM, quiet_sparse_beta, sparse_csr_transpose
+from privgraph.models.sparse import _FixedSpMM, propagation_pair, sparse_csr_transpose
 
 __all__ = ["GCN", "GraphConvolution", "GeneratorDropout", "NodeGNN"]
 
@@ -232,11 +232,8 @@ class GraphConvolution(MessagePassing):
             return c[1], c[2]
         ei, w = _propagation_weights(edge_index, num_nodes, self.normalize)
         w = w.to(self.weight.dtype)
-        shape = (num_nodes, num_nodes)
         # row = target: (P h)_v = sum_u w_uv h_u
-        with quiet_sparse_beta():
-            op = _csr(ei.flip(0), w, shape)
-            op_t = _csr(ei, w, shape)
+        op, op_t = propagation_pair(ei, w, num_nodes)
         self._cache = (edge_index, op, op_t)
         return op, op_t
 

@@ -19,7 +19,7 @@ from torch.nn import Linear, ModuleList, ReLU, Sequential
 from torch_geometric.nn import GINConv
 
 from privgraph.models.gcn import NodeGNN, _check_generator, _fresh_generator
-from privgraph.models.sparse import _csr, _FixedSpMM, quiet_sparse_beta, sparse_aware_linear
+from privgraph.models.sparse import _FixedSpMM, propagation_pair, sparse_aware_linear
 
 __all__ = ["GIN"]
 
@@ -42,9 +42,7 @@ def _sum_operator(
     loops = torch.arange(num_nodes, device=edge_index.device).repeat(2, 1)
     ei = torch.cat([edge_index, loops], dim=1)
     w = torch.ones(ei.size(1), device=ei.device, dtype=dtype)
-    shape = (num_nodes, num_nodes)
-    with quiet_sparse_beta():
-        return _csr(ei.flip(0), w, shape), _csr(ei, w, shape)
+    return propagation_pair(ei, w, num_nodes)
 
 
 class GIN(NodeGNN):

@@ -11,7 +11,7 @@ from torch.nn import Module
 from torch_geometric.utils import add_remaining_self_loops, remove_self_loops, scatter
 
 from privgraph.models.gcn import _check_normalize
-from privgraph.models.sparse import _csr, _FixedSpMM, quiet_sparse_beta
+from privgraph.models.sparse import _FixedSpMM, propagation_pair
 
 __all__ = ["KProp", "kprop_operator"]
 
@@ -59,9 +59,7 @@ def kprop_operator(
         inv_sqrt = deg.rsqrt()
         w = inv_sqrt[ei[0]] * inv_sqrt[ei[1]]
     w = w.to(dtype)
-    shape = (num_nodes, num_nodes)
-    with quiet_sparse_beta():
-        return _csr(ei.flip(0), w, shape), _csr(ei, w, shape)
+    return propagation_pair(ei, w, num_nodes)
 
 
 class KProp(Module):

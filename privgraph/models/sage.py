@@ -18,7 +18,7 @@ from torch_geometric.nn import SAGEConv
 from torch_geometric.utils import scatter
 
 from privgraph.models.gcn import NodeGNN, _check_generator, _fresh_generator
-from privgraph.models.sparse import _csr, _FixedSpMM, quiet_sparse_beta, sparse_aware_linear
+from privgraph.models.sparse import _FixedSpMM, propagation_pair, sparse_aware_linear
 
 __all__ = ["GraphSAGE"]
 
@@ -39,9 +39,7 @@ def _mean_operator(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tu
     ones = torch.ones(edge_index.size(1), device=edge_index.device, dtype=torch.float64)
     deg = scatter(ones, edge_index[1], dim=0, dim_size=num_nodes, reduce="sum")
     w = deg.reciprocal()[edge_index[1]].to(dtype)
-    shape = (num_nodes, num_nodes)
-    with quiet_sparse_beta():
-        return _csr(edge_index.flip(0), w, shape), _csr(edge_index, w, shape)
+    return propagation_pair(edge_index, w, num_nodes)
 
 
 class GraphSAGE(NodeGNN):
