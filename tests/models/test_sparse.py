@@ -11,7 +11,7 @@ from privgraph.models.sparse import _csr_counting_sort, _csr_key_sort, propagati
 
 
 def _reference(rows: torch.Tensor, cols: torch.Tensor, value: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
-    return torch.sparse_coo_tensor(torch.stack([rows, cols]), value, shape).coalesce().to_sparse_csr()
+    return torch.sparse_coo_tensor(torch.stack([rows, cols]), value, shape, check_invariants=True).coalesce().to_sparse_csr()
 
 
 @pytest.mark.parametrize("build", [_csr_counting_sort, _csr_key_sort], ids=["counting_sort", "key_sort"])
