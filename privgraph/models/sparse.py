@@ -102,6 +102,9 @@ def _csr_from(rows: Tensor, cols: Tensor, value: Tensor, shape: tuple[int, int])
     per entry beyond the output (int32 columns while they fit, the values' dtype). On a GPU one
     sort of the int64 keys ``row * ncols + col`` (row pointers by binary search), about 28.
     """
+    for name, idx, size in (("row", rows, shape[0]), ("column", cols, shape[1])):
+        if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= size):  # the kernel checks no bounds
+            raise ValueError(f"sparse operator: a {name} index is outside [0, {size})")
     if rows.device.type == "cpu":
         return _csr_counting_sort(rows, cols, value, shape)
     return _csr_key_sort(rows, cols, value, shape)

@@ -53,3 +53,10 @@ def test_a_cached_gcn_equals_its_message_passing_forward() -> None:
         cached = GCN(8, 16, 3, aggr=aggr, cached=True, generator=torch.Generator().manual_seed(1)).eval()
         plain = GCN(8, 16, 3, aggr=aggr, cached=False, generator=torch.Generator().manual_seed(1)).eval()
         torch.testing.assert_close(cached(x, ei), plain(x, ei), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [(0, 9), (-1, 0), (9, 0)])
+def test_an_index_out_of_range_is_refused_before_the_kernel_runs(bad: tuple[int, int]) -> None:
+    ei = torch.tensor([[0, 1, bad[0]], [1, 0, bad[1]]])
+    with pytest.raises(ValueError, match="outside"):
+        propagation_pair(ei, torch.ones(3), 9)
