@@ -72,9 +72,7 @@ def _library_metrics(pipeline: str, path: Path) -> dict[str, Any]:
     cfg = load_config(path).get(pipeline)
     if cfg.scores is not None or cfg.embed is not None:
         raise SystemExit(f"{pipeline}: --library runs no scores or embed stage; use the CLI")
-    d = cfg.dataset
-    graph = load_dataset(d.name, root=None if d.root is None else Path(d.root), rho=d.rho, split_seed=d.split_seed,
-                         node_split_seed=d.node_split_seed, **d.options)
+    graph = load_dataset(cfg.dataset.name, **cfg.dataset.load_kwargs())
 
     def mechanism(section: Any) -> Any:
         return None if section is None else build_mechanism(section.mechanism, section.params())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -99,6 +100,11 @@ class DatasetConfig(_Strict):
         if v is not None and (isinstance(v, bool) or not (0.0 <= float(v) <= 1.0)):
             raise ValueError(f"rho must be in [0, 1], got {v}")
         return v
+
+    def load_kwargs(self) -> dict[str, Any]:
+        """The keywords of :func:`privgraph.datasets.load_dataset` for this dataset (after its name)."""
+        return {"root": None if self.root is None else Path(self.root), "rho": self.rho, "split_seed": self.split_seed,
+                "node_split_seed": self.node_split_seed, **self.options}
 
 
 class MechanismConfig(BaseModel):

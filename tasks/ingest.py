@@ -16,11 +16,7 @@ from privgraph.graph import GraphData
 @task(name="ingest", cache_policy=NO_CACHE, persist_result=False)
 def ingest(dataset: DatasetConfig) -> GraphData:
     """Load the configured dataset (raw graph: never cached, never persisted)."""
-    root = None if dataset.root is None else Path(dataset.root)
-    return load_dataset(
-        dataset.name, root=root, rho=dataset.rho, split_seed=dataset.split_seed,
-        node_split_seed=dataset.node_split_seed, **dataset.options
-    )
+    return load_dataset(dataset.name, **dataset.load_kwargs())
 
 
 @task(name="ingest-graph-set", cache_policy=NO_CACHE, persist_result=False)
