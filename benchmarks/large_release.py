@@ -8,6 +8,11 @@ Two parts, each measurement in its own child process (its peak resident memory i
   (:func:`privgraph.models.sparse.propagation_pair`) and by the reference route it replaced
   (``sparse_coo_tensor(...).coalesce().to_sparse_csr()`` of each, with a flipped copy of the
   edges), measured in the same run: edges -> seconds and peak GiB of each, and the ratios.
+* ``propagate``: label propagation's 50 products (eq. 4 of Zhou et al.; Correct and Smooth runs
+  two such per base model and option) with 12 columns over the normalised operator of a random edge
+  set on Facebook's nodes: :func:`privgraph.label_propagation.propagate` (torch CSR products, on
+  ``--device``) against the plain scipy loop it replaced, in the same process: seconds, ratio,
+  largest difference.
 * ``train``: a real release: MUSAE Facebook as the ``facebook`` pipeline ingests it (20% of the
   edges private, raw features), only the private edges privatized by ``--mechanisms`` at
   ``--epsilons`` (Warner RR and EdgeRand release about half of the 127 million pairs of private
@@ -15,8 +20,13 @@ Two parts, each measurement in its own child process (its peak resident memory i
   edge for ``--epochs``: released edges, seconds to privatize, seconds per epoch, test accuracy on
   the raw labels, peak GiB.
 
-Run: ``PRIVGRAPH_DATA_ROOT=../shared/datasets python benchmarks/large_release.py [--part build train]
-[--edges 1e6 4e6 16e6] [--mechanisms warner_rr edge_rand] [--epsilons 1 0.5 0.1] [--epochs 20]``
+With ``--attack-queries N`` the ``train`` part then attacks the model as a comparison does: link
+stealing on every candidate pair, LinkTeller on the pairs of ``N`` queried nodes (seconds per
+query, and the time all of the queried nodes would take), with the peak memory after the attacks.
+
+Run: ``PRIVGRAPH_DATA_ROOT=../shared/datasets python benchmarks/large_release.py [--part build propagate
+train] [--edges 1e6 4e6 16e6] [--mechanisms warner_rr edge_rand] [--epsilons 1 0.5 0.1] [--epochs 20]
+[--device cuda] [--attack-queries 3]``
 """
 
 from __future__ import annotations
@@ -60,9 +70,37 @@ def _child_build(route: str, edges: int) -> dict[str, Any]:
             "nnz": int(op._nnz()), "nnz_t": int(op_t._nnz())}
 
 
-def _child_train(mechanism: str, epsilon: float, epochs: int) -> dict[str, Any]:
+def _child_propagate(edges: int, device: str) -> dict[str, Any]:
     import numpy as np
+    import torch
 
+    from privgraph.label_propagation import propagate, propagation_operator
+
+    rng = np.random.default_rng(0)
+    s = propagation_operator(NODES, rng.integers(0, NODES, (2, edges)))
+    f0 = rng.random((NODES, 12))  # Correct and Smooth's three base models of four classes, side by side
+    start = time.perf_counter()
+    ref = f0.copy()
+    for _ in range(50):  # the reference: the plain scipy loop of eq. 4 (one thread)
+        ref = 0.9 * (s @ ref) + 0.1 * f0
+    scipy_s = time.perf_counter() - start
+    propagate(s, f0, iterations=1, device=device)  # warm-up (a GPU's context, the transfer's allocator)
+    start = time.perf_counter()
+    got = propagate(s, f0, device=device)
+    torch_s = time.perf_counter() - start
+    return {"nnz": int(s.nnz), "device": device, "threads": torch.get_num_threads(), "scipy_s": round(scipy_s, 2),
+            "propagate_s": round(torch_s, 3), "speedup": round(scipy_s / torch_s, 2),
+            "max_abs_difference": float(np.abs(got - ref).max())}
+
+
+def _child_train(mechanism: str, epsilon: float, epochs: int, device: str, queries: int) -> dict[str, Any]:
+    import numpy as np
+    import torch
+
+    from privgraph.attacks.link_stealing import pair_distances
+    from privgraph.attacks.linkteller import linkteller_scores
+    from privgraph.attacks.pairs import private_edge_pairs
+    from privgraph.attacks.scoring import roc_auc
     from privgraph.datasets import load_dataset
     from privgraph.mechanisms import build_mechanism
     from privgraph.partition import partition_graph
@@ -76,14 +114,39 @@ def _child_train(mechanism: str, epsilon: float, epochs: int) -> dict[str, Any]:
     privatize_s = time.perf_counter() - start
     version = result.graph
     released = int(version.edges_private.shape[1])
+    # the attacks' candidate pairs (private edges of the raw graph and as many non-edges), as a
+    # comparison draws them; LinkTeller queries the first `queries` distinct sources only
+    sample = private_edge_pairs(graph, np.random.default_rng(0))
     del result, graph
     start = time.perf_counter()
-    fit = fit_node_classifier(version, seed=0, epochs=epochs, patience=None, device="cpu")
+    fit = fit_node_classifier(version, seed=0, epochs=epochs, patience=None, device=device)
+    if device != "cpu":
+        torch.cuda.synchronize()
     train_s = time.perf_counter() - start
-    return {"released_private_edges": released, "public_edges": int(version.edges_public.shape[1]),
-            "privatize_s": round(privatize_s, 1), "train_s": round(train_s, 1),
-            "s_per_epoch": round(train_s / fit.result["epochs_run"], 3), "test_acc": round(fit.result["test_acc"], 4),
-            "peak_gib": _peak_gib()}
+    rec = {"device": device, "released_private_edges": released, "public_edges": int(version.edges_public.shape[1]),
+           "privatize_s": round(privatize_s, 1), "train_s": round(train_s, 1),
+           "s_per_epoch": round(train_s / fit.result["epochs_run"], 3), "test_acc": round(fit.result["test_acc"], 4),
+           "peak_gib": _peak_gib()}
+    if device != "cpu":
+        rec["gpu_peak_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    if queries:
+        model = fit  # the trained classifier is the attacks' API
+        start = time.perf_counter()
+        post = model.query()
+        distances = pair_distances(post, sample.pairs, "correlation")
+        rec["link_stealing_s"] = round(time.perf_counter() - start, 2)
+        rec["link_stealing_auc"] = round(roc_auc(-distances, sample.labels), 4)
+        keep = np.isin(sample.pairs[0], np.unique(sample.pairs[0])[:queries])
+        start = time.perf_counter()
+        linkteller_scores(model, sample.pairs[:, keep])
+        seconds = time.perf_counter() - start
+        rec["linkteller_queries"] = int(np.unique(sample.pairs[0, keep]).size)
+        rec["linkteller_s_per_query"] = round(seconds / rec["linkteller_queries"], 3)
+        rec["linkteller_full_s"] = round(rec["linkteller_s_per_query"] * np.unique(sample.pairs[0]).size, 1)
+        rec["peak_gib_attacked"] = _peak_gib()
+        if device != "cpu":
+            rec["gpu_peak_gib_attacked"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    return rec
 
 
 def _in_child(args: list[str]) -> dict[str, Any]:
@@ -96,16 +159,22 @@ def _in_child(args: list[str]) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", nargs="+", choices=("build", "train"), default=["build", "train"])
-    ap.add_argument("--edges", nargs="+", type=float, default=[1e6, 4e6, 16e6], help="undirected, for build")
+    ap.add_argument("--part", nargs="+", choices=("build", "propagate", "train"), default=["build", "propagate", "train"])
+    ap.add_argument("--edges", nargs="+", type=float, default=[1e6, 4e6, 16e6], help="undirected, for build and propagate")
     ap.add_argument("--mechanisms", nargs="+", default=["warner_rr", "edge_rand"])
     ap.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 0.5, 0.1])
     ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--device", default="cpu", help="training device of the train part (cpu, cuda)")
+    ap.add_argument("--attack-queries", type=int, default=0,
+                    help="train part: then attack the model: link stealing on every candidate pair, LinkTeller on "
+                         "the pairs of this many queried nodes (seconds per query, peak memory)")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         kind, *rest = args.child
-        rec = _child_build(rest[0], int(rest[1])) if kind == "build" else _child_train(rest[0], float(rest[1]), int(rest[2]))
+        rec = (_child_build(rest[0], int(rest[1])) if kind == "build"
+               else _child_propagate(int(rest[0]), rest[1]) if kind == "propagate"
+               else _child_train(rest[0], float(rest[1]), int(rest[2]), rest[3], int(rest[4])))
         print(json.dumps(rec))
         return
     if "build" in args.part:
@@ -118,11 +187,16 @@ def main() -> None:
                 line["speedup"] = round(b["seconds"] / a["seconds"], 2)
                 line["extra_peak_ratio"] = round((b["peak_gib"] - b["inputs_gib"]) / max(a["peak_gib"] - a["inputs_gib"], 1e-3), 2)
             print(json.dumps(line), flush=True)
+    if "propagate" in args.part:
+        for m in args.edges:
+            rec = {"part": "propagate", "undirected_edges": int(m), "nodes": NODES, "iterations": 50, "columns": 12}
+            rec.update(_in_child(["propagate", str(int(m)), args.device]))
+            print(json.dumps(rec), flush=True)
     if "train" in args.part:
         for mech in args.mechanisms:
             for eps in args.epsilons:
                 rec = {"part": "train", "dataset": "facebook", "mechanism": mech, "epsilon": eps, "epochs": args.epochs}
-                rec.update(_in_child(["train", mech, str(eps), str(args.epochs)]))
+                rec.update(_in_child(["train", mech, str(eps), str(args.epochs), args.device, str(args.attack_queries)]))
                 print(json.dumps(rec), flush=True)
 
 

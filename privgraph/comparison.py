@@ -42,6 +42,7 @@ from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import partition_seeds, stage_seed
 from privgraph.training import (
     DENOISING_OPTIONS,
+    choose_device,
     feature_only_kwargs,
     fit_node_classifier,
     output_classes,
@@ -340,12 +341,13 @@ def _post_processed(g: GraphData, refs: Mapping[str, Any], model: Any, kw: Mappi
 
     classes = output_classes(g, kw.get("label_classes"))
     raw_y = kw.get("eval_y")
+    device = choose_device(kw.get("device", "auto"))  # the training's: a GPU propagates a large release in seconds
     out = {}
-    lp = release_propagation(g, classes, raw_y=raw_y)
+    lp = release_propagation(g, classes, raw_y=raw_y, device=device)
     if lp is not None:
         out["release_propagation"] = lp
     bases = {**refs.get("bases", {}), "gnn": model.posteriors}
-    cs = release_correct_and_smooth(g, bases, classes, raw_y=raw_y)
+    cs = release_correct_and_smooth(g, bases, classes, raw_y=raw_y, device=device)
     if cs is not None:
         out["correct_and_smooth"] = cs
     return out

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from privgraph.graph import GraphData
 from privgraph.label_propagation import (
@@ -47,7 +48,7 @@ CS_ALPHAS = (0.5, LP_ALPHA)
 
 def correct_and_smooth(
     s: Any, base: np.ndarray, y: np.ndarray, seeds: np.ndarray, num_classes: int,
-    *, alpha: float = LP_ALPHA, iterations: int = LP_ITERATIONS,
+    *, alpha: float = LP_ALPHA, iterations: int = LP_ITERATIONS, device: str | torch.device | None = None,
 ) -> np.ndarray:
     """Class scores ``[n, num_classes]``: ``base`` (``[n, num_classes]`` class probabilities of a
     model, or several models side by side ``[n, k * num_classes]``) corrected and smoothed over
@@ -68,14 +69,14 @@ def correct_and_smooth(
     target = np.tile(onehot, models)
     residual = np.zeros_like(base)
     residual[seeds] = target - base[seeds]
-    corrected = base + propagate(s, residual, alpha=alpha, iterations=iterations)
+    corrected = base + propagate(s, residual, alpha=alpha, iterations=iterations, device=device)
     corrected[seeds] = target
-    return propagate(s, corrected, alpha=alpha, iterations=iterations)
+    return propagate(s, corrected, alpha=alpha, iterations=iterations, device=device)
 
 
 def release_correct_and_smooth(
     version: GraphData, bases: Mapping[str, np.ndarray], num_classes: int, raw_y: np.ndarray | None = None,
-    weights: Sequence[float] = RELEASE_WEIGHTS,
+    weights: Sequence[float] = RELEASE_WEIGHTS, device: str | torch.device | None = None,
 ) -> dict[str, Any] | None:
     """Correct and Smooth of each base model of ``bases`` (name -> class probabilities ``[n, C]``,
     models trained on the version) from the version's own training labels, over its public edges
@@ -84,8 +85,8 @@ def release_correct_and_smooth(
     on the version's own labels (ties: the public edges alone, then the smaller weight, the smaller
     alpha, the earlier base) with ``val_acc``, ``test_acc_own_labels``, ``test_acc`` (``raw_y``, the
     owner's, when given), ``base``, ``alpha`` and ``release_weight`` (0.0: the released edges left
-    out). None without bases, training labels or
-    a split."""
+    out). Propagation runs on ``device`` (:func:`~privgraph.label_propagation.propagate`). None
+    without bases, training labels or a split."""
     if (not bases or version.y is None or version.y.ndim != 1 or version.train_mask is None
             or version.test_mask is None or version.val_mask is None):
         return None
@@ -104,7 +105,7 @@ def release_correct_and_smooth(
             s = propagation_operator(version.num_nodes, np.concatenate([public, released], axis=1),
                                      np.concatenate([np.ones(public.shape[1]), np.full(released.shape[1], w)]))
         for alpha in CS_ALPHAS:
-            scores = correct_and_smooth(s, stacked, version.y, seeds, num_classes, alpha=alpha)
+            scores = correct_and_smooth(s, stacked, version.y, seeds, num_classes, alpha=alpha, device=device)
             for i, name in enumerate(names):
                 cols = scores[:, i * num_classes:(i + 1) * num_classes]
                 r = propagation_scores(version, seeds, cols, num_classes, raw_y)

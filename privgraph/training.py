@@ -308,6 +308,12 @@ def encode_features(
     return h.cpu().numpy().astype(np.float32)
 
 
+def _operator_caches(net: torch.nn.Module) -> list[tuple[torch.nn.Module, str, Any]]:
+    """``(module, attribute, value)`` of every cached sparse operator of ``net``'s layers (the
+    propagation operators and the CSR features' transpose: rebuilt on demand when dropped)."""
+    return [(m, a, getattr(m, a)) for m in net.modules() for a in ("_cache", "_x_cache") if hasattr(m, a)]
+
+
 @dataclasses.dataclass
 class TrainedClassifier:
     """A trained node classifier as a black box: :meth:`query` answers the class posteriors for
@@ -336,7 +342,7 @@ class TrainedClassifier:
     def _net64(self) -> torch.nn.Module:
         """A float64 copy without caches, for queries (finite differences need the precision)."""
         if self._query_net is None:
-            caches = [(m, a, getattr(m, a)) for m in self.net.modules() for a in ("_cache", "_x_cache") if hasattr(m, a)]
+            caches = _operator_caches(self.net)
             try:  # sparse caches cannot be deep-copied (and are float32): the copy builds its own
                 for m, a, _ in caches:
                     setattr(m, a, None)
@@ -485,6 +491,8 @@ def fit_node_classifier(
                                                   lr=lr, weight_decay=weight_decay, patience=patience)
     with torch.no_grad():
         out = net(inp.x, inp.edge_index)
+    for m, a, _ in _operator_caches(net):  # never trained again; a query builds its own (float64, _net64)
+        setattr(m, a, None)
     res: dict[str, Any] = {
         **split_accuracies(inp.graph, out.argmax(1).cpu().numpy(), eval_y),
         "best_epoch": best_epoch, "epochs_run": epochs_run, "device": str(inp.x.device),
@@ -969,6 +977,7 @@ def evaluate_utility(
     from privgraph.correct_and_smooth import release_correct_and_smooth
 
     classes = output_classes(private, train_kwargs.get("label_classes"))
+    device = choose_device(train_kwargs.get("device", "auto"))  # the trainings', for the propagations too
     clean_res, private_res, floor_res, public_res, smoothed = [], [], [], [], []
     per_run = 2 + (clean is not None) + (public_kwargs is not None)
     tracker = ProgressTracker("training", per_run * int(runs), progress)
@@ -988,14 +997,14 @@ def evaluate_utility(
             tracker.advance(detail=f"{what}, run {i + 1}/{runs}")
         # the simpler base model first (ties go to it)
         bases = {k: bases[k] for k in ("feature_only", "public_edges", "gnn") if k in bases}
-        smoothed.append(release_correct_and_smooth(private, bases, classes, raw_y=raw_y))
+        smoothed.append(release_correct_and_smooth(private, bases, classes, raw_y=raw_y, device=device))
     reference = propagation = None
     if public_train is not None:
         from privgraph.label_propagation import release_propagation
         from privgraph.public_reference import public_only_reference
 
         reference = public_only_reference(private, public_train, classes, raw_y=raw_y)
-        propagation = release_propagation(private, classes, raw_y=raw_y)
+        propagation = release_propagation(private, classes, raw_y=raw_y, device=device)
     summary = _utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference, propagation,
                                [r for r in smoothed if r is not None])
     return {**summary, "ensemble": ensemble} if ensemble > 1 else summary

@@ -115,3 +115,28 @@ def test_every_evaluation_offers_it_as_a_candidate():
     # the chosen model is never below any candidate on validation: it is a candidate like the others
     assert set(m["selected"]["models"]) <= {"public_only", "feature_only", "public_edges", "release_propagation",
                                             "gnn", "correct_and_smooth"}
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not __import__("torch").cuda.is_available(), reason="needs CUDA"))])
+def test_propagation_is_eq_4_iterated_on_any_device(device):
+    """:func:`propagate` (torch CSR products on a device) is Zhou et al.'s eq. 4 iterated, as the
+    plain scipy loop computes it, to rounding; on an operator with unsorted columns too."""
+    from privgraph.label_propagation import propagate
+
+    rng = np.random.default_rng(4)
+    n = 500
+    s = propagation_operator(n, rng.integers(0, n, (2, 4000)))
+    f0 = rng.random((n, 6))
+    ref = f0.copy()
+    for _ in range(50):
+        ref = 0.9 * (s @ ref) + 0.1 * f0
+    np.testing.assert_allclose(propagate(s, f0, device=device), ref, rtol=0, atol=1e-12)
+    shuffled = s.copy()
+    for i in range(n):  # the same matrix, each row's columns stored in reverse
+        a, b = shuffled.indptr[i], shuffled.indptr[i + 1]
+        shuffled.indices[a:b] = shuffled.indices[a:b][::-1].copy()
+        shuffled.data[a:b] = shuffled.data[a:b][::-1].copy()
+    shuffled.has_sorted_indices = False
+    np.testing.assert_allclose(propagate(shuffled, f0, alpha=0.5, iterations=7, device=device),
+                               propagate(s, f0, alpha=0.5, iterations=7), rtol=0, atol=1e-12)

@@ -17,7 +17,7 @@ from torch_geometric.nn.conv import MessagePassing
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import add_remaining_self_loops, scatter
 
-from privgraph.models.sparse import _FixedSpMM, propagation_pair, sparse_csr_transpose
+from privgraph.models.sparse import _FixedSpMM, cached_pair, propagation_pair, sparse_csr_transpose
 
 __all__ = ["GCN", "GraphConvolution", "GeneratorDropout", "NodeGNN"]
 
@@ -205,7 +205,7 @@ class GraphConvolution(MessagePassing):
         self.out_channels = _check_positive_int(out_channels, "out_channels", "GraphConvolution")
         self.normalize = _check_normalize(normalize, "GraphConvolution")
         self.cached = bool(cached)
-        self._cache: tuple[Tensor, Tensor, Tensor] | None = None  # (edge_index, P, P^T)
+        self._cache: tuple[Tensor, Tensor, Tensor | None] | None = None  # (edge_index, P, P^T)
         self._x_cache: tuple[Tensor, Tensor, Tensor, Tensor] | None = None  # CSR x's transpose
         # torch.empty, not torch.nn.Linear: Linear initialises itself from the global RNG
         self.weight = Parameter(torch.empty(self.out_channels, self.in_channels))
@@ -226,10 +226,10 @@ class GraphConvolution(MessagePassing):
             if self.bias is not None:
                 self.bias.zero_()
 
-    def _operator(self, edge_index: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
-        c = self._cache
-        if c is not None and c[0] is edge_index and c[1].size(0) == num_nodes:
-            return c[1], c[2]
+    def _operator(self, edge_index: Tensor, num_nodes: int) -> tuple[Tensor, Tensor | None]:
+        hit = cached_pair(self._cache, edge_index, num_nodes)
+        if hit is not None:
+            return hit
         ei, w = _propagation_weights(edge_index, num_nodes, self.normalize)
         w = w.to(self.weight.dtype)
         # row = target: (P h)_v = sum_u w_uv h_u
@@ -338,12 +338,12 @@ class NodeGNN(Module):
         raise NotImplementedError
 
     def _cached_operator(self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype,
-                         build: Any) -> tuple[Tensor, Tensor]:
+                         build: Any) -> tuple[Tensor, Tensor | None]:
         """``build(edge_index, num_nodes, dtype)`` (an operator and its transpose), kept while
         ``cached`` and the same ``edge_index`` tensor object is passed."""
-        c = self._cache
-        if c is not None and c[0] is edge_index and c[1].shape[0] == num_nodes and c[1].dtype == dtype:
-            return c[1], c[2]
+        hit = cached_pair(self._cache, edge_index, num_nodes, dtype)
+        if hit is not None:
+            return hit
         op, op_t = build(edge_index, num_nodes, dtype)
         if self.cached:
             self._cache = (edge_index, op, op_t)

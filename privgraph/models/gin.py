@@ -34,7 +34,7 @@ def _check_sum(aggr: Any) -> str:
 
 def _sum_operator(
     edge_index: Tensor, num_nodes: int, dtype: torch.dtype
-) -> tuple[Tensor, Tensor]:
+) -> tuple[Tensor, Tensor | None]:
     r"""``(S, S^T)`` CSR ``[n, n]`` (row = target), :math:`\mathbf{S} = \mathbf{A} + \mathbf{I}`:
     :math:`(\mathbf{S} \mathbf{h})_v = \mathbf{h}_v + \sum_{u \in \mathcal{N}(v)} \mathbf{h}_u`,
     GINConv's ``(1 + eps) x_v + sum`` with ``eps = 0``; an edge listed twice (or a self-loop in
@@ -132,7 +132,7 @@ class GIN(NodeGNN):
                     torch.nn.init.uniform_(lin.weight, -bound, bound, generator=g)
                     torch.nn.init.uniform_(lin.bias, -bound, bound, generator=g)
 
-    def _operator(self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    def _operator(self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
         return self._cached_operator(edge_index, num_nodes, dtype, _sum_operator)
 
     def forward(

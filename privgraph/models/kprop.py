@@ -11,7 +11,7 @@ from torch.nn import Module
 from torch_geometric.utils import add_remaining_self_loops, remove_self_loops, scatter
 
 from privgraph.models.gcn import _check_normalize
-from privgraph.models.sparse import _FixedSpMM, propagation_pair
+from privgraph.models.sparse import _FixedSpMM, cached_pair, propagation_pair
 
 __all__ = ["KProp", "kprop_operator"]
 
@@ -29,7 +29,7 @@ def kprop_operator(
     aggr: str = "mean",
     self_loops: bool = False,
     dtype: torch.dtype = torch.float32,
-) -> tuple[Tensor, Tensor]:
+) -> tuple[Tensor, Tensor | None]:
     r"""One KProp step as sparse CSR matrices: ``(P, P^T)``, both ``[n, n]``, row = target.
 
     ``self_loops=False``: existing self-loops are removed and a node :math:`v` aggregates over
@@ -125,7 +125,7 @@ class KProp(Module):
             raise ValueError(f"KProp: self_loops must be a bool, got {self_loops!r}")
         self.self_loops = self_loops
         self.cached = bool(cached)
-        self._cache: tuple[Tensor, Tensor, Tensor] | None = None  # (edge_index, P, P^T)
+        self._cache: tuple[Tensor, Tensor, Tensor | None] | None = None  # (edge_index, P, P^T)
 
     def reset_parameters(self) -> None:
         """No parameters; drops the cached operator."""
@@ -133,12 +133,11 @@ class KProp(Module):
 
     def operator(
         self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype
-    ) -> tuple[Tensor, Tensor]:
+    ) -> tuple[Tensor, Tensor | None]:
         """``(P, P^T)`` for ``edge_index`` (from the cache when ``cached``)."""
-        c = self._cache
-        if c is not None and c[0] is edge_index and c[1].shape[0] == num_nodes:
-            if c[1].dtype == dtype:
-                return c[1], c[2]
+        hit = cached_pair(self._cache, edge_index, num_nodes, dtype)
+        if hit is not None:
+            return hit
         op, op_t = kprop_operator(
             edge_index, num_nodes, aggr=self.aggr, self_loops=self.self_loops, dtype=dtype
         )

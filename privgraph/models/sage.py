@@ -32,7 +32,7 @@ def _check_mean(aggr: Any) -> str:
     return "mean"
 
 
-def _mean_operator(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+def _mean_operator(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
     r"""``(M, M^T)`` CSR ``[n, n]`` (row = target) with :math:`M_{vu} = 1/|\mathcal{N}(v)|`: the
     mean over the edges into :math:`v`, exactly as :class:`~torch_geometric.nn.SAGEConv`'s
     ``aggr="mean"`` (a node without incoming edges aggregates to zero)."""
@@ -111,7 +111,7 @@ class GraphSAGE(NodeGNN):
                 for p in (conv.lin_l.weight, conv.lin_l.bias, conv.lin_r.weight):
                     torch.nn.init.uniform_(p, -bound, bound, generator=g)
 
-    def _operator(self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    def _operator(self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
         return self._cached_operator(edge_index, num_nodes, dtype, _mean_operator)
 
     def forward(

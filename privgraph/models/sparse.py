@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 from torch.nn import Module
 
-__all__ = ["propagation_pair", "quiet_sparse_beta", "sparse_csr_transpose", "sparse_aware_linear"]
+__all__ = ["cached_pair", "propagation_pair", "quiet_sparse_beta", "sparse_csr_transpose", "sparse_aware_linear"]
 
 
 @contextlib.contextmanager
@@ -147,15 +147,37 @@ def _csr_key_sort(rows: Tensor, cols: Tensor, value: Tensor, shape: tuple[int, i
     return torch.sparse_csr_tensor(crow, col, value, shape, check_invariants=False)
 
 
-def propagation_pair(edge_index: Tensor, value: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
+def propagation_pair(
+    edge_index: Tensor, value: Tensor, num_nodes: int, *, transpose: bool | None = None
+) -> tuple[Tensor, Tensor | None]:
     """``(P, P^T)`` as CSR ``[n, n]`` with ``P[v, u] = value[k]`` for each edge ``k = (u, v)`` of
     ``edge_index`` (row = target: ``(P h)_v = sum_u P[v, u] h_u``), duplicates summed. Built one
-    after the other, without a flipped copy of ``edge_index``."""
+    after the other, without a flipped copy of ``edge_index``.
+
+    ``P^T`` serves only the backward of ``P @ h``: it is built when ``transpose`` (default: when
+    autograd is on), else ``None`` (a query under ``torch.no_grad()`` holds half the operator)."""
     shape = (num_nodes, num_nodes)
+    if transpose is None:
+        transpose = torch.is_grad_enabled()
     with quiet_sparse_beta():
         op = _csr_from(edge_index[1], edge_index[0], value, shape)
-        op_t = _csr_from(edge_index[0], edge_index[1], value, shape)
+        op_t = _csr_from(edge_index[0], edge_index[1], value, shape) if transpose else None
     return op, op_t
+
+
+def cached_pair(
+    cache: tuple[Tensor, Tensor, Tensor | None] | None, edge_index: Tensor, num_nodes: int, dtype: torch.dtype | None = None
+) -> tuple[Tensor, Tensor | None] | None:
+    """``(P, P^T)`` from a layer's ``cache`` ``(edge_index, P, P^T)`` when it serves this call:
+    the same ``edge_index`` object, ``num_nodes`` rows, ``dtype`` (when given), and ``P^T`` built
+    if autograd is on (see :func:`propagation_pair`); else ``None`` (build it again)."""
+    if cache is None or cache[0] is not edge_index or cache[1].shape[0] != num_nodes:
+        return None
+    if dtype is not None and cache[1].dtype != dtype:
+        return None
+    if cache[2] is None and torch.is_grad_enabled():
+        return None
+    return cache[1], cache[2]
 
 
 class _FixedSpMM(torch.autograd.Function):

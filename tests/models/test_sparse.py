@@ -60,3 +60,52 @@ def test_an_index_out_of_range_is_refused_before_the_kernel_runs(bad: tuple[int,
     ei = torch.tensor([[0, 1, bad[0]], [1, 0, bad[1]]])
     with pytest.raises(ValueError, match="outside"):
         propagation_pair(ei, torch.ones(3), 9)
+
+
+def test_the_transpose_is_built_only_for_a_backward() -> None:
+    """Under ``no_grad`` (a query) only P is built; a cached layer that then trains builds P^T and
+    its gradients equal those of a layer that always had it."""
+    g = torch.Generator().manual_seed(7)
+    ei = torch.randint(0, 30, (2, 200), generator=g)
+    w = torch.rand(200, generator=g)
+    with torch.no_grad():
+        op, op_t = propagation_pair(ei, w, 30)
+    assert op_t is None and propagation_pair(ei, w, 30, transpose=False)[1] is None
+    torch.testing.assert_close(op.to_dense(), propagation_pair(ei, w, 30)[0].to_dense())
+
+    x = torch.randn(30, 4, generator=g)
+    lazy = GCN(4, 8, 3, cached=True, generator=torch.Generator().manual_seed(2))
+    eager = GCN(4, 8, 3, cached=True, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        lazy.eval()(x, ei)  # caches P alone
+    assert all(conv._cache[2] is None for conv in lazy.convs)
+    grads = []
+    for net in (lazy.eval(), eager.eval()):
+        net(x, ei).square().sum().backward()
+        grads.append([p.grad.clone() for p in net.parameters()])
+    assert all(conv._cache[2] is not None for conv in lazy.convs)  # rebuilt with P^T for the backward
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_a_trained_classifier_keeps_no_training_operator() -> None:
+    """After training, the float32 operators are dropped (a query builds its own, float64, P alone),
+    and the query answers as before."""
+    import numpy as np
+
+    from privgraph.graph import GraphData
+    from privgraph.training import fit_node_classifier
+
+    rng = np.random.default_rng(0)
+    n = 40
+    und = rng.integers(0, n, (2, 120))
+    masks = {k: np.zeros(n, bool) for k in ("train_mask", "val_mask", "test_mask")}
+    for i, k in enumerate(masks):
+        masks[k][i::3] = True
+    graph = GraphData.from_edges(n, und, drop_self_loops=True, deduplicate=True,
+                                 x=rng.normal(size=(n, 5)).astype(np.float32), y=rng.integers(0, 3, n), **masks)
+    model = fit_node_classifier(graph, seed=0, epochs=5, device="cpu")
+    assert all(getattr(m, a) is None for m in model.net.modules() for a in ("_cache", "_x_cache") if hasattr(m, a))
+    post = model.query()
+    np.testing.assert_allclose(post.argmax(1).numpy(), model.posteriors.argmax(1))
+    assert all(conv._cache[2] is None for conv in model._net64().convs)  # the query net holds P alone
