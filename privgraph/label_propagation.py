@@ -67,18 +67,29 @@ def propagation_operator(num_nodes: int, edges: np.ndarray, weights: np.ndarray 
     if w.shape != (e.shape[1],) or not np.all(w > 0):
         raise ValueError(f"weights must be [{e.shape[1]}] positive numbers")
     keep = e[0] != e[1]
-    lo, hi, w = np.minimum(e[0], e[1])[keep], np.maximum(e[0], e[1])[keep], w[keep]
-    order = np.lexsort((-w, hi, lo))  # per pair, its largest weight first
-    lo, hi, w = lo[order], hi[order], w[order]
-    first = np.ones(lo.size, dtype=bool)
-    first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
-    lo, hi, w = lo[first], hi[first], w[first]
-    a = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([lo, hi]), np.concatenate([hi, lo]))),
-                      shape=(num_nodes, num_nodes))
+    n = np.int64(num_nodes)
+    keys = np.minimum(e[0], e[1])[keep] * n + np.maximum(e[0], e[1])[keep]
+    w = w[keep]
+    # the distinct pairs (lo, hi) in order, each with its largest weight: O(m log m), never over node pairs
+    if weights is None:
+        keys = np.sort(keys)
+    else:
+        order = np.argsort(keys)
+        keys, w = keys[order], w[order]
+    first = np.ones(keys.size, dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    w = np.maximum.reduceat(w, np.flatnonzero(first)) if keys.size else w
+    keys = keys[first]
+    lo, hi = keys // n, keys % n
+    # the upper triangle is already in CSR order (rows lo, columns hi ascending): no COO conversion
+    upper = sp.csr_matrix((w, hi, np.concatenate([[0], np.cumsum(np.bincount(lo, minlength=num_nodes))])),
+                          shape=(num_nodes, num_nodes))
+    a = (upper + upper.T.tocsr()).tocsr()
     deg = np.asarray(a.sum(axis=1)).ravel()
     inv_sqrt = np.zeros(num_nodes)
     inv_sqrt[deg > 0] = deg[deg > 0] ** -0.5
-    return (sp.diags(inv_sqrt) @ a @ sp.diags(inv_sqrt)).tocsr()
+    a.data *= np.repeat(inv_sqrt, np.diff(a.indptr)) * inv_sqrt[a.indices]
+    return a
 
 
 def propagate(

@@ -140,3 +140,24 @@ def test_propagation_is_eq_4_iterated_on_any_device(device):
     shuffled.has_sorted_indices = False
     np.testing.assert_allclose(propagate(shuffled, f0, alpha=0.5, iterations=7, device=device),
                                propagate(s, f0, alpha=0.5, iterations=7), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_operator_is_zhou_s_normalised_adjacency(weighted):
+    """:func:`propagation_operator` against a dense construction: each undirected pair once (listed
+    twice, in either direction: its largest weight), no self-loop, ``D^-1/2 W D^-1/2``, an isolated
+    node's row zero; its columns sorted (torch's CSR invariants)."""
+    rng = np.random.default_rng(9)
+    n = 60
+    e = rng.integers(0, n - 1, (2, 700))  # node n - 1 stays isolated
+    w = rng.choice([0.25, 0.5, 1.0, 2.0], e.shape[1]) if weighted else np.ones(e.shape[1])
+    dense = np.zeros((n, n))
+    for (u, v), x in zip(e.T, w):
+        if u != v:
+            dense[u, v] = dense[v, u] = max(dense[u, v], x)
+    deg = dense.sum(1)
+    inv = np.where(deg > 0, deg, 1.0) ** -0.5 * (deg > 0)
+    s = propagation_operator(n, e, w if weighted else None)
+    np.testing.assert_allclose(s.toarray(), inv[:, None] * dense * inv[None, :], rtol=0, atol=1e-15)
+    assert s.has_sorted_indices and s.nnz == int((dense > 0).sum())
+    assert not s.toarray()[n - 1].any()
