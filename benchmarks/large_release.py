@@ -22,7 +22,9 @@ Two parts, each measurement in its own child process (its peak resident memory i
   edge for ``--epochs``: released edges, seconds to privatize, seconds per epoch, test accuracy on
   the raw labels, peak GiB.
 
-With ``--attack-queries N`` the ``train`` part then attacks the model as a comparison does: link
+With ``--post-processing`` the ``train`` part then times a cell's post-processing candidates (label
+propagation and Correct and Smooth over the public and released edges, with three base models as a
+comparison's cells have). With ``--attack-queries N`` the ``train`` part then attacks the model as a comparison does: link
 stealing on every candidate pair, LinkTeller on the pairs of ``N`` queried nodes (seconds per
 query, and the time all of the queried nodes would take), with the peak memory after the attacks.
 
@@ -127,7 +129,7 @@ def _child_propagate(edges: int, device: str) -> dict[str, Any]:
             "max_abs_difference": float(np.abs(got - ref).max())}
 
 
-def _child_train(mechanism: str, epsilon: float, epochs: int, device: str, queries: int) -> dict[str, Any]:
+def _child_train(mechanism: str, epsilon: float, epochs: int, device: str, queries: int, post: bool) -> dict[str, Any]:
     import numpy as np
     import torch
 
@@ -163,6 +165,18 @@ def _child_train(mechanism: str, epsilon: float, epochs: int, device: str, queri
            "peak_gib": _peak_gib()}
     if device != "cpu":
         rec["gpu_peak_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    if post:  # the evaluation's post-processing candidates of a cell (three base models, as a comparison's)
+        from privgraph.correct_and_smooth import release_correct_and_smooth
+        from privgraph.label_propagation import release_propagation
+
+        start = time.perf_counter()
+        lp = release_propagation(version, 4, device=device)
+        cs = release_correct_and_smooth(version, {k: fit.posteriors for k in ("feature_only", "public_edges", "gnn")},
+                                        4, device=device)
+        rec["post_processing_s"] = round(time.perf_counter() - start, 1)
+        rec["release_propagation_acc"] = round(lp["test_acc"], 4)
+        rec["correct_and_smooth_acc"] = round(cs["test_acc"], 4)
+        rec["peak_gib_post_processing"] = _peak_gib()
     if queries:
         model = fit  # the trained classifier is the attacks' API
         start = time.perf_counter()
@@ -202,13 +216,16 @@ def main() -> None:
     ap.add_argument("--attack-queries", type=int, default=0,
                     help="train part: then attack the model: link stealing on every candidate pair, LinkTeller on "
                          "the pairs of this many queried nodes (seconds per query, peak memory)")
+    ap.add_argument("--post-processing", action="store_true",
+                    help="train part: then time the evaluation's post-processing candidates of a cell (label propagation "
+                         "and Correct and Smooth over the release, three base models)")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         kind, *rest = args.child
         rec = (_child_build(rest[0], int(rest[1])) if kind == "build"
                else _child_propagate(int(rest[0]), rest[1]) if kind == "propagate"
-               else _child_train(rest[0], float(rest[1]), int(rest[2]), rest[3], int(rest[4])))
+               else _child_train(rest[0], float(rest[1]), int(rest[2]), rest[3], int(rest[4]), rest[5] == "1"))
         print(json.dumps(rec))
         return
     if "build" in args.part:
@@ -230,7 +247,8 @@ def main() -> None:
         for mech in args.mechanisms:
             for eps in args.epsilons:
                 rec = {"part": "train", "dataset": "facebook", "mechanism": mech, "epsilon": eps, "epochs": args.epochs}
-                rec.update(_in_child(["train", mech, str(eps), str(args.epochs), args.device, str(args.attack_queries)]))
+                rec.update(_in_child(["train", mech, str(eps), str(args.epochs), args.device, str(args.attack_queries),
+                                      str(int(args.post_processing))]))
                 print(json.dumps(rec), flush=True)
 
 
