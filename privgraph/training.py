@@ -976,8 +976,7 @@ def evaluate_utility(
     private_kwargs = version_kwargs(private, train_kwargs)
     from privgraph.correct_and_smooth import release_correct_and_smooth
 
-    classes = output_classes(private, train_kwargs.get("label_classes"))
-    device = choose_device(train_kwargs.get("device", "auto"))  # the trainings', for the propagations too
+    classes, device = output_classes(private, train_kwargs.get("label_classes")), choose_device(train_kwargs.get("device", "auto"))
     clean_res, private_res, floor_res, public_res, smoothed = [], [], [], [], []
     per_run = 2 + (clean is not None) + (public_kwargs is not None)
     tracker = ProgressTracker("training", per_run * int(runs), progress)
