@@ -41,7 +41,7 @@ class _PrintedRuns:
         return None
 
     def put(self, cell: str, done: dict[str, Any]) -> None:
-        rec = {k: v for k, v in done["record"].items()}
+        rec = dict(done["record"])
         rec["cell"] = cell
         rec["seconds"] = round(time.perf_counter() - self.start, 1)
         print(json.dumps(rec), flush=True)

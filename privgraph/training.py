@@ -308,12 +308,6 @@ def encode_features(
     return h.cpu().numpy().astype(np.float32)
 
 
-def _operator_caches(net: torch.nn.Module) -> list[tuple[torch.nn.Module, str, Any]]:
-    """``(module, attribute, value)`` of every cached sparse operator of ``net``'s layers (the
-    propagation operators and the CSR features' transpose: rebuilt on demand when dropped)."""
-    return [(m, a, getattr(m, a)) for m in net.modules() for a in ("_cache", "_x_cache") if hasattr(m, a)]
-
-
 @dataclasses.dataclass
 class TrainedClassifier:
     """A trained node classifier as a black box: :meth:`query` answers the class posteriors for
@@ -335,21 +329,22 @@ class TrainedClassifier:
     posteriors: np.ndarray | None = dataclasses.field(default=None, repr=False)
     _query_net: torch.nn.Module | None = dataclasses.field(default=None, repr=False)
 
+    def __post_init__(self) -> None:
+        # the net is never trained again: its cached sparse operators (float32 P and P^T, the CSR
+        # features' transpose) are dropped; a query builds its own, float64 and P alone (_net64)
+        for m in self.net.modules():
+            for a in ("_cache", "_x_cache"):
+                if hasattr(m, a):
+                    setattr(m, a, None)
+
     @property
     def device(self) -> torch.device:
         return self.edge_index.device
 
     def _net64(self) -> torch.nn.Module:
-        """A float64 copy without caches, for queries (finite differences need the precision)."""
+        """A float64 copy, for queries (finite differences need the precision)."""
         if self._query_net is None:
-            caches = _operator_caches(self.net)
-            try:  # sparse caches cannot be deep-copied (and are float32): the copy builds its own
-                for m, a, _ in caches:
-                    setattr(m, a, None)
-                self._query_net = copy.deepcopy(self.net).double().eval()
-            finally:
-                for m, a, v in caches:
-                    setattr(m, a, v)
+            self._query_net = copy.deepcopy(self.net).double().eval()
         return self._query_net
 
     def prepare(self, x: np.ndarray | torch.Tensor | None = None, edge_index: torch.Tensor | np.ndarray | None = None) -> torch.Tensor:
@@ -491,8 +486,6 @@ def fit_node_classifier(
                                                   lr=lr, weight_decay=weight_decay, patience=patience)
     with torch.no_grad():
         out = net(inp.x, inp.edge_index)
-    for m, a, _ in _operator_caches(net):  # never trained again; a query builds its own (float64, _net64)
-        setattr(m, a, None)
     res: dict[str, Any] = {
         **split_accuracies(inp.graph, out.argmax(1).cpu().numpy(), eval_y),
         "best_epoch": best_epoch, "epochs_run": epochs_run, "device": str(inp.x.device),
