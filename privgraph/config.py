@@ -26,6 +26,10 @@ from pydantic import (
 from privgraph.errors import ConfigError
 from privgraph.scoring.config import ScoresConfig
 
+#: the edge mechanisms that release noisy aggregates in place of edges (``releases_aggregates``;
+#: tests/test_config.py checks this against the registry, which this module does not import)
+AGGREGATE_MECHANISMS = ("class_counts", "gap")
+
 __all__ = [
     "DatasetConfig",
     "MechanismConfig",
@@ -388,10 +392,11 @@ class PipelineConfig(_Strict):
 
     @model_validator(mode="after")
     def _gap_versions_are_not_attacked(self) -> PipelineConfig:
-        if self.edges is not None and self.edges.mechanism == "gap" and self.evaluate.attacks:
+        if self.edges is not None and self.edges.mechanism in AGGREGATE_MECHANISMS and self.evaluate.attacks:
             raise ValueError(
-                "evaluate.attacks: a gap version releases aggregates, not edges, and the attacks query a "
-                "model trained over a version's edges; attacks on GAP's classifier are not built: remove them"
+                f"evaluate.attacks: a {self.edges.mechanism} version releases aggregates, not edges, and the attacks "
+                "query a model trained over a version's edges; attacks on a model over aggregates are not built: "
+                "remove them"
             )
         return self
 
@@ -441,10 +446,10 @@ class ComparisonConfig(_Strict):
     def _target_listed(self) -> ComparisonConfig:
         if self.target not in self.mechanisms:
             raise ValueError(f"target {self.target!r} is not among mechanisms {sorted(self.mechanisms)}")
-        gap = [label for label, e in self.mechanisms.items() if (e or {}).get("mechanism", label) == "gap"]
+        gap = [label for label, e in self.mechanisms.items() if (e or {}).get("mechanism", label) in AGGREGATE_MECHANISMS]
         if gap and (self.evaluate.attacks if self.evaluate is not None else False):
             raise ValueError(f"evaluate.attacks: mechanisms {gap} release aggregates, not edges; attacks on "
-                             "GAP's classifier are not built: remove the attacks")
+                             "a model over aggregates are not built: remove the attacks")
         if self.evaluate is not None and any(a.name == "attribute" for a in self.evaluate.attacks):
             raise ValueError("evaluate.attacks: 'attribute' attacks a release, not a model; a comparison does "
                              "not run it (list it in a pipeline's evaluate)")

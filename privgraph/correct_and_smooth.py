@@ -22,7 +22,13 @@ the public-edges GNN, the GNN: each trained on the version only) and the release
 at the weights of :data:`~privgraph.label_propagation.RELEASE_WEIGHTS` or left out, and keeps the
 combination of highest validation accuracy on the version's own labels. When the base model
 carries nothing, smoothing is label propagation of the training labels; when the edges carry
-nothing, correcting leaves the base model's ranking. It reads the release and public data only:
+nothing, correcting leaves the base model's ranking. A class-count release
+(:class:`~privgraph.mechanisms.edges.class_counts.NeighbourClassCounts`: no edges, each node's
+noisy count of private neighbours per public class) is smoothed in one step instead: each base's
+probabilities times :math:`e^{\beta \tilde c_v}`
+(:func:`~privgraph.mechanisms.edges.class_counts.decode_class_counts`), :math:`\beta` of
+:data:`~privgraph.mechanisms.edges.class_counts.COUNT_WEIGHTS` chosen on validation with the
+rest. It reads the release and public data only:
 post-processing, so it changes no guarantee and spends no budget. O(iterations x edges x
 classes): no node pairs.
 """
@@ -36,6 +42,7 @@ import numpy as np
 import torch
 
 from privgraph.graph import GraphData
+from privgraph.mechanisms.edges.class_counts import COUNT_WEIGHTS, decode_class_counts, released_class_counts
 from privgraph.label_propagation import (
     LP_ALPHA, LP_ITERATIONS, RELEASE_WEIGHTS, propagate, propagation_operator, propagation_scores,
 )
@@ -85,8 +92,10 @@ def release_correct_and_smooth(
     on the version's own labels (ties: the public edges alone, then the smaller weight, the smaller
     alpha, the earlier base) with ``val_acc``, ``test_acc_own_labels``, ``test_acc`` (``raw_y``, the
     owner's, when given), ``base``, ``alpha`` and ``release_weight`` (0.0: the released edges left
-    out). Propagation runs on ``device`` (:func:`~privgraph.label_propagation.propagate`). None
-    without bases, training labels or a split."""
+    out). A class-count release adds the one-step smoothing over its counts (``count_weight``
+    beta, ``alpha`` None; ties to the edges' combinations). Propagation runs on ``device``
+    (:func:`~privgraph.label_propagation.propagate`). None without bases, training labels or a
+    split."""
     if (not bases or version.y is None or version.y.ndim != 1 or version.train_mask is None
             or version.test_mask is None or version.val_mask is None):
         return None
@@ -111,4 +120,10 @@ def release_correct_and_smooth(
                 r = propagation_scores(version, seeds, cols, num_classes, raw_y)
                 if best is None or r["val_acc"] > best["val_acc"]:
                     best = {**r, "base": name, "alpha": alpha, "release_weight": w}
+    counts = released_class_counts(version.aggregates, num_classes)
+    for weight in COUNT_WEIGHTS if counts is not None else ():  # a class-count release: one smoothing step
+        for name in names:
+            r = propagation_scores(version, seeds, decode_class_counts(bases[name], counts, weight), num_classes, raw_y)
+            if r["val_acc"] > best["val_acc"]:
+                best = {**r, "base": name, "alpha": None, "release_weight": 0.0, "count_weight": weight}
     return best

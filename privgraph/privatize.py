@@ -235,8 +235,10 @@ def _privatize_edges_aggregates(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """GAP: encode the RELEASED features and labels (an MLP reading no edge: post-processing),
     then the mechanism's noisy hop-wise aggregates over all edges; the private edges themselves
-    are not released."""
-    from privgraph.training import encode_features
+    are not released. A mechanism whose ``encoding`` is ``"classes"`` (class counts) gets the
+    public classes instead (:func:`~privgraph.training.public_classes`: the released training
+    labels, else the floor model's prediction)."""
+    from privgraph.training import encode_features, public_classes
 
     missing = [m for m in ("train_mask", "val_mask") if getattr(graph, m) is None]
     if missing or released.y is None or released.x is None:
@@ -246,10 +248,14 @@ def _privatize_edges_aggregates(
         )
     no_edges = np.zeros((2, 0), np.int64)
     view = released.replace(edges_public=no_edges, edges_private=no_edges)
-    encoded = encode_features(
-        view, seed=stage_seed(root, "edges.encoder"), dim=mechanism.encoder_dim,
-        epochs=mechanism.encoder_epochs, device=device,
-    )
+    if getattr(mechanism, "encoding", "hidden") == "classes":
+        encoded = public_classes(view, seed=stage_seed(root, "edges.encoder"), epochs=mechanism.encoder_epochs,
+                                 device=device)
+    else:
+        encoded = encode_features(
+            view, seed=stage_seed(root, "edges.encoder"), dim=mechanism.encoder_dim,
+            epochs=mechanism.encoder_epochs, device=device,
+        )
     candidates = graph.private_nodes()
     private_edge_mask = np.arange(graph.edges_public.shape[1] + graph.edges_private.shape[1]) >= graph.edges_public.shape[1]
     aggregates = mechanism.aggregate(

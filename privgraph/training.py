@@ -78,6 +78,7 @@ __all__ = [
     "version_kwargs",
     "paired_test",
     "principal_basis",
+    "public_classes",
     "public_edges_kwargs",
     "select_by_validation",
     "fit_node_classifier",
@@ -306,6 +307,24 @@ def encode_features(
     with torch.no_grad():
         h = net.convs[0](trained.prepare(edge_index=no_edges), no_edges).relu()
     return h.cpu().numpy().astype(np.float32)
+
+
+def public_classes(
+    graph: GraphData, *, seed: int | np.random.SeedSequence, epochs: int = 100, device: str = "auto",
+) -> np.ndarray:
+    """One class per node, one-hot float64 ``[n, C]``: the node's label where it is a labelled
+    training node of ``graph``, else the class the feature-only floor's model (trained on the
+    features and training labels of ``graph`` without any edge, model selection on the validation
+    labels) predicts. Given a version's released features and labels it is post-processing: the
+    public classes that :class:`~privgraph.mechanisms.edges.class_counts.NeighbourClassCounts`
+    counts."""
+    trained = fit_node_classifier(graph, seed=seed, edges="none", model="gcn", epochs=epochs, device=device)
+    label = np.asarray(trained.posteriors).argmax(axis=1)
+    known = graph.train_mask & graph.labelled()
+    label[known] = graph.y[known]
+    out = np.zeros((graph.num_nodes, output_classes(graph)), dtype=np.float64)
+    out[np.arange(graph.num_nodes), label] = 1.0
+    return out
 
 
 @dataclasses.dataclass

@@ -20,6 +20,7 @@ from privgraph.mechanisms.edges import (
     EdgeRR,
     LapGraph,
     LocalLap,
+    NeighbourClassCounts,
     NonPrivPart,
     PrivHRG,
     WarnerRR,
@@ -75,6 +76,7 @@ MECHANISMS: dict[str, type] = {
         EdgeRR,
         PrivHRG,
         AggregationPerturbation,
+        NeighbourClassCounts,
     )
 }
 

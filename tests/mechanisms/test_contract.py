@@ -33,6 +33,7 @@ VALID_PARAMS: dict[str, dict[str, Any]] = {
     "edge_rr": {"rounds": 2},
     "priv_hrg": {},
     "gap": {"encoder_dim": 4},
+    "class_counts": {},
 }
 
 # Mechanisms that read no private data and take no budget (their guarantee is epsilon 0).
@@ -123,7 +124,7 @@ class TestMechanismContract:
 
 
 def test_unknown_mechanism() -> None:
-    with pytest.raises(ValueError, match=r"unknown mechanism 'x'; known: dprr, duchi, edge_rand, edge_rr, feature_rr, "):
+    with pytest.raises(ValueError, match=r"unknown mechanism 'x'; known: class_counts, dprr, duchi, edge_rand, edge_rr, feature_rr, "):
         build_mechanism("x", {"epsilon": 1.0})
 
 

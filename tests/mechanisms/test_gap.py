@@ -7,9 +7,10 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import beta, norm
+from scipy.stats import norm
 
 from privgraph.errors import ConfigError
+from tests.dp_audit import violation as _violation
 from privgraph.graph import GraphData
 from privgraph.mechanisms import build_mechanism
 from privgraph.guarantee import GuaranteeKind, Scope
@@ -92,7 +93,7 @@ def test_a_pipeline_with_a_bad_gap_parameter_is_refused_at_load():
         parse_config(cfg)
     cfg["pipelines"]["p"]["edges"]["delta"] = 1e-5
     cfg["pipelines"]["p"]["evaluate"] = {"attacks": ["linkteller"]}
-    with pytest.raises(ConfigError, match="attacks on GAP's classifier are not built"):
+    with pytest.raises(ConfigError, match="attacks on a model over aggregates are not built"):
         parse_config(cfg)
 
 
@@ -157,21 +158,6 @@ def _audit_samples(m: AggregationPerturbation, with_edge: bool, samples: int, se
         r = m.aggregate(x, edges, vpri, rng)[1]
         out[i] = r[0] @ x[1] + r[1] @ x[0]
     return out
-
-
-def _violation(a: np.ndarray, b: np.ndarray, eps: float, delta: float, alpha: float = 1e-3) -> float:
-    """The largest lower-confidence margin of P_a(S > t) - e^eps P_b(S > t) - delta over
-    thresholds t (Clopper-Pearson bounds at level alpha per threshold, Bonferroni over 20): > 0 is
-    a detected violation of (eps, delta)-DP for the event {S > t}."""
-    n = a.size
-    worst = -np.inf
-    a_level = alpha / 20
-    for t in np.quantile(np.concatenate([a, b]), np.linspace(0.5, 0.999, 20)):
-        ka, kb = int((a > t).sum()), int((b > t).sum())
-        pa_low = beta.ppf(a_level / 2, ka, n - ka + 1) if ka else 0.0
-        pb_high = beta.ppf(1 - a_level / 2, kb + 1, n - kb) if kb < n else 1.0
-        worst = max(worst, pa_low - math.exp(eps) * pb_high - delta)
-    return worst
 
 
 def test_statistical_audit_of_the_guarantee_and_a_negative_control():

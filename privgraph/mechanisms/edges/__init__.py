@@ -1,5 +1,6 @@
 """Edge mechanisms: privatize the private edges of a graph; public edges are kept as they are."""
 
+from privgraph.mechanisms.edges.class_counts import NeighbourClassCounts
 from privgraph.mechanisms.edges.dprr import (
     DPRR,
     expected_noisy_degree,
@@ -24,6 +25,7 @@ __all__ = [
     "EdgeRR",
     "LapGraph",
     "LocalLap",
+    "NeighbourClassCounts",
     "NonPrivPart",
     "PrivHRG",
     "WarnerRR",
