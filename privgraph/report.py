@@ -89,7 +89,7 @@ UTILITY_ROWS = (
     ("feature_only", "private, no edges (feature-only floor)"),
     ("public_edges", "private, public edges only"),
     ("release_propagation", "label propagation over the public and released edges"),
-    ("correct_and_smooth", "Correct and Smooth of the models above over the public and released edges"),
+    ("correct_and_smooth", "Correct and Smooth of the models above over the public and released edges (or class counts)"),
     ("selected", "private, the model chosen by validation accuracy"),
 )
 
