@@ -68,7 +68,8 @@ def version_metrics(
     ``evaluate`` of ``entropy`` (the evaluate flow's, :func:`evaluation_entropy`).
 
     The public-only reference reads the training labels that the pipeline's declaration
-    (:func:`~privgraph.disclosure.declare_public`) leaves public, and the public edges.
+    (:func:`~privgraph.disclosure.declare_public`) leaves public, and the public edges; where it
+    privatizes no feature, also the features (the floor is then public-only too).
 
     Without ``clean`` only the shareable metrics, from the stored version and public configuration
     alone; with it, also the owner's figures (under :data:`~privgraph.training.OWNER_ONLY`), the
@@ -81,6 +82,7 @@ def version_metrics(
 
     return evaluate_utility(version, clean, runs=cfg.evaluate.runs, seed_sequence=seed, progress=progress,
                             public_train=~disclosure.private_label_rows(version), ensemble=cfg.evaluate.ensemble,
+                            public_features=not disclosure.feature_mechanism,
                             **noise, **cfg.evaluate.train_kwargs())
 
 

@@ -5,7 +5,11 @@ reference here reads only what the pipeline declares public (:mod:`privgraph.dis
 public edges, the split, and the training labels that no label mechanism privatizes. It spends no
 budget and depends on no private data, so it may be published beside the version's metrics. It
 is label propagation (:func:`privgraph.label_propagation.label_propagation`, Zhou et al. 2004) of
-those labels over the public edges.
+those labels over the public edges. Where the features are public too (the pipeline privatizes no
+feature) and every training label is public, the feature-only floor (the model over the public
+features and training labels, no edge) is public-only as well, and per run the reference is
+whichever of the two has the higher validation accuracy (:func:`per_run_reference`): with every
+edge private, propagation over no public edge is the majority class, not what the public data say.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ import numpy as np
 from privgraph.graph import GraphData
 from privgraph.label_propagation import LP_ALPHA, LP_ITERATIONS, label_propagation, propagation_scores
 
-__all__ = ["METHOD", "public_only_reference"]
+__all__ = ["FLOOR_METHOD", "METHOD", "per_run_reference", "public_only_reference"]
 
 METHOD = (f"label propagation of the public training labels over the public edges "
           f"(Zhou et al. 2004, alpha {LP_ALPHA}, {LP_ITERATIONS} iterations)")
+FLOOR_METHOD = "the feature-only model over the public features and training labels (no edge)"
 
 
 def public_only_reference(
@@ -37,3 +42,18 @@ def public_only_reference(
         return None
     scores = label_propagation(version.num_nodes, version.edges_public, version.y, seeds, num_classes)
     return {"method": METHOD, **propagation_scores(version, seeds, scores, num_classes, raw_y)}
+
+
+def per_run_reference(
+    reference: dict[str, Any] | None, floor_runs: list[dict[str, Any]], *, public_features: bool,
+    all_train_public: bool,
+) -> list[dict[str, Any]] | None:
+    """The public-only reference of each run: ``reference`` (label propagation, the same in every
+    run), or, where ``public_features`` and ``all_train_public`` make the feature-only floor a
+    model of public data alone, whichever of it and the floor run has the higher validation
+    accuracy (ties to label propagation), each with its ``method``. None without ``reference``."""
+    if reference is None:
+        return None
+    if not (public_features and all_train_public):
+        return [reference] * len(floor_runs)
+    return [reference if reference["val_acc"] >= f["val_acc"] else {**f, "method": FLOOR_METHOD} for f in floor_runs]

@@ -84,7 +84,8 @@ POST_PROCESSING = (
 
 #: the utility rows of an evaluation's metrics (key, label), in the order shown
 UTILITY_ROWS = (
-    ("public_only", "public data alone: label propagation of the public labels over the public edges"),
+    ("public_only", "public data alone: label propagation of the public labels over the public edges "
+                    "(with public features: or the floor, by validation)"),
     ("private", "private (GNN)"),
     ("feature_only", "private, no edges (feature-only floor)"),
     ("public_edges", "private, public edges only"),

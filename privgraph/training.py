@@ -814,13 +814,14 @@ def _check_evaluation_inputs(private: GraphData, clean: GraphData | None, runs: 
 
 def _utility_summary(
     runs: int, clean_res: list[dict[str, Any]], private_res: list[dict[str, Any]], floor_res: list[dict[str, Any]],
-    public_res: list[dict[str, Any]], reference: dict[str, Any] | None = None,
+    public_res: list[dict[str, Any]], references: list[dict[str, Any]] | None = None,
     propagation: dict[str, Any] | None = None, smoothed: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """:func:`evaluate_utility`'s result from the trainings' results (no clean runs: the shareable
-    part only); ``reference``: the public-only reference, ``propagation``: label propagation over
-    the release (each the same in every run), or None; ``smoothed``: Correct and Smooth per run
-    (empty: none)."""
+    part only); ``references``: the public-only reference of each run
+    (:func:`~privgraph.public_reference.per_run_reference`) or None, ``propagation``: label
+    propagation over the release (the same in every run) or None; ``smoothed``: Correct and Smooth
+    per run (empty: none)."""
     # per run, the model of highest validation accuracy on the version's own labels (ties: the
     # simpler one: the public data alone, the floor, the public edges alone, label propagation
     # over the release, the GNN, then Correct and Smooth of the trained models)
@@ -828,7 +829,8 @@ def _utility_summary(
         return [r] * runs if r is not None and not np.isnan(r["val_acc"]) else []
 
     smoothed = smoothed if smoothed and len(smoothed) == runs else []
-    candidates = [("public_only", every_run(reference)), ("feature_only", floor_res), ("public_edges", public_res),
+    references = references if references and not np.isnan(references[0]["val_acc"]) else None
+    candidates = [("public_only", references or []), ("feature_only", floor_res), ("public_edges", public_res),
                   ("release_propagation", every_run(propagation)), ("gnn", private_res),
                   ("correct_and_smooth", smoothed)]
     chosen, models = [], []
@@ -837,10 +839,12 @@ def _utility_summary(
         chosen.append(res)
         models.append(name)
     extra = {"public_edges": _summary([r["test_acc_own_labels"] for r in public_res])} if public_res else {}
-    if reference is not None:
-        extra["public_only"] = {**_summary([reference["test_acc_own_labels"]] * runs), "method": reference["method"]}
+    if references:
+        methods = sorted({r["method"] for r in references})
+        extra["public_only"] = {**_summary([r["test_acc_own_labels"] for r in references]),
+                                "method": methods[0] if len(methods) == 1 else "; or ".join(methods)}
         extra["value_of_release"] = paired_test([r["test_acc_own_labels"] for r in chosen],
-                                                [reference["test_acc_own_labels"]] * runs)
+                                                [r["test_acc_own_labels"] for r in references])
     if propagation is not None:
         extra["release_propagation"] = {**_summary([propagation["test_acc_own_labels"]] * runs),
                                         "release_weight": propagation["release_weight"]}
@@ -867,10 +871,10 @@ def _utility_summary(
         extra_raw["release_propagation_on_raw_labels"] = _summary([propagation["test_acc"]] * runs)
     if smoothed:
         extra_raw["correct_and_smooth_on_raw_labels"] = _summary([r["test_acc"] for r in smoothed])
-    if reference is not None:
-        extra_raw["public_only_on_raw_labels"] = _summary([reference["test_acc"]] * runs)
+    if references:
+        extra_raw["public_only_on_raw_labels"] = _summary([r["test_acc"] for r in references])
         extra_raw["value_of_release_on_raw_labels"] = paired_test([r["test_acc"] for r in chosen],
-                                                                  [reference["test_acc"]] * runs)
+                                                                  [r["test_acc"] for r in references])
     return {
         **shareable,
         OWNER_ONLY: {
@@ -908,6 +912,7 @@ def evaluate_utility(
     progress: ProgressCallback | None = None,
     public_train: np.ndarray | None = None,
     ensemble: int = 1,
+    public_features: bool = False,
     **train_kwargs: Any,
 ) -> dict[str, Any]:
     """Train on a private graph and on its clean original, ``runs`` times each, and compare.
@@ -953,6 +958,8 @@ def evaluate_utility(
             from the version's training labels over its edges) is a candidate too.
         ensemble (int): each model of a run (the clean one too) is the mean prediction of this
             many trainings (:func:`fit_ensemble`) (default: ``1``).
+        public_features (bool): the features are public: the floor may be the public-only reference
+            (:func:`~privgraph.public_reference.per_run_reference`) (default: ``False``).
         **train_kwargs: passed to :func:`train_node_classifier` (not ``seed`` or ``eval_y``;
             the denoising options to the private run only).
 
@@ -983,9 +990,7 @@ def evaluate_utility(
     ensemble, raw_y = check_int(ensemble, "ensemble", minimum=1), None if clean is None else clean.y
     seeds = partition_seeds(as_seed_sequence(seed_sequence), int(runs))
     clean_kwargs = {k: v for k, v in train_kwargs.items() if k not in DENOISING_OPTIONS}
-    floor_kwargs = feature_only_kwargs(train_kwargs)
     public_kwargs = public_edges_kwargs(private, train_kwargs)
-    private_kwargs = version_kwargs(private, train_kwargs)
     from privgraph.correct_and_smooth import release_correct_and_smooth
 
     classes, device = output_classes(private, train_kwargs.get("label_classes")), choose_device(train_kwargs.get("device", "auto"))
@@ -998,23 +1003,22 @@ def evaluate_utility(
             tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
         bases: dict[str, np.ndarray] = {}
         for name, kwargs, out, what in (
-                ("gnn", private_kwargs, private_res, "private graph"),
-                ("feature_only", floor_kwargs, floor_res, "private graph without edges (feature-only floor)"),
+                ("gnn", version_kwargs(private, train_kwargs), private_res, "private graph"),
+                ("feature_only", feature_only_kwargs(train_kwargs), floor_res, "private graph without edges (feature-only floor)"),
                 ("public_edges", public_kwargs, public_res, "private graph, public edges only")):
             if kwargs is None:
                 continue
             result, bases[name] = fit_ensemble(private, seed=s, members=ensemble, eval_y=raw_y, progress=progress, **kwargs)
             out.append(result)
             tracker.advance(detail=f"{what}, run {i + 1}/{runs}")
-        # the simpler base model first (ties go to it)
-        bases = {k: bases[k] for k in ("feature_only", "public_edges", "gnn") if k in bases}
+        bases = {k: bases[k] for k in ("feature_only", "public_edges", "gnn") if k in bases}  # simpler first: ties
         smoothed.append(release_correct_and_smooth(private, bases, classes, raw_y=raw_y, device=device))
     reference = propagation = None
     if public_train is not None:
         from privgraph.label_propagation import release_propagation
-        from privgraph.public_reference import public_only_reference
-
-        reference = public_only_reference(private, public_train, classes, raw_y=raw_y)
+        from privgraph.public_reference import per_run_reference, public_only_reference
+        reference = per_run_reference(public_only_reference(private, public_train, classes, raw_y=raw_y), floor_res,
+                                      public_features=public_features, all_train_public=bool(public_train[private.train_mask].all()))
         propagation = release_propagation(private, classes, raw_y=raw_y, device=device)
     summary = _utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference, propagation,
                                [r for r in smoothed if r is not None])

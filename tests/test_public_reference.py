@@ -110,6 +110,37 @@ def test_every_evaluation_shows_the_reference_and_the_value_of_the_release():
     assert "public_only" not in without and "value_of_release" not in without
 
 
+def test_with_public_features_the_floor_is_public_only_too():
+    """Every edge private and informative public features: label propagation over no public edge
+    is the majority class, and the reference of each run is the floor (the model over the public
+    features and labels); without public features, or with a private training label, it stays
+    label propagation."""
+    from privgraph.public_reference import FLOOR_METHOD, per_run_reference
+    from privgraph.training import evaluate_utility
+
+    g = _two_communities()
+    rng = np.random.default_rng(4)
+    x = (g.y[:, None] + 0.8 * rng.standard_normal((g.num_nodes, 4))).astype(np.float32)
+    g = g.replace(x=x, edges_public=np.zeros((2, 0), np.int64), edges_private=g.edges("all"))
+    kw = dict(runs=2, seed_sequence=5, public_train=np.ones(g.num_nodes, bool), hidden=8, epochs=30,
+              patience=None, device="cpu")
+    lp_only = evaluate_utility(g, None, **kw)
+    assert "label propagation" in lp_only["public_only"]["method"] and lp_only["public_only"]["test_acc_mean"] < 0.6
+    m = evaluate_utility(g, None, public_features=True, **kw)
+    assert m["public_only"]["method"] == FLOOR_METHOD
+    assert m["public_only"]["test_acc"] == m["feature_only"]["test_acc"]
+    assert m["value_of_release"]["mean_difference"] == pytest.approx(
+        m["selected"]["test_acc_mean"] - m["feature_only"]["test_acc_mean"])
+    ref = {"val_acc": 0.5, "test_acc_own_labels": 0.5, "test_acc": 0.5, "method": "lp"}
+    floors = [{"val_acc": 0.4, "test_acc_own_labels": 0.9, "test_acc": 0.9},
+              {"val_acc": 0.7, "test_acc_own_labels": 0.7, "test_acc": 0.7}]
+    assert [r["method"] for r in per_run_reference(ref, floors, public_features=True, all_train_public=True)] == [
+        "lp", FLOOR_METHOD]
+    assert per_run_reference(ref, floors, public_features=True, all_train_public=False) == [ref, ref]
+    assert per_run_reference(ref, floors, public_features=False, all_train_public=True) == [ref, ref]
+    assert per_run_reference(None, floors, public_features=True, all_train_public=True) is None
+
+
 @pytest.mark.dataset
 def test_cora_public_only_reference_matches_the_issue(cora_root):
     """``privgraph run cora``'s public data (rho 0.2, the 140 Planetoid training labels): 0.649,
