@@ -315,7 +315,7 @@ def run_comparison(
                 view = _with_declared_public_edges(result.graph, graph) if (
                     sc is Scope.EDGES and getattr(mech, "all_edges_private", False)) else result.graph
                 if sc is Scope.EDGES and np.array_equal(view.edges_public, graph.edges_public):
-                    refs = _references(view, ts, {**kwargs, "eval_y": graph.y}, edge_refs.setdefault(i, {}))
+                    refs = _references(view, ts, {**kwargs, "eval_y": graph.y}, edge_refs.setdefault(i, {}), public_features=True)
                 records.append({"mechanism": name, "epsilon": eps, "run": i,
                                 **_train(result.graph, ts, probe, refs, eval_y=graph.y, **kwargs)})
                 steps.advance(detail=f"{name} eps={eps:g} run {i}: trained")
@@ -354,7 +354,8 @@ def _post_processed(g: GraphData, refs: Mapping[str, Any], model: Any, kw: Mappi
 
 
 def _references(
-    version: GraphData, seed: Any, kwargs: Mapping[str, Any], cache: dict[str, dict[str, float]] | None = None
+    version: GraphData, seed: Any, kwargs: Mapping[str, Any], cache: dict[str, dict[str, float]] | None = None,
+    *, public_features: bool = False,
 ) -> dict[str, dict[str, float]]:
     """The reference models' test and validation accuracy on ``version``: ``public_only`` (the
     public-only reference, :func:`privgraph.public_reference.public_only_reference`: label
@@ -363,7 +364,10 @@ def _references(
     edges) and, where it is a candidate, ``public_edges`` (over the version's public edges alone);
     in the order :func:`select_by_validation` breaks ties by; under ``bases`` the trained models'
     class probabilities (Correct and Smooth's base predictions). ``cache`` holds models already
-    trained on the same features, labels, public edges and seed."""
+    trained on the same features, labels, public edges and seed. ``public_features`` (an edges
+    comparison, which leaves the features as they are): the floor is public-only too, and
+    ``public_only`` is whichever of it and label propagation validates better
+    (:func:`~privgraph.public_reference.per_run_reference`)."""
     from privgraph.public_reference import public_only_reference
 
     cache = {} if cache is None else cache
@@ -385,6 +389,8 @@ def _references(
                 cache[name] = {"test_acc": float(r["test_acc"]), "val_acc": float(r["val_acc"])}
                 bases[name] = trained.posteriors
             out[name] = cache[name]
+    if public_features and "public_only" in out and out["feature_only"]["val_acc"] > out["public_only"]["val_acc"]:
+        out["public_only"] = out["feature_only"]  # the rule of per_run_reference (ties: label propagation)
     out["bases"] = bases
     return out
 

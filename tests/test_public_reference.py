@@ -139,6 +139,14 @@ def test_with_public_features_the_floor_is_public_only_too():
     assert per_run_reference(ref, floors, public_features=True, all_train_public=False) == [ref, ref]
     assert per_run_reference(ref, floors, public_features=False, all_train_public=True) == [ref, ref]
     assert per_run_reference(None, floors, public_features=True, all_train_public=True) is None
+    # an edges comparison (features left as they are) applies the same rule per cell
+    from privgraph.comparison import _references
+
+    kwc = dict(hidden=8, epochs=30, patience=None, device="cpu", eval_y=g.y)
+    lp_ref = _references(g, 5, kwc)
+    assert lp_ref["public_only"]["test_acc"] < 0.6
+    floor_ref = _references(g, 5, kwc, public_features=True)
+    assert floor_ref["public_only"] == floor_ref["feature_only"] and floor_ref["feature_only"]["test_acc"] > 0.8
 
 
 @pytest.mark.dataset
