@@ -278,6 +278,26 @@ def test_linkteller_in_place_queries_equal_full_queries(graph, sparse):
     np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("sparse, aggr", [(False, "mean"), (True, "mean"), (False, "gcn")])
+def test_linkteller_local_queries_equal_full_forward_queries(graph, sparse, aggr):
+    """A GCN's queries answered from the rows a perturbation reaches (_LocalGCN) give the scores
+    of a full forward pass per query, pairs out of reach included (exactly 0)."""
+    from privgraph.attacks import linkteller_scores
+
+    g = graph
+    if sparse:
+        x = np.where(np.random.default_rng(0).random(graph.x.shape) < 0.05, 1.0, 0.0).astype(np.float32)
+        g = graph.replace(x=x)
+    model = fit_node_classifier(g, seed=2, epochs=20, patience=None, aggr=aggr)
+    s = private_edge_pairs(g, np.random.default_rng(1), max_positive=40)
+    far = np.array([[0, 1], [g.num_nodes - 1, g.num_nodes - 2]])
+    pairs = np.concatenate([s.pairs, far], axis=1)
+    local = linkteller_scores(model, pairs)
+    full = linkteller_scores(model, pairs, local=False)
+    np.testing.assert_allclose(local, full, rtol=1e-7, atol=1e-10)
+    assert np.all((local == 0) == (full == 0)) and local.max() > 0
+
+
 # -- attribute inference ---------------------------------------------------------------------------
 def test_attribute_inference_reads_weak_noise_and_is_held_to_the_public_guess_by_strong_noise(graph):
     from privgraph.attacks.attribute import attribute_inference
