@@ -16,8 +16,10 @@ when they are adjacent. The API answers class posteriors (softmax) in float64, s
 
 Settings (the paper's): *transductive*, the API serves the graph the model was trained on;
 *inductive*, it serves another graph (``x``, ``edge_index``) with the trained weights. Cost: one
-forward pass per distinct queried node (the first node of each pair), i.e.
-O(queries x forward), independent of how many pairs share a node.
+query per distinct queried node (the first node of each pair), independent of how many pairs
+share a node. A GCN's query is answered from the rows the perturbation reaches
+(:class:`_LocalGCN`: O(rows within its layers' hops of ``u``), after one full forward pass); other
+models (or KProp on the features) run one forward pass per query.
 """
 
 from __future__ import annotations
