@@ -368,7 +368,7 @@ def _references(
     comparison, which leaves the features as they are): the floor is public-only too, and
     ``public_only`` is whichever of it and label propagation validates better
     (:func:`~privgraph.public_reference.per_run_reference`)."""
-    from privgraph.public_reference import public_only_reference
+    from privgraph.public_reference import per_run_reference, public_only_reference
 
     cache = {} if cache is None else cache
     out = {}
@@ -389,8 +389,9 @@ def _references(
                 cache[name] = {"test_acc": float(r["test_acc"]), "val_acc": float(r["val_acc"])}
                 bases[name] = trained.posteriors
             out[name] = cache[name]
-    if public_features and "public_only" in out and out["feature_only"]["val_acc"] > out["public_only"]["val_acc"]:
-        out["public_only"] = out["feature_only"]  # the rule of per_run_reference (ties: label propagation)
+    if "public_only" in out:
+        out["public_only"] = per_run_reference(out["public_only"], [out["feature_only"]], public_features=public_features,
+                                               all_train_public=True)[0]
     out["bases"] = bases
     return out
 

@@ -45,7 +45,7 @@ public degree bound (:func:`test_a_refusal_at_the_degree_bound_publishes_one_bit
 
 Test scale: the evaluation trains 1 run of 3 epochs, the scores' importance surrogate 100 lbfgs
 iterations; Facebook is the subgraph induced by its first
-2,500 nodes (after the pipeline's own rho split), ``cora-heterorr``'s and ``cora-private``'s Cora the one induced by the
+1,200 nodes (after the pipeline's own rho split), ``cora-heterorr``'s and ``cora-private``'s Cora the one induced by the
 640 training and validation nodes and 300 test nodes; the SBMs have 1,000 nodes, the photo graph 60; the
 flows run serially (the output does not depend on the executor: tests/test_privatize.py) with one
 torch thread (bit-identical training in the fresh process that recomputes the metrics).
@@ -83,7 +83,7 @@ SEED = 20261123
 OBJECT = {"edges": ("edges.parquet", "aggregates.npy"), "features": ("features.npy",), "labels": ("labels.npy",)}
 #: manifest sections that are functions of the stored objects: recomputed, then allowed to move
 DERIVED = ("graph", "metrics")
-FACEBOOK_NODES = 2500
+FACEBOOK_NODES = 1200
 #: Cora pipelines run on the subgraph induced by the training and validation nodes and 300 test nodes
 CORA_INDUCED = ("cora-heterorr", "cora-private")
 SBM_NODES = 1000
