@@ -16,7 +16,14 @@ says where the time went:
 ``speedup`` is the serial time over the executor's; the output is checked byte-identical to the
 serial run's for every worker count (the same seeds, any scheduler). One JSON line per executor.
 
-Run: ``python benchmarks/dask_scaling.py [--nodes 1000000] [--workers 1 2] [--parts 8]``
+``--layout partitioned`` (or ``both``) times :func:`privgraph.partitioned.privatize_partitioned`
+instead: the graph is written once as a partitioned input (``ingest_s``, not counted), then each
+task reads its partition's files and writes its part of the release; ``client_peak_mb`` is the
+calling process's peak of traced allocations during one further run (tracemalloc; numpy's arrays
+included), against the in-memory layout's. Its output, read back, is checked equal to the serial
+in-memory run's, and ``speedup_vs_1`` is its 1-worker time over its n-worker time.
+
+Run: ``python benchmarks/dask_scaling.py [--nodes 1000000] [--workers 1 2] [--parts 8] [--layout both]``
 """
 
 from __future__ import annotations
@@ -25,7 +32,11 @@ import argparse
 import functools
 import hashlib
 import json
+import shutil
+import tempfile
 import time
+import tracemalloc
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -57,10 +68,24 @@ class _Measured:
 
 
 def _digest(graph: Any) -> str:
+    """The release's features and edges (public edges in ``(u, v)`` order, as the partitioned
+    layout reads them back)."""
     h = hashlib.sha256()
-    for a in (graph.x, graph.edges_public, graph.edges_private):
+    pub = graph.edges_public
+    pub = pub[:, np.argsort(pub[0] * np.int64(graph.num_nodes) + pub[1], kind="stable")]
+    for a in (graph.x, pub, graph.edges_private):
         h.update(np.ascontiguousarray(a).tobytes())
     return h.hexdigest()[:16]
+
+
+def _client_peak_mb(run: Callable[[], Any]) -> float:
+    """The calling process's peak of traced allocations (MB) while ``run`` runs."""
+    tracemalloc.start()
+    try:
+        run()
+        return round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
+    finally:
+        tracemalloc.stop()
 
 
 def main() -> None:
@@ -69,6 +94,8 @@ def main() -> None:
     ap.add_argument("--features", type=int, default=128)
     ap.add_argument("--parts", type=int, default=8)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--layout", choices=["memory", "partitioned", "both"], default="both")
+    ap.add_argument("--scratch", default=None, help="where the partitioned input and releases go (default: a temp dir)")
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
 
@@ -88,6 +115,32 @@ def main() -> None:
             "private_edges": int(graph.edges_private.shape[1]), "features": args.features, "parts": args.parts,
             "mechanisms": "feature_rr eps 1 + dprr eps 1"}
 
+    scratch = Path(tempfile.mkdtemp(prefix="privgraph-dask-scaling-", dir=args.scratch))
+    partitioned: dict[str, Any] = {}
+
+    def measure_partitioned(executor: Any) -> dict[str, Any]:
+        from privgraph.partitioned import load_partitioned_release, privatize_partitioned, write_partitioned_input
+
+        if "source" not in partitioned:
+            start = time.perf_counter()
+            partitioned["source"] = write_partitioned_input(graph, partitioning, scratch / "input")
+            partitioned["ingest_s"] = round(time.perf_counter() - start, 3)
+        source, out = partitioned["source"], scratch / "release"
+
+        def once() -> float:
+            shutil.rmtree(out, ignore_errors=True)
+            start = time.perf_counter()
+            privatize_partitioned(source, out, features=features, edges=edges,
+                                  root_seed=np.random.SeedSequence(7), executor=executor)
+            return time.perf_counter() - start
+
+        once()  # the first run warms the workers up
+        seconds = min(once() for _ in range(args.repeats))
+        peak = _client_peak_mb(once)
+        digest = _digest(load_partitioned_release(source, out))
+        shutil.rmtree(out, ignore_errors=True)
+        return {"seconds": round(seconds, 3), "client_peak_mb": peak, "ingest_s": partitioned["ingest_s"], "output": digest}
+
     def measure(executor: Any) -> dict[str, Any]:
         best: dict[str, Any] | None = None
         for i in range(args.repeats + 1):  # the first run warms the workers up
@@ -104,14 +157,29 @@ def main() -> None:
         assert best is not None
         return best
 
+    layouts = ["memory", "partitioned"] if args.layout == "both" else [args.layout]
     serial = measure(SerialExecutor())
-    print(json.dumps({**base, "executor": "serial", "workers": 0, **serial, "speedup": 1.0}), flush=True)
-    for n in args.workers:
-        with DaskExecutor(n_workers=n, threads_per_worker=1) as ex:
-            rec = measure(ex)
-        rec["speedup"] = round(serial["seconds"] / rec["seconds"], 2)
-        rec["same_output"] = rec["output"] == serial["output"]
-        print(json.dumps({**base, "executor": "dask", "workers": n, **rec}), flush=True)
+    serial["client_peak_mb"] = _client_peak_mb(lambda: privatize_graph(
+        graph, features=features, edges=edges, partitioning=partitioning, root_seed=np.random.SeedSequence(7)))
+    print(json.dumps({**base, "layout": "memory", "executor": "serial", "workers": 0, **serial, "speedup": 1.0}), flush=True)
+    one_worker: dict[str, float] = {}
+    try:
+        for layout in layouts:
+            if layout == "partitioned":
+                rec = measure_partitioned(SerialExecutor())
+                rec["speedup"] = round(serial["seconds"] / rec["seconds"], 2)
+                rec["same_output"] = rec["output"] == serial["output"]
+                print(json.dumps({**base, "layout": layout, "executor": "serial", "workers": 0, **rec}), flush=True)
+            for n in args.workers:
+                with DaskExecutor(n_workers=n, threads_per_worker=1) as ex:
+                    rec = measure(ex) if layout == "memory" else measure_partitioned(ex)
+                rec["speedup"] = round(serial["seconds"] / rec["seconds"], 2)
+                one_worker.setdefault(layout, rec["seconds"])
+                rec["speedup_vs_1"] = round(one_worker[layout] / rec["seconds"], 2)
+                rec["same_output"] = rec["output"] == serial["output"]
+                print(json.dumps({**base, "layout": layout, "executor": "dask", "workers": n, **rec}), flush=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -27,9 +27,10 @@ def mkdir_private(path: Path) -> None:
             d.chmod(0o700)
 
 
-def write_private_file(path: Path, data: bytes) -> None:
+def write_private_file(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` at ``path`` atomically (a temporary file beside it, fsync, ``os.replace``),
-    mode 0600 from creation on; missing directories are created 0700."""
+    mode 0600 from creation on; missing directories are created 0700. ``durable=False`` skips the
+    fsync (a staging file that a crash discards anyway: still atomic, never half-written)."""
     mkdir_private(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
@@ -37,7 +38,8 @@ def write_private_file(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

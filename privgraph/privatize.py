@@ -15,13 +15,13 @@ import numpy as np
 
 from privgraph.accounting import LedgerEntry, PrivacyLedger
 from privgraph.errors import ConfigError
-from privgraph.graph import GraphData, in_sorted, sorted_unique
+from privgraph.graph import UNLABELLED, GraphData, in_sorted, sorted_unique
 from privgraph.guarantee import Scope
 from privgraph.parallel import Executor, map_partitions
 from privgraph.partition import Partitioning
 from privgraph.seeding import noise_generator, partition_seeds, stage_seed
 
-__all__ = ["PrivatizationResult", "privatize_graph"]
+__all__ = ["PrivatizationResult", "label_selection", "ledger_entry", "privatize_graph"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +94,27 @@ def _labels_part(
     return out
 
 
+def label_selection(mechanism: Any, y: np.ndarray, masks: dict[str, np.ndarray]) -> np.ndarray:
+    """The rows a label mechanism randomizes: those of its ``mask`` splits (all rows without one),
+    labelled ones only (an unlabelled node's ``-1`` stays ``-1``). Works on any rows of ``y``
+    with the same rows of the masks."""
+    selected = np.ones(y.shape[0], bool)
+    if mechanism.mask is not None:
+        selected[:] = False
+        for name in mechanism.mask:
+            selected |= masks[name]
+    return selected & (y != UNLABELLED)
+
+
+def ledger_entry(stage: str, mechanism: Any, partitions: tuple[int, ...], n_max: int | None = None) -> LedgerEntry:
+    """The ledger entry of ``mechanism`` run over ``partitions`` at ``stage``; an edge mechanism's
+    parameters are those it resolves for ``n_max = |V_pri|`` (``params_for``) where that applies."""
+    params = (mechanism.params_for(n_max) if n_max is not None and hasattr(mechanism, "params_for")
+              and (n_max > 1 or mechanism.guarantee.delta) else mechanism.params())
+    return LedgerEntry(stage=stage, mechanism=mechanism.name, guarantee=mechanism.guarantee,
+                       partitions=partitions, params=params)
+
+
 def _privatize_labels(
     graph: GraphData, mechanism: Any, parts: list[np.ndarray], root: np.random.SeedSequence,
     executor: Executor | None,
@@ -105,15 +126,11 @@ def _privatize_labels(
             f"{mechanism.name}: set num_classes in the pipeline's labels section (the number of "
             f"classes must be public; it is never read from the private labels)"
         )
-    selected = np.ones(graph.num_nodes, bool)
-    if mechanism.mask is not None:
-        selected[:] = False
-        for name in mechanism.mask:
-            m = getattr(graph, name)
-            if m is None:
-                raise ValueError(f"{mechanism.name}: mask {name!r} is not set on this graph")
-            selected |= m
-    selected &= graph.labelled()  # label RR never touches an unlabelled node (-1 stays -1)
+    masks = {name: getattr(graph, name) for name in (mechanism.mask or ())}
+    for name, m in masks.items():
+        if m is None:
+            raise ValueError(f"{mechanism.name}: mask {name!r} is not set on this graph")
+    selected = label_selection(mechanism, graph.y, masks)
     seeds = partition_seeds(stage_seed(root, "labels"), len(parts))
     out_parts = map_partitions(
         _labels_part, [(graph.y[p], selected[p]) for p in parts], seeds, executor=executor,
@@ -307,12 +324,7 @@ def privatize_graph(
         changes["x"] = _privatize_features(graph, features, parts, root_seed, executor)
         output_range = getattr(features, "output_range", None)
         stats["feature_range"] = None if output_range is None else list(output_range())
-        ledger.record(
-            LedgerEntry(
-                stage=f"{stage}.features", mechanism=features.name, guarantee=features.guarantee,
-                partitions=part_ids, params=features.params(),
-            )
-        )
+        ledger.record(ledger_entry(f"{stage}.features", features, part_ids))
     if edges is None and graph.edges_private.shape[1]:
         raise ConfigError(
             "the input marks some edges private but the pipeline sets no edge mechanism: they would "
@@ -328,8 +340,6 @@ def privatize_graph(
         if edges.scope is not Scope.EDGES:
             raise ValueError(f"{edges!r} does not protect edges")
         n_max = int(graph.private_nodes().size)
-        params = (edges.params_for(n_max) if hasattr(edges, "params_for") and (n_max > 1 or edges.guarantee.delta)
-                  else edges.params())
         if getattr(edges, "releases_aggregates", False):
             aggregates, estats = _privatize_edges_aggregates(
                 graph, graph.replace(**changes), edges, root_seed, device
@@ -347,19 +357,9 @@ def privatize_graph(
             if getattr(edges, "all_edges_private", False):
                 changes["edges_public"] = np.zeros((2, 0), dtype=np.int64)
         stats["edges"] = estats
-        ledger.record(
-            LedgerEntry(
-                stage=f"{stage}.edges", mechanism=edges.name, guarantee=edges.guarantee,
-                partitions=part_ids, params=params,
-            )
-        )
+        ledger.record(ledger_entry(f"{stage}.edges", edges, part_ids, n_max=n_max))
     if labels is not None:
-        ledger.record(
-            LedgerEntry(
-                stage=f"{stage}.labels", mechanism=labels.name, guarantee=labels.guarantee,
-                partitions=part_ids, params=labels.params(),
-            )
-        )
+        ledger.record(ledger_entry(f"{stage}.labels", labels, part_ids))
     meta = dict(graph.meta)
     meta["privatized"] = True
     changes["meta"] = meta

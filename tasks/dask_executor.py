@@ -82,7 +82,10 @@ class DaskExecutor:
         # that holds it, and a worker killed mid-run would take it along (the task is then
         # cancelled as "already forgotten"); with the payload in the task the scheduler reruns
         # the partition elsewhere, with the same seed, so the output is the same.
-        shared_f = {k: client.scatter(v, broadcast=True) for k, v in shared.items()}
+        # hash=False: a key of its own per map. With content keys, a map that shares the same
+        # value as the one before (the same paths) reused its key while the previous map's futures
+        # were being released, and the scheduler cancelled the new tasks ("lost dependencies").
+        shared_f = {k: client.scatter(v, broadcast=True, hash=False) for k, v in shared.items()}
         futures = [
             client.submit(fn, p, s, **shared_f, pure=True)
             for p, s in zip(payloads, seeds, strict=True)
