@@ -73,12 +73,16 @@ def _part_dir(root: Path, i: int) -> Path:
 
 
 def _save(path: Path, array: np.ndarray) -> str:
-    """Write ``array`` as ``.npy`` at ``path`` (private, atomic, no fsync: a staging file); its sha256."""
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
-    data = buf.getvalue()
-    write_private_file(path, data, durable=False)
-    return hashlib.sha256(data).hexdigest()
+    """Write ``array`` as ``.npy`` at ``path`` (private, atomic, no fsync: a staging file) and
+    return the file's sha256; the array's bytes are written and hashed in place, not copied."""
+    array = np.ascontiguousarray(array)
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(array))
+    body = memoryview(array.reshape(-1)).cast("B")
+    write_private_file(path, [header.getvalue(), body], durable=False)
+    digest = hashlib.sha256(header.getvalue())
+    digest.update(body)
+    return digest.hexdigest()
 
 
 def _load(path: Path, mmap: bool = False) -> np.ndarray:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["mkdir_private", "write_private_file"]
@@ -27,16 +28,18 @@ def mkdir_private(path: Path) -> None:
             d.chmod(0o700)
 
 
-def write_private_file(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write ``data`` at ``path`` atomically (a temporary file beside it, fsync, ``os.replace``),
-    mode 0600 from creation on; missing directories are created 0700. ``durable=False`` skips the
-    fsync (a staging file that a crash discards anyway: still atomic, never half-written)."""
+def write_private_file(path: Path, data: bytes | Sequence[bytes | memoryview], *, durable: bool = True) -> None:
+    """Write ``data`` (bytes, or buffers written one after the other) at ``path`` atomically (a
+    temporary file beside it, fsync, ``os.replace``), mode 0600 from creation on; missing
+    directories are created 0700. ``durable=False`` skips the fsync (a staging file that a crash
+    discards anyway: still atomic, never half-written)."""
     mkdir_private(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for chunk in [data] if isinstance(data, bytes) else data:
+                f.write(chunk)
             f.flush()
             if durable:
                 os.fsync(f.fileno())
