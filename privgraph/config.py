@@ -135,9 +135,19 @@ class MechanismConfig(BaseModel):
         return {**eps, **(self.model_extra or {})}
 
 
+#: the edge mechanisms the partitioned layout runs (per-node reports combined pair by pair:
+#: :func:`privgraph.partitioned.runs_partitioned`)
+PARTITIONED_EDGE_MECHANISMS = ("dprr", "warner_rr")
+
+
 class PartitionConfig(_Strict):
     num_parts: Int = Field(default=4, ge=1)
     method: Literal["metis", "hash"] = "metis"
+    layout: Literal["memory", "files"] = Field(
+        default="memory",
+        description="files: each partition task reads its rows from files and writes its part of the release "
+                    "(privgraph.partitioned; the client ships no rows; per-node edge mechanisms only)",
+    )
 
 
 class DaskConfig(_Strict):
@@ -397,6 +407,16 @@ class PipelineConfig(_Strict):
                 f"evaluate.attacks: a {self.edges.mechanism} version releases aggregates, not edges, and the attacks "
                 "query a model trained over a version's edges; attacks on a model over aggregates are not built: "
                 "remove them"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _files_layout_runs_per_node_edges(self) -> PipelineConfig:
+        edges = None if self.edges is None else self.edges.mechanism
+        if self.partitions.layout == "files" and edges is not None and edges not in PARTITIONED_EDGE_MECHANISMS:
+            raise ValueError(
+                f"partitions.layout: files runs the per-node edge mechanisms ({', '.join(PARTITIONED_EDGE_MECHANISMS)}), "
+                f"whose reports combine pair by pair; {edges} is global: use layout memory"
             )
         return self
 

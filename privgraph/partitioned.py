@@ -42,6 +42,7 @@ import hashlib
 import io
 import json
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +55,15 @@ from privgraph.guarantee import Scope
 from privgraph.parallel import Executor, map_partitions
 from privgraph.partition import Partitioning
 from privgraph.private_files import mkdir_private, write_private_file
-from privgraph.privatize import _features_part, _labels_part, label_selection, ledger_entry
+from privgraph.privatize import PrivatizationResult, _features_part, _labels_part, label_selection, ledger_entry
 from privgraph.seeding import noise_generator, partition_seeds, stage_seed
 
 __all__ = [
     "PartitionedRelease",
     "load_partitioned_release",
     "privatize_partitioned",
+    "privatize_through_files",
+    "runs_partitioned",
     "write_partitioned_input",
 ]
 
@@ -215,6 +218,14 @@ class PartitionedRelease:
     parts: list[dict[str, Any]]
 
 
+def runs_partitioned(edges: Any) -> bool:
+    """Whether the edge mechanism (an instance or its class) runs in the partitioned layout: a
+    per-node mechanism whose reports combine pair by pair (``privatize_nodes`` and
+    ``combine_reports``: DPRR, Warner RR). The pipeline config's ``partitions.layout: files``
+    check names the same set (tests/test_partitioned.py keeps the two equal)."""
+    return hasattr(edges, "privatize_nodes") and hasattr(edges, "combine_reports")
+
+
 def _check_mechanisms(layout: dict[str, Any], features: Any, edges: Any, labels: Any) -> None:
     """Everything checkable from the layout and the mechanisms, before any data is read."""
     if features is not None:
@@ -239,7 +250,7 @@ def _check_mechanisms(layout: dict[str, Any], features: Any, edges: Any, labels:
         return
     if edges.scope is not Scope.EDGES:
         raise ValueError(f"{edges!r} does not protect edges")
-    if not (hasattr(edges, "privatize_nodes") and hasattr(edges, "combine_reports")):
+    if not runs_partitioned(edges):
         raise ConfigError(
             f"{edges.name}: the partitioned layout runs per-node edge mechanisms (dprr, warner_rr), whose "
             f"reports combine pair by pair; {edges.name} is global: use privatize_graph"
@@ -346,3 +357,42 @@ def load_partitioned_release(source: str | Path, release: str | Path) -> GraphDa
         num_nodes=n, x=rows("x"), y=rows("y"), edges_public=edges(src, "edges_public"), edges_private=private,
         train_mask=rows("train_mask"), val_mask=rows("val_mask"), test_mask=rows("test_mask"), meta=meta,
     )
+
+
+def privatize_through_files(
+    graph: GraphData,
+    *,
+    partitioning: Partitioning,
+    staging: str | Path,
+    features: Any | None,
+    edges: Any | None,
+    labels: Any | None = None,
+    root_seed: np.random.SeedSequence,
+    executor: Executor | None = None,
+    stage: str = "privatize",
+) -> PrivatizationResult:
+    """:func:`~privgraph.privatize.privatize_graph`'s result, computed in the partitioned layout:
+    the graph written as a partitioned input in a fresh directory under ``staging`` (the owner's:
+    it holds private rows), privatized by tasks that read and write their own partition's files,
+    read back, and the directory removed. The same bytes, ledger and stats as ``privatize_graph``
+    on the same partitioning and seed (public edges and meta kept as they are).
+
+    Used by the privatize stage when a pipeline sets ``partitions.layout: files``; the mechanisms
+    are checked before anything is written.
+    """
+    fields = [f for f in _ROW_FIELDS if getattr(graph, f) is not None]
+    _check_mechanisms({"fields": fields, "private_nodes": int(graph.private_nodes().size)}, features, edges, labels)
+    mkdir_private(Path(staging))
+    with tempfile.TemporaryDirectory(dir=staging, prefix=".partitioned-") as tmp:
+        source = write_partitioned_input(graph, partitioning, Path(tmp) / "input")
+        res = privatize_partitioned(source, Path(tmp) / "release", features=features, edges=edges, labels=labels,
+                                    root_seed=root_seed, executor=executor, stage=stage)
+        loaded = load_partitioned_release(source, res.directory)
+    changes: dict[str, Any] = {"meta": {**graph.meta, "privatized": True}}
+    if features is not None:
+        changes["x"] = loaded.x
+    if labels is not None:
+        changes["y"] = loaded.y
+    if edges is not None:
+        changes["edges_private"] = loaded.edges_private
+    return PrivatizationResult(graph=graph.replace(**changes), ledger=res.ledger, stats=res.stats, release=res.release)

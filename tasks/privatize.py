@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -10,6 +12,7 @@ from privgraph.config import PipelineConfig
 from privgraph.graph import GraphData
 from privgraph.mechanisms import build_mechanism
 from privgraph.partition import Partitioning
+from privgraph.partitioned import privatize_through_files
 from privgraph.privatize import PrivatizationResult, privatize_graph
 from privgraph.storage.private_record import private_refusals
 from tasks.observe import logged_executor
@@ -37,6 +40,11 @@ def privatize(
     # persist) the failed task's exception: what leaves this task holds the shareable message only
     with private_refusals(config.private_records, name or "pipeline"), \
             logged_executor(config.executor, config.dask, name) as ex:
+        if config.partitions.layout == "files":  # the owner's staging area: the input holds private rows
+            return privatize_through_files(
+                graph, partitioning=partitioning, staging=Path(config.private_records) / "staging",
+                features=features, edges=edges, labels=labels, root_seed=root_seed, executor=ex,
+            )
         return privatize_graph(
             graph, features=features, edges=edges, labels=labels, partitioning=partitioning,
             root_seed=root_seed, executor=ex, device=config.evaluate.device,

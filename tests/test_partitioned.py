@@ -14,7 +14,12 @@ from privgraph.datasets.synthetic import sbm_graph
 from privgraph.errors import ConfigError
 from privgraph.mechanisms import build_mechanism
 from privgraph.partition import partition_graph
-from privgraph.partitioned import load_partitioned_release, privatize_partitioned, write_partitioned_input
+from privgraph.partitioned import (
+    load_partitioned_release,
+    privatize_partitioned,
+    privatize_through_files,
+    write_partitioned_input,
+)
 from privgraph.privatize import privatize_graph
 from tasks.dask_executor import DaskExecutor
 
@@ -138,3 +143,36 @@ def test_the_input_is_the_owners_and_public_edges_sit_with_their_smaller_end(gra
         assert np.isin(pub[0], nodes).all()
     total = sum(np.load(source / f"part-{i:05d}" / "edges_public.npy").shape[1] for i in range(4))
     assert total == graph.edges_public.shape[1]
+
+
+def test_privatize_through_files_is_privatize_graph(graph, partitioning, tmp_path):
+    mechs = _mechanisms()
+    seed = np.random.SeedSequence(8)
+    reference = privatize_graph(graph, partitioning=partitioning, root_seed=seed, **mechs)
+    res = privatize_through_files(graph, partitioning=partitioning, staging=tmp_path / "staging", root_seed=seed, **mechs)
+    for field in ("x", "y", "edges_public", "edges_private", "train_mask", "val_mask", "test_mask"):
+        assert np.array_equal(getattr(res.graph, field), getattr(reference.graph, field)), field
+    assert res.graph.meta == reference.graph.meta
+    assert (res.ledger.entries, res.stats, res.release) == (reference.ledger.entries, reference.stats, reference.release)
+    assert list((tmp_path / "staging").iterdir()) == []  # the private input and release are gone
+    with pytest.raises(ConfigError, match="per-node edge mechanisms"):  # refused before anything is written
+        privatize_through_files(graph, partitioning=partitioning, staging=tmp_path / "nothing", root_seed=seed,
+                                **{**mechs, "edges": build_mechanism("lapgraph", {"epsilon": 1.0})})
+    assert not (tmp_path / "nothing").exists()
+
+
+def test_the_config_names_the_mechanisms_the_layout_runs():
+    from privgraph.config import PARTITIONED_EDGE_MECHANISMS
+    from privgraph.config_loader import parse_config
+    from privgraph.guarantee import Scope
+    from privgraph.mechanisms import MECHANISMS
+    from privgraph.partitioned import runs_partitioned
+
+    runnable = {name for name, cls in MECHANISMS.items() if runs_partitioned(cls)}
+    assert runnable == set(PARTITIONED_EDGE_MECHANISMS)
+    assert all(build_mechanism(name, {"epsilon": 1.0}).scope is Scope.EDGES for name in runnable)
+    pipeline = {"dataset": {"name": "cora"}, "edges": {"mechanism": "edge_rand", "epsilon": 1.0},
+                "partitions": {"layout": "files"}}
+    with pytest.raises(ConfigError, match=r"partitions.layout: files runs the per-node edge mechanisms \(dprr, warner_rr\)"):
+        parse_config({"pipelines": {"p": pipeline}})
+    parse_config({"pipelines": {"p": {**pipeline, "edges": {"mechanism": "dprr", "epsilon": 1.0}}}})
