@@ -1,10 +1,9 @@
 """``privatize_graph`` serially and on a Dask LocalCluster of 1, 2, ... workers, with where the time goes.
 
-The graph of issue 28's measurement: a stochastic block model (``--nodes``, default 10^6; average
-degree 10, 20% of the edges private, ``--features`` 128), FeatureRR at eps 1 and DPRR at eps 1 over
-``--parts`` node partitions. Each executor is timed best of ``--repeats`` after a warm-up run (the
-workers import privgraph and numba compiles), and the executor is wrapped so that each line also
-says where the time went:
+The graph of issue 28's measurement: a stochastic block model (``--nodes``, default 10^6;
+``--degree``, default 10; 20% of the edges private; ``--features``, default 128), FeatureRR at eps 1 and DPRR at eps 1 over
+``--parts`` node partitions. The executor is wrapped so that each line also says where the time
+went:
 
 * ``client_s``: the calling process's own work outside the partition maps (slicing the partitions'
   rows, assembling the output, the private CSR, DPRR's symmetrisation of the reports, the merge
@@ -12,6 +11,10 @@ says where the time went:
 * ``map_s``: the time spent inside the maps (the payloads shipped to the workers, the tasks run,
   their results gathered back);
 * ``task_s``: the tasks' own compute, summed over partitions (measured inside each task).
+
+Each executor first privatizes a small graph of the same kind (``--warmup-nodes``) in both
+layouts, so that its workers have imported privgraph and numba has compiled; then ``--repeats``
+timed runs, the best kept.
 
 ``speedup`` is the serial time over the executor's; the output is checked byte-identical to the
 serial run's for every worker count (the same seeds, any scheduler). One JSON line per executor.
@@ -88,15 +91,32 @@ def _client_peak_mb(run: Callable[[], Any]) -> float:
         tracemalloc.stop()
 
 
+def _warm_up(executor: Any, small: Any, features: Any, edges: Any, scratch: Path) -> None:
+    """Privatize a small graph of the same kind once in both layouts, so that the executor's
+    workers have imported privgraph and numba has compiled before anything is timed."""
+    from privgraph.partition import partition_graph
+    from privgraph.partitioned import privatize_through_files
+    from privgraph.privatize import privatize_graph
+
+    parts = partition_graph(small, 4, "hash")
+    for run in (privatize_graph, functools.partial(privatize_through_files, staging=scratch / "warm-up")):
+        run(small, features=features, edges=edges, partitioning=parts, root_seed=np.random.SeedSequence(1),
+            executor=executor)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=1_000_000)
+    ap.add_argument("--degree", type=float, default=10.0, help="average degree (20% of the edges private)")
     ap.add_argument("--features", type=int, default=128)
     ap.add_argument("--parts", type=int, default=8)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--layout", choices=["memory", "partitioned", "both"], default="both")
     ap.add_argument("--scratch", default=None, help="where the partitioned input and releases go (default: a temp dir)")
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=2, help="timed runs per executor (best kept), after a warm-up")
+    ap.add_argument("--warmup-nodes", type=int, default=20_000, help="the warm-up graph's size")
+    ap.add_argument("--no-peak-memory", action="store_true", help="skip the extra run that traces the client's memory")
+    ap.add_argument("--skip-serial-partitioned", action="store_true", help="time the partitioned layout on Dask only")
     args = ap.parse_args()
 
     from privgraph.datasets.split import split_public_private
@@ -104,74 +124,77 @@ def main() -> None:
     from privgraph.mechanisms import build_mechanism
     from privgraph.parallel import SerialExecutor
     from privgraph.partition import partition_graph
+    from privgraph.partitioned import load_partitioned_release, privatize_partitioned, write_partitioned_input
     from privgraph.privatize import privatize_graph
     from tasks.dask_executor import DaskExecutor
 
-    graph = split_public_private(sbm_graph(args.nodes, avg_degree=10.0, num_features=args.features, seed=0), 0.2, seed=1)
+    def make(n: int) -> Any:
+        return split_public_private(sbm_graph(n, avg_degree=args.degree, num_features=args.features, seed=0), 0.2, seed=1)
+
+    start = time.perf_counter()
+    graph, small = make(args.nodes), make(args.warmup_nodes)
     partitioning = partition_graph(graph, args.parts, "hash")
     features = build_mechanism("feature_rr", {"epsilon": 1.0})
     edges = build_mechanism("dprr", {"epsilon": 1.0})
     base = {"nodes": graph.num_nodes, "public_edges": int(graph.edges_public.shape[1]),
             "private_edges": int(graph.edges_private.shape[1]), "features": args.features, "parts": args.parts,
             "mechanisms": "feature_rr eps 1 + dprr eps 1"}
-
+    print(json.dumps({**base, "generated_s": round(time.perf_counter() - start, 1)}), flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="privgraph-dask-scaling-", dir=args.scratch))
-    partitioned: dict[str, Any] = {}
+    seed = np.random.SeedSequence(7)
+
+    def peak(run: Callable[[], Any]) -> dict[str, float]:
+        return {} if args.no_peak_memory else {"client_peak_mb": _client_peak_mb(run)}
+
+    def measure(executor: Any) -> dict[str, Any]:
+        best: dict[str, Any] = {}
+        for _ in range(args.repeats):
+            wrapped = _Measured(executor)
+            start = time.perf_counter()
+            out = privatize_graph(graph, features=features, edges=edges, partitioning=partitioning,
+                                  root_seed=seed, executor=wrapped)
+            total = time.perf_counter() - start
+            rec = {"seconds": round(total, 3), "client_s": round(total - wrapped.map_s, 3),
+                   "map_s": round(wrapped.map_s, 3), "task_s": round(wrapped.task_s, 3), "output": _digest(out.graph)}
+            if not best or rec["seconds"] < best["seconds"]:
+                best = rec
+            del out
+        return {**best, **peak(lambda: privatize_graph(graph, features=features, edges=edges,
+                                                        partitioning=partitioning, root_seed=seed, executor=executor))}
 
     def measure_partitioned(executor: Any) -> dict[str, Any]:
-        from privgraph.partitioned import load_partitioned_release, privatize_partitioned, write_partitioned_input
-
-        if "source" not in partitioned:
+        if not (scratch / "input").exists():
             start = time.perf_counter()
-            partitioned["source"] = write_partitioned_input(graph, partitioning, scratch / "input")
-            partitioned["ingest_s"] = round(time.perf_counter() - start, 3)
-        source, out = partitioned["source"], scratch / "release"
+            write_partitioned_input(graph, partitioning, scratch / "input")
+            base["ingest_s"] = round(time.perf_counter() - start, 3)
+        source, out = scratch / "input", scratch / "release"
 
         def once() -> float:
             shutil.rmtree(out, ignore_errors=True)
             start = time.perf_counter()
-            privatize_partitioned(source, out, features=features, edges=edges,
-                                  root_seed=np.random.SeedSequence(7), executor=executor)
+            privatize_partitioned(source, out, features=features, edges=edges, root_seed=seed, executor=executor)
             return time.perf_counter() - start
 
-        once()  # the first run warms the workers up
         seconds = min(once() for _ in range(args.repeats))
-        peak = _client_peak_mb(once)
-        digest = _digest(load_partitioned_release(source, out))
+        rec = {"seconds": round(seconds, 3), **peak(once), "output": _digest(load_partitioned_release(source, out))}
         shutil.rmtree(out, ignore_errors=True)
-        return {"seconds": round(seconds, 3), "client_peak_mb": peak, "ingest_s": partitioned["ingest_s"], "output": digest}
-
-    def measure(executor: Any) -> dict[str, Any]:
-        best: dict[str, Any] | None = None
-        for i in range(args.repeats + 1):  # the first run warms the workers up
-            wrapped = _Measured(executor)
-            start = time.perf_counter()
-            out = privatize_graph(graph, features=features, edges=edges, partitioning=partitioning,
-                                  root_seed=np.random.SeedSequence(7), executor=wrapped)
-            total = time.perf_counter() - start
-            rec = {"seconds": round(total, 3), "client_s": round(total - wrapped.map_s, 3),
-                   "map_s": round(wrapped.map_s, 3), "task_s": round(wrapped.task_s, 3), "output": _digest(out.graph)}
-            if i and (best is None or rec["seconds"] < best["seconds"]):
-                best = rec
-            del out
-        assert best is not None
-        return best
+        return rec
 
     layouts = ["memory", "partitioned"] if args.layout == "both" else [args.layout]
+    _warm_up(SerialExecutor(), small, features, edges, scratch)
     serial = measure(SerialExecutor())
-    serial["client_peak_mb"] = _client_peak_mb(lambda: privatize_graph(
-        graph, features=features, edges=edges, partitioning=partitioning, root_seed=np.random.SeedSequence(7)))
     print(json.dumps({**base, "layout": "memory", "executor": "serial", "workers": 0, **serial, "speedup": 1.0}), flush=True)
     one_worker: dict[str, float] = {}
     try:
         for layout in layouts:
-            if layout == "partitioned":
+            if layout == "partitioned" and not args.skip_serial_partitioned:
                 rec = measure_partitioned(SerialExecutor())
                 rec["speedup"] = round(serial["seconds"] / rec["seconds"], 2)
                 rec["same_output"] = rec["output"] == serial["output"]
                 print(json.dumps({**base, "layout": layout, "executor": "serial", "workers": 0, **rec}), flush=True)
             for n in args.workers:
                 with DaskExecutor(n_workers=n, threads_per_worker=1) as ex:
+                    _warm_up(ex, small, features, edges, scratch)
                     rec = measure(ex) if layout == "memory" else measure_partitioned(ex)
                 rec["speedup"] = round(serial["seconds"] / rec["seconds"], 2)
                 one_worker.setdefault(layout, rec["seconds"])
