@@ -92,16 +92,17 @@ class DaskExecutor:
 
     def map(self, fn, payloads, seeds, shared):  # type: ignore[no-untyped-def]
         client = self.client
-        # large shared arrays travel to each worker once, not once per partition
-        # (replicated on every worker, so losing one worker loses no copy). Each partition's
-        # payload goes with its task, not scattered: a scattered object lives only on the worker
-        # that holds it, and a worker killed mid-run would take it along (the task is then
-        # cancelled as "already forgotten"); with the payload in the task the scheduler reruns
-        # the partition elsewhere, with the same seed, so the output is the same.
+        # Large shared arrays travel to each worker once, not once per partition (replicated on
+        # every worker, so losing one worker loses no copy). Small shared values (paths,
+        # mechanisms) go inline with each task, like each partition's payload: a scattered object
+        # exists only where it was sent, and a worker killed while it held the only copy (one that
+        # joined after the scatter holds none) takes it along; its dependents are then cancelled
+        # as "already forgotten". A task whose inputs are all in its own spec is rerun elsewhere,
+        # with the same seed, so the output is the same.
         # hash=False: a key of its own per map. With content keys, a map that shares the same
-        # value as the one before (the same paths) reused its key while the previous map's futures
-        # were being released, and the scheduler cancelled the new tasks ("lost dependencies").
-        shared_f = {k: client.scatter(v, broadcast=True, hash=False) for k, v in shared.items()}
+        # value as the one before reused its key while the previous map's futures were being
+        # released, and the scheduler cancelled the new tasks ("lost dependencies").
+        shared_f = {k: client.scatter(v, broadcast=True, hash=False) if _large(v) else v for k, v in shared.items()}
         futures = [
             client.submit(fn, p, s, **shared_f, pure=True)
             for p, s in zip(payloads, seeds, strict=True)
@@ -135,6 +136,15 @@ class DaskExecutor:
             "threads": sum(int(w.get("nthreads", 0)) for w in workers.values()),
             "dashboard": self.dashboard_link,
         }
+
+
+def _large(value: Any) -> bool:
+    """Whether a shared value is worth scattering once rather than sending with every task."""
+    return getattr(value, "nbytes", 0) > SCATTER_BYTES
+
+
+#: shared values above this size (an array's ``nbytes``) are scattered to the workers once
+SCATTER_BYTES = 1 << 20
 
 
 @contextlib.contextmanager

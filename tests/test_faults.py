@@ -211,8 +211,36 @@ def _start(args: list[str], log: Path) -> subprocess.Popen:
     return subprocess.Popen(args, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
+def _kill_a_worker_mid_privatize(client: Any, proc: subprocess.Popen) -> tuple[str, int] | None:
+    """SIGKILL the first worker seen running a partition task of the run ``proc``."""
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        busy = {w: ts for w, ts in client.processing().items() if any("_part-" in str(t) for t in ts)}
+        if busy:
+            worker = next(iter(busy))
+            pid = client.run(os.getpid, workers=[worker])[worker]
+            os.kill(pid, signal.SIGKILL)
+            return worker, pid
+        time.sleep(0.02)
+    return None
+
+
+def _wait_for_replacement(client: Any, killed: tuple[str, int] | None) -> None:
+    """Until the scheduler has dropped the killed worker and its nanny's new one has joined."""
+    deadline = time.monotonic() + 120
+    while killed is not None and time.monotonic() < deadline:
+        workers = client.scheduler_info()["workers"]
+        if killed[0] not in workers and len(workers) == 2:
+            return
+        time.sleep(0.1)
+
+
 @pytest.mark.dask
 def test_dask_worker_killed_mid_privatize_gives_the_same_private_graph(tmp_path: Path) -> None:
+    """A worker is killed mid-privatize in each layout; its tasks rerun elsewhere with the same
+    seeds. With ``partitions.layout: files`` a rerun task rewrites its partition's files with the
+    same bytes (each file replaced atomically). Both faulted runs store the fault-free memory
+    layout's objects, and the files layout leaves the owner's staging area empty."""
     from distributed import Client
 
     port = _free_port()
@@ -220,33 +248,23 @@ def test_dask_worker_killed_mid_privatize_gives_the_same_private_graph(tmp_path:
     bindir = Path(sys.executable).parent
     procs = [_start([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
                      "--dashboard-address", ":0"], tmp_path / "scheduler.log")]
+    versions: dict[str, str] = {}
+    killed: dict[str, tuple[str, int] | None] = {}
     try:
         procs.append(_start([str(bindir / "dask"), "worker", addr, "--nworkers", "2", "--nthreads", "1",
                              "--no-dashboard"], tmp_path / "workers.log"))
         with Client(addr, timeout=60) as client:
             client.wait_for_workers(2, timeout=120)
-            over = dict(executor="dask", dask={"address": addr},
-                        dataset={"name": "sbm", "options": {"num_nodes": 60000, "num_features": 64}, "rho": 0.3},
-                        partitions={"num_parts": 24, "method": "hash"})
-            ref_dir, fault_dir = tmp_path / "ref", tmp_path / "fault"
-            ref_dir.mkdir()
-            fault_dir.mkdir()
-            ref = _finish(_run(_config(ref_dir, **over), ref_dir))
-
-            proc = _run(_config(fault_dir, **over), fault_dir)
-            killed = None
-            deadline = time.monotonic() + 300
-            while killed is None and proc.poll() is None and time.monotonic() < deadline:
-                busy = {w: ts for w, ts in client.processing().items()
-                        if any("_part-" in str(t) for t in ts)}
-                if busy:
-                    worker = next(iter(busy))
-                    pid = client.run(os.getpid, workers=[worker])[worker]
-                    os.kill(pid, signal.SIGKILL)
-                    killed = (worker, pid)
-                    break
-                time.sleep(0.02)
-            res = _finish(proc)
+            for case in ("ref", "memory", "files"):
+                over = dict(executor="dask", dask={"address": addr},
+                            dataset={"name": "sbm", "options": {"num_nodes": 60000, "num_features": 64}, "rho": 0.3},
+                            partitions={"num_parts": 24, "method": "hash", "layout": "memory" if case == "ref" else case})
+                (tmp_path / case).mkdir()
+                proc = _run(_config(tmp_path / case, **over), tmp_path / case)
+                if case != "ref":
+                    killed[case] = _kill_a_worker_mid_privatize(client, proc)
+                versions[case] = _finish(proc)["version"]
+                _wait_for_replacement(client, killed.get(case))
     finally:
         for p in reversed(procs):
             with _suppress():
@@ -258,10 +276,11 @@ def test_dask_worker_killed_mid_privatize_gives_the_same_private_graph(tmp_path:
                 with _suppress():
                     os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=30)
-    assert killed is not None, "the privatize tasks finished before a worker could be killed"
-    a = _digests(ref_dir / "store" / "p" / ref["version"])
-    b = _digests(fault_dir / "store" / "p" / res["version"])
-    assert a == b  # the same private graph, object for object
+    assert all(killed.values()), f"the privatize tasks finished before a worker could be killed: {killed}"
+    ref = _digests(tmp_path / "ref" / "store" / "p" / versions["ref"])
+    for case in ("memory", "files"):  # the same private graph, object for object
+        assert _digests(tmp_path / case / "store" / "p" / versions[case]) == ref, case
+    assert list((tmp_path / "files" / "private" / "staging").iterdir()) == []
 
 
 class _suppress:

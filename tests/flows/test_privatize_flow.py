@@ -133,24 +133,6 @@ def test_a_refused_run_keeps_its_first_name_and_its_tags(harness, tmp_path):
 
 
 @pytest.mark.dask
-@pytest.mark.dask
-def test_the_files_layout_on_two_dask_workers_stores_the_same_version(harness, tmp_path):
-    """partitions.layout files: the tasks read and write their partition's files on the workers;
-    the stored objects are the memory layout's, byte for byte (the content part of the version
-    id), and the owner's staging area is empty after the run."""
-    from flows.privatize import privatize_flow
-
-    versions = {}
-    for layout, executor in (("memory", "serial"), ("files", "dask")):
-        (tmp_path / layout).mkdir()
-        cfg = _config(tmp_path / layout, partitions={"num_parts": 3, "layout": layout}, executor=executor,
-                      dask={"n_workers": 2})
-        versions[layout] = privatize_flow(pipeline="sbm-small", config_path=str(cfg), evaluate=False)["version"]
-    assert versions["files"].split("-")[-1] == versions["memory"].split("-")[-1]
-    assert list((tmp_path / "files" / "private" / "staging").iterdir()) == []  # it ran there, and cleaned up
-    assert not (tmp_path / "memory" / "private" / "staging").exists()
-
-
 def test_a_dask_run_logs_its_workers_and_publishes_the_dashboard_link(harness, tmp_path):
     """Partitions and workers in the logs; the Dask dashboard (on 127.0.0.1) as a link artifact on
     the run, an operational artifact that holds nothing of the data."""
