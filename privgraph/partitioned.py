@@ -1,7 +1,9 @@
 """Privatization whose partitions never pass through the client: files in, files out.
 
-A graph is written once as a *partitioned input* (:func:`write_partitioned_input`, at ingestion).
-:func:`privatize_partitioned` then maps tasks over the partitions, serially or on a Dask executor
+A graph is written as a *partitioned input* (:func:`write_partitioned_input`); the privatize stage
+(:func:`privatize_through_files`, ``partitions.layout: files``) writes one per run in the owner's
+staging area and removes it after, and a caller that keeps one may privatize it again and again.
+:func:`privatize_partitioned` maps tasks over the partitions, serially or on a Dask executor
 (:func:`privgraph.parallel.map_partitions`); each task reads its own partition's rows and edges
 from the files, privatizes them and writes its part of the release into a staging directory.
 What comes back to the caller is a few counts and checksums per partition, so the client's memory
@@ -95,7 +97,7 @@ def _load(path: Path, mmap: bool = False) -> np.ndarray:
 def write_partitioned_input(graph: GraphData, partitioning: Partitioning, directory: str | Path) -> Path:
     """Write ``graph`` as a partitioned input under ``directory`` (which must not exist).
 
-    The ingestion side of :func:`privatize_partitioned`: written once, read by every later run.
+    The input side of :func:`privatize_partitioned`, which may read it any number of times.
     Holds private data (features, private edges): the directory is the owner's (0700).
     O(n + m) time; the files total about the graph's size plus its private CSR.
 
