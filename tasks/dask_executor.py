@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import pickle
 from collections.abc import Iterator
 from typing import Any
 
@@ -139,11 +140,18 @@ class DaskExecutor:
 
 
 def _large(value: Any) -> bool:
-    """Whether a shared value is worth scattering once rather than sending with every task."""
-    return getattr(value, "nbytes", 0) > SCATTER_BYTES
+    """Whether a shared value is worth scattering once rather than sending with every task: its
+    pickled size (arrays and other buffers measured out of band, not copied) above
+    :data:`SCATTER_BYTES`; a value plain pickle cannot take is scattered (Dask serialises it)."""
+    buffers: list[pickle.PickleBuffer] = []
+    try:
+        head = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
+    except Exception:
+        return True
+    return len(head) + sum(b.raw().nbytes for b in buffers) > SCATTER_BYTES
 
 
-#: shared values above this size (an array's ``nbytes``) are scattered to the workers once
+#: shared values whose pickle is larger than this are scattered to the workers once
 SCATTER_BYTES = 1 << 20
 
 

@@ -80,14 +80,14 @@ def test_the_partitioned_release_equals_privatize_graph(graph, partitioning, sou
 
 
 @pytest.mark.dask
-def test_same_bytes_with_one_and_two_dask_workers(graph, partitioning, source, tmp_path):
+def test_same_bytes_on_two_dask_workers(graph, partitioning, source, tmp_path):
+    """Serial and 2 workers (tests/test_faults.py runs the layout on a real scheduler with a worker
+    killed mid-run)."""
     mechs = _mechanisms()
     serial = privatize_partitioned(source, tmp_path / "serial", root_seed=np.random.SeedSequence(3), **mechs)
-    for workers in (1, 2):
-        with DaskExecutor(n_workers=workers, threads_per_worker=1) as ex:
-            res = privatize_partitioned(source, tmp_path / f"dask{workers}", root_seed=np.random.SeedSequence(3),
-                                        executor=ex, **mechs)
-        assert res.parts == serial.parts, f"differs with {workers} Dask worker(s)"
+    with DaskExecutor(n_workers=2, threads_per_worker=1) as ex:
+        res = privatize_partitioned(source, tmp_path / "dask", root_seed=np.random.SeedSequence(3), executor=ex, **mechs)
+    assert res.parts == serial.parts
 
 
 def test_refusals_come_before_any_row_is_read_and_leave_nothing(graph, source, tmp_path):
