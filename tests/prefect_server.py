@@ -197,3 +197,40 @@ def postgres_database(timeout: float = 60.0) -> Iterator[str]:
             with contextlib.suppress(Exception):
                 run(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _listens(pid: int, port: int) -> bool:
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port
+                   for c in psutil.Process(pid).net_connections(kind="tcp"))
+    return False
+
+
+@contextlib.contextmanager
+def owned_prefect_test_harness(attempts: int = 3, wait_s: float = 120.0) -> Iterator[None]:
+    """``prefect_test_harness`` whose API server is certainly its own.
+
+    The harness picks a free port, closes it and starts uvicorn there, then waits for ``/health``
+    on that port. Under load uvicorn takes seconds to bind; if another process (a CLI run's own
+    server, a Dask cluster) binds the port meanwhile, the harness's uvicorn fails ("address
+    already in use") and the harness talks to the other process's server: a CI run saw the
+    non-interference test read back another module's artifacts. Here the harness is entered,
+    then its uvicorn process must be seen listening on the port; if it exits instead, the
+    harness is left and entered again on a new port.
+    """
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.testing.utilities import prefect_test_harness
+
+    for _ in range(attempts):
+        with prefect_test_harness(server_startup_timeout=None):
+            server = SubprocessASGIServer._instances[None]
+            proc, port = server.server_process, server.port
+            deadline = time.monotonic() + wait_s
+            while proc.poll() is None and not _listens(proc.pid, port) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if proc.poll() is None and _listens(proc.pid, port):
+                yield
+                return
+    raise RuntimeError(f"the Prefect test harness could not start its own server in {attempts} attempts")

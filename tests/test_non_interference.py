@@ -524,13 +524,13 @@ def violations(base: dict[str, Any], other: dict[str, Any]) -> list[str]:
 @pytest.fixture(scope="module")
 def harness():
     import torch
-    from prefect.testing.utilities import prefect_test_harness
+    from tests.prefect_server import owned_prefect_test_harness
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # bit-identical training here and in the fresh process that recomputes
     _RECOMPUTER.append(Recomputer())
     try:
-        with prefect_test_harness(server_startup_timeout=None):
+        with owned_prefect_test_harness():
             yield
     finally:
         _RECOMPUTER.pop().close()

@@ -363,7 +363,7 @@ def test_flows_pass_the_options_and_the_label_budget(tmp_path):
     """privatize (evaluating the staged version: budget from the configuration), then evaluate
     the published version (budget from its ledger), with every new option on."""
     import yaml
-    from prefect.testing.utilities import prefect_test_harness
+    from tests.prefect_server import owned_prefect_test_harness
 
     pipeline = {
         "dataset": {"name": "sbm", "options": {"num_nodes": 300, "num_features": 8}},
@@ -379,7 +379,7 @@ def test_flows_pass_the_options_and_the_label_budget(tmp_path):
     }
     path = tmp_path / "pipelines.yaml"
     path.write_text(yaml.safe_dump({"pipelines": {"sbm-small": pipeline}}))
-    with prefect_test_harness(server_startup_timeout=None):
+    with owned_prefect_test_harness():
         from flows.evaluate import evaluate_flow
         from flows.privatize import privatize_flow
         from privgraph.evaluation import evaluation_entropy

@@ -16,9 +16,9 @@ pytestmark = pytest.mark.flow
 
 @pytest.fixture(scope="module")
 def harness():
-    from prefect.testing.utilities import prefect_test_harness
+    from tests.prefect_server import owned_prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=None):
+    with owned_prefect_test_harness():
         yield
 
 

@@ -168,7 +168,7 @@ def test_tasks_log_progress_lines_and_broadcast_them(tmp_path):
     from prefect import flow, task
     from prefect.client.orchestration import get_client
     from prefect.logging.handlers import APILogHandler
-    from prefect.testing.utilities import prefect_test_harness
+    from tests.prefect_server import owned_prefect_test_harness
 
     from tasks.observe import prefect_progress
 
@@ -183,7 +183,7 @@ def test_tasks_log_progress_lines_and_broadcast_them(tmp_path):
         loop()
 
     got: list[ProgressEvent] = []
-    with prefect_test_harness(server_startup_timeout=None), listening(got.append):
+    with owned_prefect_test_harness(), listening(got.append):
         state = demo(return_state=True)
         APILogHandler().flush()  # the run's logs are sent in batches
 
