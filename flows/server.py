@@ -125,8 +125,6 @@ def prefect_api(timeout: float | None = None) -> Iterator[str]:
         return
 
     wait_s = _start_timeout() if timeout is None else timeout
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/api"
     env = {
         **os.environ,
         **get_current_settings().to_environment_variables(exclude_unset=True),
@@ -135,20 +133,9 @@ def prefect_api(timeout: float | None = None) -> Iterator[str]:
         "PREFECT__SERVER_FINAL": "1",
     }
     env.pop("PREFECT_API_URL", None)
-    cmd = [
-        sys.executable, "-m", "uvicorn",
-        "--app-dir", str(prefect.__module_path__.parent),
-        "--factory", "prefect.server.api.server:create_app",
-        "--host", "127.0.0.1", "--port", str(port),
-        "--log-level", "error", "--lifespan", "on",
-    ]
     with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(
-            cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent(),  # noqa: PLW1509 - prctl must run in the child
-        )
+        proc, url = _start_server(env, wait_s, log, str(prefect.__module_path__.parent))
         try:
-            _wait_healthy(proc, url, wait_s, log)
             old_env = os.environ.get("PREFECT_API_URL")
             os.environ["PREFECT_API_URL"] = url
             try:
@@ -164,19 +151,80 @@ def prefect_api(timeout: float | None = None) -> Iterator[str]:
             _stop(proc)
 
 
-def _wait_healthy(proc: subprocess.Popen[bytes], url: str, wait_s: float, log: IO[bytes]) -> None:
-    """Return once ``url``/health answers 200; raise OrchestrationError after ``wait_s``."""
+#: how many ports a temporary server tries when another process takes the port it was given
+START_ATTEMPTS = 3
+
+
+class _PortTaken(Exception):
+    """The server could not bind its port: another process took it after :func:`free_port`."""
+
+
+def _start_server(env: dict[str, str], wait_s: float, log: IO[bytes], app_dir: str) -> tuple[subprocess.Popen[bytes], str]:
+    """Start uvicorn on a free port and wait until it is healthy and certainly this server: its
+    process listens on the port. A port taken by another process between :func:`free_port` and
+    uvicorn's bind (seen in CI: the other server then answered this one's health check) is
+    retried on a new port, :data:`START_ATTEMPTS` times in all."""
+    for attempt in range(START_ATTEMPTS):
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/api"
+        cmd = [
+            sys.executable, "-m", "uvicorn", "--app-dir", app_dir,
+            "--factory", "prefect.server.api.server:create_app",
+            "--host", "127.0.0.1", "--port", str(port),
+            "--log-level", "error", "--lifespan", "on",
+        ]
+        log.seek(0)
+        log.truncate()
+        proc = subprocess.Popen(
+            cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent(),  # noqa: PLW1509 - prctl must run in the child
+        )
+        try:
+            _wait_healthy(proc, url, port, wait_s, log)
+            return proc, url
+        except _PortTaken:
+            _stop(proc)
+            if attempt == START_ATTEMPTS - 1:
+                raise OrchestrationError(
+                    f"temporary Prefect API server: another process took its port {START_ATTEMPTS} times "
+                    "(set PREFECT_API_URL to a running server)"
+                ) from None
+        except BaseException:
+            _stop(proc)
+            raise
+    raise AssertionError("unreachable")
+
+
+def _listening(pid: int, port: int) -> bool:
+    """Whether process ``pid`` listens on TCP ``port``, so that what answers there is its own."""
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port
+                   for c in psutil.Process(pid).net_connections(kind="tcp"))
+    return False
+
+
+def _wait_healthy(proc: subprocess.Popen[bytes], url: str, port: int, wait_s: float, log: IO[bytes]) -> None:
+    """Return once ``url``/health answers 200 and ``proc`` listens on ``port``; raise
+    :class:`_PortTaken` if ``proc`` exits unable to bind, OrchestrationError if it exits otherwise
+    or after ``wait_s``."""
     deadline = time.monotonic() + wait_s
     with httpx.Client(timeout=2.0) as client:
         while True:
             code = proc.poll()
             if code is not None:
+                tail = _tail(log)
+                with contextlib.suppress(OSError):
+                    log.seek(0)
+                    if b"address already in use" in log.read().lower():
+                        raise _PortTaken(tail)
                 raise OrchestrationError(
                     f"temporary Prefect API server on {url} exited with code {code} before it "
-                    f"answered: {_tail(log)}"
+                    f"answered: {tail}"
                 )
             with contextlib.suppress(httpx.HTTPError):
-                if client.get(f"{url}/health").status_code == 200:
+                if client.get(f"{url}/health").status_code == 200 and _listening(proc.pid, port):
                     return
             if time.monotonic() >= deadline:
                 raise OrchestrationError(

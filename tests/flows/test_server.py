@@ -43,10 +43,29 @@ if mode == "timeout":
         out.write_text(json.dumps({"error": str(exc), "exit_code": exc.exit_code,
                                    "seconds": time.monotonic() - t0}))
     sys.exit(0)
+foreign = None
+if mode == "taken":  # another process's server holds the port free_port gives first
+    import http.server, threading
+    import flows.server as fs
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"true")
+
+        def log_message(self, *args):
+            pass
+
+    foreign = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=foreign.serve_forever, daemon=True).start()
+    first, real = [foreign.server_address[1]], fs.free_port
+    fs.free_port = lambda: first.pop() if first else real()
 t0 = time.monotonic()
 with prefect_api(timeout=float(os.environ["START_WAIT_S"])) as url:
     out.write_text(json.dumps({"url": url, "env": os.environ.get("PREFECT_API_URL"),
-                               "setting": PREFECT_API_URL.value(), "start_s": time.monotonic() - t0}))
+                               "setting": PREFECT_API_URL.value(), "start_s": time.monotonic() - t0,
+                               "foreign": foreign and foreign.server_address[1]}))
     go = out.with_suffix(".go")
     while not go.exists():
         time.sleep(0.1)
@@ -160,6 +179,24 @@ def test_server_stops_on_normal_exit_and_the_url_is_restored(tmp_path):
             child.wait()
         if server is not None and _alive(server):
             os.kill(server, signal.SIGKILL)
+
+
+def test_a_port_taken_by_another_server_is_not_used(tmp_path):
+    """Between free_port and uvicorn's bind another process may take the port; its server then
+    answered the health check (seen in CI, with the test harness's twin of this code). The server
+    must be seen listening itself; it fails to bind, and a new port is tried."""
+    child, out = _child(tmp_path, "taken")
+    try:
+        info = _wait_for(out, child, tmp_path / "taken.log", START_WAIT_S + 30)
+        assert info["foreign"] and f":{info['foreign']}/" not in info["url"], info
+        _server_of(child, info["url"])  # the child's own uvicorn, on the URL's port
+        assert _answers(info["url"])
+        out.with_suffix(".go").touch()
+        assert child.wait(timeout=60) == 0, (tmp_path / "taken.log").read_text()[-3000:]
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
 
 
 def test_a_server_that_does_not_come_up_is_an_orchestration_error(tmp_path):
