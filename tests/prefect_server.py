@@ -26,7 +26,7 @@ from typing import IO
 
 import httpx
 
-from flows.server import _drain_workers
+from flows.server import _drain_workers, _listening
 
 BIN = Path(sys.executable).parent
 PG_BIN = Path(os.environ.get("PRIVGRAPH_PG_BIN", "/usr/lib/postgresql/15/bin"))
@@ -199,15 +199,6 @@ def postgres_database(timeout: float = 60.0) -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _listens(pid: int, port: int) -> bool:
-    import psutil
-
-    with contextlib.suppress(psutil.Error):
-        return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port
-                   for c in psutil.Process(pid).net_connections(kind="tcp"))
-    return False
-
-
 @contextlib.contextmanager
 def owned_prefect_test_harness(attempts: int = 3, wait_s: float = 120.0) -> Iterator[None]:
     """``prefect_test_harness`` whose API server is certainly its own.
@@ -228,9 +219,9 @@ def owned_prefect_test_harness(attempts: int = 3, wait_s: float = 120.0) -> Iter
             server = SubprocessASGIServer._instances[None]
             proc, port = server.server_process, server.port
             deadline = time.monotonic() + wait_s
-            while proc.poll() is None and not _listens(proc.pid, port) and time.monotonic() < deadline:
+            while proc.poll() is None and not _listening(proc.pid, port) and time.monotonic() < deadline:
                 time.sleep(0.1)
-            if proc.poll() is None and _listens(proc.pid, port):
+            if proc.poll() is None and _listening(proc.pid, port):
                 yield
                 return
     raise RuntimeError(f"the Prefect test harness could not start its own server in {attempts} attempts")
