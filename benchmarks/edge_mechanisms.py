@@ -21,6 +21,11 @@
   with ``--real``, the same diagnostic on the REAL private target at the required budget
   (``developer_only: true``: computed from private edges, printed here, never stored), and the
   seconds of one whole edge fit (check + private chain + noisy probabilities) with ``"auto"``.
+  ``--convergence facebook`` runs MUSAE Facebook (``rho = 0.2``, ``split_seed = 0``);
+  ``--block-leaves N`` gives EdgeRR and privHRG a public block tree of at most ``N`` leaves per
+  block (:mod:`privgraph.mechanisms.hrg.blocks`): the line then has ``blocks`` and the per-block
+  passing budgets instead of ``budgets``, and ``--fit`` times one whole fit (``fit_seconds``,
+  check kept) and its step counts.
   ``kept_check_seconds``: the same check again in the process (the kept record, as a
   comparison's later runs at one epsilon get it), with ``ratio_cold_to_kept``; with ``--real``,
   ``fit_seconds_check_kept``: a second whole fit, its check kept.
@@ -162,15 +167,16 @@ def bench_sampling(graph: GraphData, *, fit_steps: float, label: str = "ba") -> 
     })
 
 
-def cora_graph() -> GraphData:
-    """Cora with 20 % private edges (``rho = 0.2``, ``split_seed = 0``), from ``PRIVGRAPH_DATA_ROOT``."""
+def dataset_graph(name: str = "cora") -> GraphData:
+    """Cora or MUSAE Facebook with 20 % private edges (``rho = 0.2``, ``split_seed = 0``), from
+    ``PRIVGRAPH_DATA_ROOT``."""
     import os
     from pathlib import Path
 
     from privgraph.datasets import load_dataset
 
     root = Path(os.environ.get("PRIVGRAPH_DATA_ROOT", "../shared/datasets"))
-    return load_dataset("cora", root=root, rho=0.2, split_seed=0)
+    return load_dataset(name, root=root, rho=0.2, split_seed=0)
 
 
 def _budget_summary(b: dict[str, Any]) -> dict[str, Any]:
@@ -182,7 +188,7 @@ def _budget_summary(b: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def bench_convergence(graph: GraphData, mech: Any, *, label: str, real: bool = False) -> None:
+def bench_convergence(graph: GraphData, mech: Any, *, label: str, real: bool = False, fit: bool = False) -> None:
     """The public check's cost and choice; with ``real``, the REAL chain's R-hat at that choice and
     one whole fit's seconds (developer measurements: computed from private edges, not stored)."""
     mechanism = type(mech).name
@@ -197,13 +203,25 @@ def bench_convergence(graph: GraphData, mech: Any, *, label: str, real: bool = F
     out: dict[str, Any] = {
         "bench": "hrg_convergence", "graph": label, "mechanism": mechanism, "schedule": schedule,
         "epsilon": mech.epsilon, "leaves": rec["proxy"]["leaves"], "proxy": rec["proxy"]["kind"],
-        "proxy_edges": rec["proxy"]["private_role_edges"], "kernel": rec["kernel"],
-        "budgets": [_budget_summary(b) for b in rec["budgets"]], "passed": rec["passed"],
+        "kernel": rec["kernel"], "passed": rec["passed"],
         "passed_steps_per_leaf": rec["passed_steps_per_leaf"],
         "required_steps_per_leaf": rec["required_steps_per_leaf"], "check_seconds": round(seconds, 2),
         "proxy_steps": rec["proxy_steps_run"], "proxy_steps_per_s": round(rec["proxy_steps_run"] / seconds),
         "kept_check_seconds": round(kept, 4), "ratio_cold_to_kept": round(seconds / max(kept, 1e-9)),
     }
+    if "per_block" in rec:
+        passed = [b["passed_steps_per_leaf"] for b in rec["per_block"]]
+        out.update(blocks=rec["proxy"]["blocks"], block_passing_budgets={
+            str(s): passed.count(s) for s in sorted({p for p in passed if p is not None})},
+            blocks_failed=passed.count(None))
+    else:
+        out.update(proxy_edges=rec["proxy"]["private_role_edges"],
+                   budgets=[_budget_summary(b) for b in rec["budgets"]])
+    if fit and rec["passed"]:
+        t0 = time.perf_counter()
+        fitted = mech.fit(graph, np.random.default_rng(SEED))
+        out.update(fit_seconds=round(time.perf_counter() - t0, 2), fit_steps=fitted.info["steps"],
+                   check_and_fit_seconds=round(seconds + time.perf_counter() - t0, 2))
     emit(out)
     if not (real and rec["passed"]):
         return
@@ -330,6 +348,9 @@ def main(argv: list[str] | None = None) -> None:
                    help="graphs for the public convergence check: 'cora' and/or 'ba<n>' (e.g. ba10000)")
     p.add_argument("--convergence-mechanisms", nargs="*", default=["edge_rr:alternating", "priv_hrg"],
                    help="edge_rr:alternating, edge_rr:joint, priv_hrg")
+    p.add_argument("--block-leaves", type=int, default=None,
+                   help="EdgeRR/privHRG block_leaves (a public block tree; default: one chain)")
+    p.add_argument("--fit", action="store_true", help="also one whole fit with the check kept (fit_seconds)")
     p.add_argument("--real", action="store_true",
                    help="also the REAL chain's R-hat at the chosen steps and one fit's seconds (developer only)")
     args = p.parse_args(argv)
@@ -351,13 +372,13 @@ def main(argv: list[str] | None = None) -> None:
             for name in ("dprr", "warner_rr"):
                 bench_local(graph(n), name)
     for name in args.convergence:
-        g = cora_graph() if name == "cora" else ba_graph(int(name[2:]), rho=0.2)
+        g = dataset_graph(name) if name in ("cora", "facebook") else ba_graph(int(name[2:]), rho=0.2)
         for spec in args.convergence_mechanisms:
             mech = (
-                PrivHRG(epsilon=1.0) if spec == "priv_hrg"
-                else EdgeRR(epsilon=1.0, rounds=1, schedule=spec.split(":")[1])
+                PrivHRG(epsilon=1.0, block_leaves=args.block_leaves) if spec == "priv_hrg"
+                else EdgeRR(epsilon=1.0, rounds=1, schedule=spec.split(":")[1], block_leaves=args.block_leaves)
             )
-            bench_convergence(g, mech, label=name, real=args.real)
+            bench_convergence(g, mech, label=name, real=args.real, fit=args.fit)
     if "dask" not in args.skip:
         g = graph(args.dask_size)
         for name, params in (

@@ -163,7 +163,7 @@ def test_edge_rr_assumptions_and_params() -> None:
         "epsilon": 1.0, "eps1_share": 0.5, "rounds": 4, "public_steps_per_leaf": 1000.0,
         "private_steps_per_leaf": 3000.0, "trace_every": 0, "leaves": "private",
         "schedule": "joint", "tau_b": 0.05, "tau_c": 0.01, "convergence_chains": 4,
-        "convergence_max_steps_per_leaf": MAX_STEPS_PER_LEAF,
+        "convergence_max_steps_per_leaf": MAX_STEPS_PER_LEAF, "block_leaves": None,
     }
     json.dumps(p)
     assert EdgeRR(**p).params() == p

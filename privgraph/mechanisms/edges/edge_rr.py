@@ -20,6 +20,7 @@ from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.params import check_epsilon, check_int, check_probability
 from privgraph.mechanisms.base import MIN_EXACT_EPSILON, EpsilonRange, check_generator
 from privgraph.mechanisms.edges.dprr import merge_with_public
+from privgraph.mechanisms.hrg.blocks import LeafBlocks, bisection_blocks, block_edges, check_block_leaves
 from privgraph.mechanisms.hrg.convergence import (
     CHECK_CHAINS,
     MAX_STEPS_PER_LEAF,
@@ -28,6 +29,7 @@ from privgraph.mechanisms.hrg.convergence import (
     SAFETY_FACTOR,
     check_convergence_settings,
     check_steps_setting,
+    block_convergence_check,
     convergence_check,
     edge_rr_proxy,
 )
@@ -207,6 +209,13 @@ class EdgeRR:
             the check's record is published). Not in :meth:`params` (manifests and ledgers refuse
             any key naming a seed); the default ``0`` makes the record reproducible by anyone
             (default: ``0``).
+        block_leaves (int, optional): ``None``: one chain over all leaves; an int ``>= 16``: when
+            there are more leaves, the dendrogram's top is a PUBLIC block tree (recursive METIS
+            bisection of the public edges among the leaves into blocks of at most this many
+            leaves), each block gets its own chain and its own public check, the chains run in
+            parallel threads (:mod:`~privgraph.mechanisms.hrg.blocks`: the output is the
+            exponential mechanism over the dendrograms with that top). What makes 10^4-10^5 leaves
+            converge (default: ``None``).
 
     Shapes:
         - input: ``edges_public`` :math:`[2, |E_{pub}|]`, ``edges_private`` :math:`[2, |E_{pri}|]`
@@ -255,9 +264,11 @@ class EdgeRR:
         convergence_chains: int = CHECK_CHAINS,
         convergence_max_steps_per_leaf: int = MAX_STEPS_PER_LEAF,
         convergence_seed: int = 0,
+        block_leaves: int | None = None,
     ) -> None:
         self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         self.eps1_share = check_probability(eps1_share, "eps1_share", open_low=True, open_high=True)
+        self.block_leaves = check_block_leaves(block_leaves)
         self.rounds = check_int(rounds, "rounds", minimum=1)
         pub = check_steps_setting(public_steps_per_leaf, "public_steps_per_leaf", minimum=0.0)
         pri = check_steps_setting(private_steps_per_leaf, "private_steps_per_leaf", minimum=0.0)
@@ -339,6 +350,14 @@ class EdgeRR:
             "counts, each edge counted once (parallel composition)",
             "the MCMC trace (diagnostics) is not covered and is never published",
         ]
+        if self.block_leaves is not None:
+            assumptions.append(
+                f"with more than {self.block_leaves} leaves, the dendrogram's top is a PUBLIC block tree "
+                f"(recursive METIS bisection of the public edges among the leaves into blocks of at most "
+                f"{self.block_leaves} leaves): the exponential mechanism ranges over the dendrograms with "
+                f"that top (same score and Delta_e); its law is the product of one per block, sampled by "
+                f"one chain per block, each block's length from its own public check"
+            )
         if self.schedule == "alternating":
             assumptions.append(
                 "schedule 'alternating' (Alg. 2): public and private phases have different targets; "
@@ -369,6 +388,7 @@ class EdgeRR:
             "tau_c": self.tau_c,
             "convergence_chains": self.convergence_chains,
             "convergence_max_steps_per_leaf": self.convergence_max_steps_per_leaf,
+            "block_leaves": self.block_leaves,
         }
 
     def params_for(self, n_private: int, n_leaves: int | None = None) -> dict[str, Any]:
@@ -457,32 +477,52 @@ class EdgeRR:
         leaf_nodes = sorted_unique(np.concatenate([pub.ravel(), graph.edges_private.ravel()]))
         return leaf_nodes, pub, in_sorted(leaf_nodes, v_pri), v_pri
 
+    def _blocks(self, leaf_nodes: np.ndarray, pub: np.ndarray) -> LeafBlocks | None:
+        """The PUBLIC block tree over the leaves (``None``: one chain)."""
+        if self.block_leaves is None or leaf_nodes.size <= self.block_leaves:
+            return None
+        return bisection_blocks(int(leaf_nodes.size), np.searchsorted(leaf_nodes, pub), self.block_leaves)
+
     def convergence_check(self, graph: GraphData) -> dict[str, Any]:
         """The PUBLIC convergence check for ``graph`` (:mod:`privgraph.mechanisms.hrg.convergence`).
 
         Reads the leaves (:math:`V_{pri}`, public), the public edges and the public parameters,
         never a private edge; deterministic given ``convergence_seed``. Returns the JSON-able record
-        (``required_steps_per_leaf``: what ``"auto"`` runs and a configured sum must reach).
+        (``required_steps_per_leaf``: what ``"auto"`` runs and a configured sum must reach; with
+        blocks, per block in ``per_block``).
         """
+        return self._check(graph)[0]
+
+    def _check(self, graph: GraphData) -> tuple[dict[str, Any], LeafBlocks | None]:
         if not isinstance(graph, GraphData):
             raise TypeError(f"graph must be a GraphData, got {type(graph).__name__}")
         leaf_nodes, pub, private_leaf, v_pri = self._inputs(graph)
-        a_pri = exponent(self.eps1, int(v_pri.size))
-        proxy = edge_rr_proxy(graph.num_nodes, leaf_nodes, pub, private_leaf, self.convergence_seed)
-        return convergence_check(
-            proxy, self._kernel(a_pri), seed=self.convergence_seed,
-            chains=self.convergence_chains, max_steps_per_leaf=self.convergence_max_steps_per_leaf,
+        kernel = self._kernel(exponent(self.eps1, int(v_pri.size)))
+        settings = dict(
+            seed=self.convergence_seed, chains=self.convergence_chains,
+            max_steps_per_leaf=self.convergence_max_steps_per_leaf,
             schedule_info={
                 "schedule": self.schedule, "rounds": self.rounds,
                 "public_fraction": self._public_fraction(),
                 "certifies": "joint chain length" if self.schedule == "joint" else "one private phase",
             },
         )
+        blocks = self._blocks(leaf_nodes, pub)
+        if blocks is None:
+            proxy = edge_rr_proxy(graph.num_nodes, leaf_nodes, pub, private_leaf, self.convergence_seed)
+            return convergence_check(proxy, kernel, **settings), None
+        inner = block_edges(blocks, np.searchsorted(leaf_nodes, pub))
+        proxies = [
+            edge_rr_proxy(graph.num_nodes, leaf_nodes[idx], leaf_nodes[inner[b]],
+                          None if private_leaf is None else private_leaf[idx], self.convergence_seed)
+            for b, idx in enumerate(blocks.blocks)
+        ]
+        return block_convergence_check(proxies, blocks, kernel, **settings), blocks
 
     # -- privatization ------------------------------------------------------------------------
     def fit(self, graph: GraphData, rng: np.random.Generator) -> FittedHRG:
         """The global part: the public convergence check, random :math:`D_0`, MCMC,
-        CalculateNoisyProb (Alg. 2 lines 1-20).
+        CalculateNoisyProb (Alg. 2 lines 1-20); with ``block_leaves``, one chain per public block.
 
         Returns:
             FittedHRG: ``.release`` (the noisy dendrogram over the chosen leaves) for
@@ -496,7 +536,7 @@ class EdgeRR:
         if not isinstance(graph, GraphData):
             raise TypeError(f"graph must be a GraphData, got {type(graph).__name__}")
         rng = check_generator(rng)
-        record = self.convergence_check(graph)
+        record, blocks = self._check(graph)
         what = (
             "public_steps_per_leaf + private_steps_per_leaf" if self.schedule == "joint"
             else "private_steps_per_leaf / rounds (one private phase)"
@@ -505,10 +545,16 @@ class EdgeRR:
         per_leaf = certified if self.auto else None
         pub_pl, pri_pl = self._per_leaf(per_leaf)
         leaf_nodes, pub, private_leaf, _ = self._inputs(graph)
+        schedule: Any = lambda n, a: self._phases(n, a, per_leaf)  # noqa: E731
+        if blocks is not None and self.auto:
+            schedule = [lambda n, a, c=float(b["required_steps_per_leaf"]): self._phases(n, a, c)
+                        for b in record["per_block"]]
+        elif blocks is not None:
+            schedule = [schedule] * blocks.count
         return fit_hrg(
             graph.num_nodes, leaf_nodes, pub, graph.edges_private, private_leaf,
-            eps1=self.eps1, eps2=self.eps2, schedule=lambda n, a: self._phases(n, a, per_leaf), rng=rng,
-            trace_every=self.trace_every, tau_b=self.tau_b, tau_c=self.tau_c,
+            eps1=self.eps1, eps2=self.eps2, schedule=schedule, rng=rng,
+            trace_every=self.trace_every, tau_b=self.tau_b, tau_c=self.tau_c, blocks=blocks,
             extra_info={
                 "steps_per_leaf": {"public": pub_pl, "private": pri_pl},
                 "certified_steps_per_leaf": float(certified),

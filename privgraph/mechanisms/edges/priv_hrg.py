@@ -27,10 +27,12 @@ from privgraph.mechanisms.hrg.convergence import (
     RHAT_THRESHOLD,
     SAFETY_FACTOR,
     check_convergence_settings,
+    block_convergence_check,
     check_steps_setting,
     convergence_check,
     priv_hrg_proxy,
 )
+from privgraph.mechanisms.hrg.blocks import LeafBlocks, check_block_leaves, range_blocks
 from privgraph.mechanisms.hrg.fit import FittedHRG, fit_hrg
 from privgraph.mechanisms.hrg.mcmc import Phase, exponent
 from privgraph.mechanisms.hrg.noisy_prob import TAU_B, TAU_C, NoisyDendrogram
@@ -83,6 +85,10 @@ class PrivHRG:
         convergence_chains, convergence_max_steps_per_leaf, convergence_seed: as for
             :class:`~privgraph.mechanisms.edges.edge_rr.EdgeRR` (``convergence_seed`` is public and
             left out of :meth:`params`).
+        block_leaves (int, optional): ``None``: one chain; an int ``>= 16``: with more leaves, the
+            dendrogram's top is a PUBLIC block tree of halves of the sorted leaf ids (every edge
+            is private here, so no edge can shape it), one chain and one public check per block,
+            in parallel threads (:mod:`~privgraph.mechanisms.hrg.blocks`) (default: ``None``).
 
     Shapes:
         - input: all edges :math:`[2, |E|]` (public and private alike)
@@ -116,8 +122,10 @@ class PrivHRG:
         convergence_chains: int = CHECK_CHAINS,
         convergence_max_steps_per_leaf: int = MAX_STEPS_PER_LEAF,
         convergence_seed: int = 0,
+        block_leaves: int | None = None,
     ) -> None:
         self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
+        self.block_leaves = check_block_leaves(block_leaves)
         self.eps1_share = check_probability(eps1_share, "eps1_share", open_low=True, open_high=True)
         self.steps_per_leaf: float | str = check_steps_setting(steps_per_leaf, "steps_per_leaf")
         self.trace_every = check_int(trace_every, "trace_every", minimum=0)
@@ -138,11 +146,17 @@ class PrivHRG:
             else f"{self.steps_per_leaf!r} steps per leaf, fixed in advance and at least what the public "
             "convergence check requires"
         )
+        blocks = () if self.block_leaves is None else (
+            f"with more than {self.block_leaves} leaves, the dendrogram's top is a PUBLIC block tree (halves "
+            f"of the sorted leaf ids, blocks of at most {self.block_leaves}): the exponential mechanism ranges "
+            f"over the dendrograms with that top (same score and Delta); its law is the product of one per "
+            f"block, sampled by one chain per block, each block's length from its own public check",
+        )
         return Guarantee(
             kind=GuaranteeKind.EDGE_DP,
             epsilon=self.epsilon,
             scope=Scope.EDGES,
-            assumptions=(
+            assumptions=blocks + (
                 "every edge is treated as private (public edges are privatized too)",
                 "the set of nodes with at least one edge is public",
                 f"finite-step MCMC: the released dendrogram's law is the chain's law after the recorded "
@@ -174,6 +188,7 @@ class PrivHRG:
             "proxy_mean_degree": self.proxy_mean_degree,
             "convergence_chains": self.convergence_chains,
             "convergence_max_steps_per_leaf": self.convergence_max_steps_per_leaf,
+            "block_leaves": self.block_leaves,
         }
 
     def __repr__(self) -> str:
@@ -191,17 +206,25 @@ class PrivHRG:
         return sorted_unique(graph.edges("all").ravel())
 
     def convergence_check(self, graph: GraphData) -> dict[str, Any]:
-        """The PUBLIC convergence check: reads the leaf set (public) and the public parameters only."""
+        """The PUBLIC convergence check: reads the leaf set (public) and the public parameters only
+        (with blocks: one check per block, ``per_block`` in the record)."""
+        return self._check(graph)[0]
+
+    def _check(self, graph: GraphData) -> tuple[dict[str, Any], LeafBlocks | None]:
         if not isinstance(graph, GraphData):
             raise TypeError(f"graph must be a GraphData, got {type(graph).__name__}")
         leaf_nodes = self._leaves(graph)
-        a_pri = exponent(self.eps1, int(leaf_nodes.size))
-        proxy = priv_hrg_proxy(graph.num_nodes, leaf_nodes, self.proxy_mean_degree, self.convergence_seed)
-        return convergence_check(
-            proxy, Phase("private", 0, 0.0, a_pri), seed=self.convergence_seed,
-            chains=self.convergence_chains, max_steps_per_leaf=self.convergence_max_steps_per_leaf,
-            schedule_info={"schedule": "private", "rounds": 1, "certifies": "chain length"},
-        )
+        kernel = Phase("private", 0, 0.0, exponent(self.eps1, int(leaf_nodes.size)))
+        settings = dict(seed=self.convergence_seed, chains=self.convergence_chains,
+                        max_steps_per_leaf=self.convergence_max_steps_per_leaf,
+                        schedule_info={"schedule": "private", "rounds": 1, "certifies": "chain length"})
+        if self.block_leaves is None or leaf_nodes.size <= self.block_leaves:
+            proxy = priv_hrg_proxy(graph.num_nodes, leaf_nodes, self.proxy_mean_degree, self.convergence_seed)
+            return convergence_check(proxy, kernel, **settings), None
+        blocks = range_blocks(int(leaf_nodes.size), self.block_leaves)
+        proxies = [priv_hrg_proxy(graph.num_nodes, leaf_nodes[idx], self.proxy_mean_degree, self.convergence_seed)
+                   for idx in blocks.blocks]
+        return block_convergence_check(proxies, blocks, kernel, **settings), blocks
 
     def fit(self, graph: GraphData, rng: np.random.Generator) -> FittedHRG:
         """The public convergence check, then the MCMC over all edges (as private), then
@@ -210,14 +233,19 @@ class PrivHRG:
         if not isinstance(graph, GraphData):
             raise TypeError(f"graph must be a GraphData, got {type(graph).__name__}")
         rng = check_generator(rng)
-        record = self.convergence_check(graph)
+        record, blocks = self._check(graph)
         steps = chosen_steps(self.steps_per_leaf, record, self.name, "steps_per_leaf")
         edges = graph.edges("all")
         leaf_nodes = sorted_unique(edges.ravel())
+        schedule: Any = lambda n, a: self._phases(n, a, steps)  # noqa: E731
+        if blocks is not None:
+            per_block = [float(b["required_steps_per_leaf"]) if self.steps_per_leaf == "auto" else steps
+                         for b in record["per_block"]]
+            schedule = [lambda n, a, c=c: self._phases(n, a, c) for c in per_block]
         return fit_hrg(
             graph.num_nodes, leaf_nodes, np.zeros((2, 0), dtype=np.int64), edges, None,
-            eps1=self.eps1, eps2=self.eps2, schedule=lambda n, a: self._phases(n, a, steps), rng=rng,
-            trace_every=self.trace_every, tau_b=self.tau_b, tau_c=self.tau_c,
+            eps1=self.eps1, eps2=self.eps2, schedule=schedule, rng=rng,
+            trace_every=self.trace_every, tau_b=self.tau_b, tau_c=self.tau_c, blocks=blocks,
             extra_info={
                 "steps_per_leaf": {"private": float(steps)}, "certified_steps_per_leaf": float(steps),
                 "convergence_check": record,

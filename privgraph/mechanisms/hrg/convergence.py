@@ -106,6 +106,7 @@ from scipy.stats import rankdata
 
 from privgraph.graph import in_sorted, sorted_unique
 from privgraph.params import check_int
+from privgraph.mechanisms.hrg.blocks import LeafBlocks, run_blocks
 from privgraph.mechanisms.hrg.dendrogram import Dendrogram
 from privgraph.mechanisms.hrg.mcmc import Phase, convergence_stats, run_mcmc
 
@@ -123,6 +124,7 @@ __all__ = [
     "edge_rr_proxy",
     "priv_hrg_proxy",
     "convergence_check",
+    "block_convergence_check",
     "clear_check_cache",
     "check_seed",
     "check_steps_setting",
@@ -482,6 +484,7 @@ def convergence_check(
     schedule_info: dict[str, Any] | None = None,
     threads: int | None = None,
     on_budget: Callable[[dict[str, Any]], None] | None = None,
+    keep: bool = True,
 ) -> dict[str, Any]:
     r"""Run the check on ``proxy`` (module docs) and return its JSON-able record.
 
@@ -500,6 +503,8 @@ def convergence_check(
         threads (int, optional): chains run in parallel threads (default: ``min(chains, cpus)``);
             the result does not depend on it.
         on_budget (Callable, optional): called with each budget's entry as it is done (progress).
+        keep (bool, optional): read and keep the record in the process's cache (default:
+            ``True``; :func:`block_convergence_check` keeps its blocks' records as one).
 
     Returns:
         dict: ``passed``, ``passed_steps_per_leaf``, ``required_steps_per_leaf`` (``None`` when no
@@ -525,10 +530,7 @@ def convergence_check(
         raise ValueError(f"safety_factor must be a number >= 1, got {safety_factor!r}")
     threads = min(chains, os.cpu_count() or 1) if threads is None else check_int(threads, "threads", minimum=1)
     key = _check_key(proxy, kernel, seed, chains, min_steps, max_steps, rhat_threshold, safety_factor, schedule_info)
-    with _CHECK_LOCK:
-        cached = _CHECK_CACHE.get(key)
-        if cached is not None:
-            _CHECK_CACHE.move_to_end(key)
+    cached = _kept(key) if keep else None
     if cached is not None:
         record = copy.deepcopy(cached)
         for entry in record["budgets"]:
@@ -537,10 +539,8 @@ def convergence_check(
         return record
     record = _run_check(proxy, kernel, seed, chains, min_steps, max_steps, float(rhat_threshold),
                         float(safety_factor), schedule_info, threads, on_budget)
-    with _CHECK_LOCK:
-        _CHECK_CACHE[key] = copy.deepcopy(record)
-        while len(_CHECK_CACHE) > CHECK_CACHE_SIZE:
-            _CHECK_CACHE.popitem(last=False)
+    if keep:
+        _keep(key, record)
     return record
 
 
@@ -548,6 +548,21 @@ def convergence_check(
 CHECK_CACHE_SIZE = 32
 _CHECK_CACHE: OrderedDict[str, dict[str, Any]] = OrderedDict()
 _CHECK_LOCK = threading.Lock()
+
+
+def _kept(key: str) -> dict[str, Any] | None:
+    with _CHECK_LOCK:
+        cached = _CHECK_CACHE.get(key)
+        if cached is not None:
+            _CHECK_CACHE.move_to_end(key)
+    return cached
+
+
+def _keep(key: str, record: dict[str, Any]) -> None:
+    with _CHECK_LOCK:
+        _CHECK_CACHE[key] = copy.deepcopy(record)
+        while len(_CHECK_CACHE) > CHECK_CACHE_SIZE:
+            _CHECK_CACHE.popitem(last=False)
 
 
 def clear_check_cache() -> None:
@@ -653,4 +668,56 @@ def _run_check(
         if pool is not None:
             pool.shutdown()
     record["proxy_steps_run"] = int(chains * done)
+    return record
+
+
+def block_convergence_check(
+    proxies: list[Proxy], blocks: LeafBlocks, kernel: Phase, *, threads: int | None = None, **settings: Any
+) -> dict[str, Any]:
+    r"""The check on each block's PUBLIC proxy (:mod:`~privgraph.mechanisms.hrg.blocks`: one chain
+    per block, so each block's chain is certified on its own), the blocks' checks in parallel
+    threads (one thread each; the record does not depend on ``threads``).
+
+    ``settings`` are :func:`convergence_check`'s (``seed``, ``chains``, ``max_steps_per_leaf``,
+    ...). The record has the single check's keys, over the blocks: ``passed`` when every block
+    passed, ``passed_steps_per_leaf`` and ``required_steps_per_leaf`` the largest of the blocks'
+    (what a configured number of steps must reach), and ``per_block``: each block's leaves, first
+    passing budget, required steps (what ``"auto"`` runs on that block), largest final R-hat and
+    proxy steps. Every number is a function of the public proxies, the kernel and the seed; the
+    process keeps the whole record as one entry of :func:`convergence_check`'s cache."""
+    if len(proxies) != blocks.count:
+        raise ValueError(f"block_convergence_check: {len(proxies)} proxies for {blocks.count} blocks")
+    key = hashlib.sha256(json.dumps([_check_key(p, kernel, sorted(settings.items())) for p in proxies]
+                                    + [blocks.summary(), blocks.merges.tolist()], default=str).encode()).hexdigest()
+    cached = _kept(key)
+    if cached is not None:
+        return copy.deepcopy(cached)
+    records = run_blocks(lambda b: convergence_check(proxies[b], kernel, threads=1, keep=False, **settings),
+                         blocks.count, [int(p.leaf_nodes.size) for p in proxies], threads)
+    per_block = []
+    for p, rec in zip(proxies, records, strict=True):
+        last = rec["budgets"][-1]["rhat"] if rec["budgets"] else {}
+        values = [v for v in last.values() if v is not None]
+        per_block.append({
+            "leaves": int(p.leaf_nodes.size), "passed": rec["passed"],
+            "passed_steps_per_leaf": rec["passed_steps_per_leaf"],
+            "required_steps_per_leaf": rec["required_steps_per_leaf"],
+            "final_rhat": max(values) if values else None, "proxy_steps_run": rec["proxy_steps_run"],
+        })
+    passed = all(r["passed"] for r in records)
+    first = records[0]
+    record = {
+        **{k: first[k] for k in ("reads_private_data", "kernel", "schedule", "chains", "rhat_threshold",
+                                 "warmup_fraction", "safety_factor", "min_steps_per_leaf", "max_steps_per_leaf",
+                                 "guarantee_note")},
+        "method": f"per block of a PUBLIC block tree: {first['method']}",
+        "proxy": {"kind": first["proxy"]["kind"], "description": first["proxy"]["description"],
+                  "leaves": blocks.n, "blocks": blocks.summary()},
+        "passed": passed,
+        "passed_steps_per_leaf": max(r["passed_steps_per_leaf"] for r in records) if passed else None,
+        "required_steps_per_leaf": max(r["required_steps_per_leaf"] for r in records) if passed else None,
+        "proxy_steps_run": int(sum(r["proxy_steps_run"] for r in records)),
+        "per_block": per_block,
+    }
+    _keep(key, record)
     return record

@@ -445,6 +445,10 @@ class Dendrogram:
             records with their own LCA; every count stays exact). Only the PUBLIC convergence
             proxy (:mod:`~privgraph.mechanisms.hrg.convergence`) uses it, where the public edges
             play both roles; a real input never has such a pair (default: ``False``).
+        public_leaf (np.ndarray, optional): boolean ``[n]``, the public leaves (default: the
+            leaves incident to one of ``edges_public``). A block's dendrogram
+            (:mod:`~privgraph.mechanisms.hrg.blocks`) passes the whole graph's flags, so that its
+            counts are those of the composed dendrogram.
 
     Public leaves are the leaves incident to a public edge. No array is ever ``O(n^2)``.
     """
@@ -460,6 +464,7 @@ class Dendrogram:
         root: int,
         private_leaf: np.ndarray | None = None,
         allow_shared: bool = False,
+        public_leaf: np.ndarray | None = None,
     ) -> None:
         leaf_nodes = np.asarray(leaf_nodes, dtype=np.int64)
         if leaf_nodes.ndim != 1 or (leaf_nodes.size > 1 and np.any(np.diff(leaf_nodes) <= 0)):
@@ -487,8 +492,14 @@ class Dendrogram:
         if pri.size and not private_leaf[pri.ravel()].all():
             raise ValueError("every endpoint of a private edge must be a private leaf")
         deg = np.bincount(both.ravel(), minlength=n).astype(np.int64)
-        deg_pub = np.bincount(pub.ravel(), minlength=n)
-        self.w_pub = (deg_pub > 0).astype(np.int64)
+        if public_leaf is None:
+            public_leaf = np.bincount(pub.ravel(), minlength=n) > 0
+        public_leaf = np.asarray(public_leaf, dtype=bool)
+        if public_leaf.shape != (n,):
+            raise ValueError(f"public_leaf must have shape [{n}], got {list(public_leaf.shape)}")
+        if pub.size and not public_leaf[pub.ravel()].all():
+            raise ValueError("every endpoint of a public edge must be a public leaf")
+        self.w_pub = public_leaf.astype(np.int64)
         self.w_pri = private_leaf.astype(np.int64)
         self.w_work = 1 + deg
         # CSR of incident edge ids per leaf
@@ -531,6 +542,7 @@ class Dendrogram:
         *,
         private_leaf: np.ndarray | None = None,
         allow_shared: bool = False,
+        public_leaf: np.ndarray | None = None,
     ) -> Dendrogram:
         """A random dendrogram (a random coalescent: join two uniform clusters, ``n - 1`` times).
 
@@ -550,7 +562,7 @@ class Dendrogram:
             _build_random(np.int64(n), pick_a.astype(np.int64), pick_b.astype(np.int64), parent, left, right)
         root = 2 * n - 2 if n >= 1 else -1
         return cls(num_nodes, leaf_nodes, edges_public, edges_private, left, right, root,
-                   private_leaf=private_leaf, allow_shared=allow_shared)
+                   private_leaf=private_leaf, allow_shared=allow_shared, public_leaf=public_leaf)
 
     @classmethod
     def from_structure(
