@@ -25,6 +25,7 @@ from privgraph.mechanisms.hrg.blocks import (
 from privgraph.mechanisms.hrg import convergence as convergence_module
 from privgraph.mechanisms.hrg.convergence import clear_check_cache
 from privgraph.mechanisms.hrg.fit import _fit_blocks
+from tests.mechanisms.test_hrg import _all_trees, _from_nested
 
 
 def _edges(pairs: list[tuple[int, int]]) -> np.ndarray:
@@ -110,19 +111,6 @@ def test_composed_dendrogram_is_valid_and_its_likelihood_adds_up() -> None:
     assert np.allclose(top, top2, atol=1e-9) and np.all(top < 0)
 
 
-def _restricted_trees(block: tuple[int, ...]) -> list[object]:
-    if len(block) == 1:
-        return [block[0]]
-    first, rest = block[0], block[1:]
-    out = []
-    for k in range(len(rest)):
-        for left_rest in itertools.combinations(rest, k):
-            left = (first, *left_rest)
-            right = tuple(x for x in rest if x not in left_rest)
-            out += [(a, b) for a in _restricted_trees(left) for b in _restricted_trees(right)]
-    return out
-
-
 def test_block_chains_sample_the_restricted_exponential_mechanism() -> None:
     """6 leaves in the public blocks {0,1,2} and {3,4,5}: 3 x 3 = 9 dendrograms have that top. The
     composed output of independent runs of the blocks' chains (60 steps each, a fresh start each
@@ -135,22 +123,9 @@ def test_block_chains_sample_the_restricted_exponential_mechanism() -> None:
     lb = LeafBlocks(n=n, blocks=(np.arange(3), np.arange(3, 6)), merges=np.array([[0, 1]]), method="test")
     a_pub, a_pri = 1.0, 1.5
     weights = {}
-    for ta in _restricted_trees((0, 1, 2)):
-        for tb in _restricted_trees((3, 4, 5)):
-            left, right = [], []
-
-            def build(t: object) -> int:
-                if isinstance(t, int):
-                    return t
-                x, y = build(t[0]), build(t[1])  # type: ignore[index]
-                left.append(x)
-                right.append(y)
-                return n + len(left) - 1
-
-            ra, rb = build(ta), build(tb)
-            left.append(ra)
-            right.append(rb)
-            d = Dendrogram.from_structure(n, np.arange(n), pub, pri, np.array(left), np.array(right), n + 4)
+    for ta in _all_trees((0, 1, 2)):
+        for tb in _all_trees((3, 4, 5)):
+            d = _from_nested((ta, tb), n, pub, pri)
             lp, lq = d.log_likelihood()
             weights[_clusters(d.left, d.right, n)] = math.exp(a_pub * lp + a_pri * lq)
     assert len(weights) == 9

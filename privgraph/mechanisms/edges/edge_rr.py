@@ -123,7 +123,8 @@ def chosen_steps(configured: float | str, record: dict[str, Any], owner: str, wh
             f"{record.get('max_steps_per_leaf')} MCMC steps per leaf (R-hat < "
             f"{record.get('rhat_threshold')} on a public proxy of {record['proxy'].get('leaves')} "
             f"leaves): the chain cannot be charged as an exponential mechanism, refusing to release; "
-            f"raise convergence_max_steps_per_leaf or use another edge mechanism"
+            f"raise convergence_max_steps_per_leaf, set block_leaves (one chain per public block of at most "
+            f"that many leaves; e.g. 256) or use another edge mechanism"
         )
     required = float(record["required_steps_per_leaf"])
     if configured == "auto":
