@@ -1,7 +1,8 @@
 """Non-interference: a published version reveals nothing beyond its ledger (issues 9 and 24).
 
 For every pipeline shipped in pipelines.yaml (at test scale), one more that the shipped ones do not
-cover (a user's generic files with unlabelled nodes and ``rule: random``), and each scope (edges,
+cover (a user's generic files with unlabelled nodes and ``rule: random``, privatized through the
+partitioned files layout, ``partitions.layout: files``), and each scope (edges,
 features, labels), ``privgraph run --ci`` runs twice with the same seed on NEIGHBOURING inputs: one
 private edge added between two nodes that already have private edges (so V_pri, declared public,
 does not move), one private node's feature vector changed (in an image graph, its image file), one
@@ -93,7 +94,8 @@ GENERIC_NODES = 400
 #: pipelines whose input is read from files on disk by the real loader (the others are handed over)
 FROM_FILES = ("generic-unlabelled", "images-heterorr", "sbm-gap-node")
 
-#: a user's own graph: unlabelled nodes, scores from a random public subset, every scope private
+#: a user's own graph: unlabelled nodes, scores from a random public subset, every scope private,
+#: privatized through the partitioned files layout (its staging area is in the owner's private records)
 GENERIC_UNLABELLED: dict[str, Any] = {
     "description": "a user's generic files: unlabelled nodes, theta from a random public node subset",
     "dataset": {"name": "generic", "options": {}},
@@ -102,7 +104,7 @@ GENERIC_UNLABELLED: dict[str, Any] = {
     "edges": {"mechanism": "dprr", "epsilon": 1.0},
     "labels": {"mechanism": "label_rr", "epsilon": 1.0, "num_classes": 3, "mask": ["train_mask"]},
     "budget": {"features": 1.0, "edges": 2.0, "labels": 1.0},
-    "partitions": {"num_parts": 2},
+    "partitions": {"num_parts": 2, "layout": "files"},
     "evaluate": {"attacks": ["linkteller", "membership"]},
 }
 PIPELINES: dict[str, dict[str, Any]] = {**SHIPPED, "generic-unlabelled": GENERIC_UNLABELLED}
