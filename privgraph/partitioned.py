@@ -77,14 +77,17 @@ def _part_dir(root: Path, i: int) -> Path:
     return root / f"part-{i:05d}"
 
 
-def _save(path: Path, array: np.ndarray) -> str:
-    """Write ``array`` as ``.npy`` at ``path`` (private, atomic, no fsync: a staging file) and
-    return the file's sha256; the array's bytes are written and hashed in place, not copied."""
+def _save(path: Path, array: np.ndarray, *, hashed: bool = False) -> str | None:
+    """Write ``array`` as ``.npy`` at ``path`` (private, atomic, no fsync: a staging file); with
+    ``hashed`` (the release's parts) return the file's sha256. The array's bytes are written and
+    hashed in place, not copied."""
     array = np.ascontiguousarray(array)
     header = io.BytesIO()
     np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(array))
     body = memoryview(array.reshape(-1)).cast("B")
     write_private_file(path, [header.getvalue(), body], durable=False)
+    if not hashed:
+        return None
     digest = hashlib.sha256(header.getvalue())
     digest.update(body)
     return digest.hexdigest()
@@ -159,7 +162,7 @@ def _layout(source: Path) -> dict[str, Any]:
 def _features_file_part(i: int, seed: np.random.SeedSequence, *, mechanism: Any, source: str, out: str) -> dict[str, Any]:
     rows = _load(_part_dir(Path(source), i) / "x.npy")
     released = _features_part(rows, seed, mechanism=mechanism)
-    return {"rows": int(released.shape[0]), "x_sha256": _save(_part_dir(Path(out), i) / "x.npy", released)}
+    return {"rows": int(released.shape[0]), "x_sha256": _save(_part_dir(Path(out), i) / "x.npy", released, hashed=True)}
 
 
 def _labels_file_part(i: int, seed: np.random.SeedSequence, *, mechanism: Any, source: str, out: str) -> dict[str, Any]:
@@ -168,7 +171,7 @@ def _labels_file_part(i: int, seed: np.random.SeedSequence, *, mechanism: Any, s
     masks = {m: _load(d / f"{m}.npy") for m in (mechanism.mask or ()) if (d / f"{m}.npy").is_file()}
     released = _labels_part((y, label_selection(mechanism, y, masks)), seed, mechanism=mechanism,
                             num_classes=mechanism.num_classes)
-    return {"y_sha256": _save(_part_dir(Path(out), i) / "y.npy", released)}
+    return {"y_sha256": _save(_part_dir(Path(out), i) / "y.npy", released, hashed=True)}
 
 
 def _reports_file_part(i: int, seed: np.random.SeedSequence, *, mechanism: Any, source: str, out: str) -> dict[str, Any]:
@@ -203,7 +206,7 @@ def _combine_file_part(j: int, seed: np.random.SeedSequence, *, mechanism: Any, 
     released = merge_with_public(mechanism.combine_reports(arcs, num_nodes),
                                  _load(_part_dir(Path(source), j) / "edges_public.npy"))
     return {"edges": int(released.shape[1]),
-            "edges_sha256": _save(_part_dir(Path(out), j) / "edges_private.npy", released)}
+            "edges_sha256": _save(_part_dir(Path(out), j) / "edges_private.npy", released, hashed=True)}
 
 
 @dataclasses.dataclass(frozen=True)
