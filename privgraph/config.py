@@ -243,6 +243,10 @@ class EvaluateConfig(_Strict):
         default=None, min_length=1,
         description="LPGNN's search: every (K_x, K_y) of this grid trained, the best by validation accuracy on the version's labels (e.g. [0, 2, 4, 8, 16])",
     )
+    kprop_search_labels: bool = Field(
+        default=True, strict=True,
+        description="kprop_search's grid covers K_y too (LPGNN's); false: K_x only (labels that were not randomized)",
+    )
     ensemble: Int = Field(
         default=1, ge=1,
         description="each model of a run (`run`, `evaluate`) is the mean prediction of this many trainings with derived seeds: post-processing",
@@ -264,12 +268,15 @@ class EvaluateConfig(_Strict):
         """The keyword arguments of :func:`privgraph.training.fit_node_classifier` this section sets."""
         return self.model_dump(include={"epochs", "hidden", "lr", "weight_decay", "dropout", "aggr", "device",
                                         "patience", "model", "kprop_features", "kprop_labels", "drop",
-                                        "feature_dim"} | ({"kprop_search"} if self.kprop_search else set()))
+                                        "feature_dim"}
+                               | ({"kprop_search", "kprop_search_labels"} if self.kprop_search else set()))
 
     @model_validator(mode="after")
     def _search_or_fixed_kprop(self) -> EvaluateConfig:
         if self.kprop_search and (self.kprop_features or self.kprop_labels):
             raise ValueError("kprop_search chooses kprop_features and kprop_labels per run: leave them out")
+        if not self.kprop_search and "kprop_search_labels" in self.model_fields_set:
+            raise ValueError("kprop_search_labels applies to kprop_search: set kprop_search too")
         return self
 
     @model_validator(mode="after")

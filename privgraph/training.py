@@ -100,7 +100,8 @@ MODELS: dict[str, type[torch.nn.Module]] = {
 EDGE_SETS = ("all", "public", "private", "none")
 # the options of train_node_classifier that denoise a PRIVATE graph; evaluate_utility does not
 # apply them to the clean baseline (LPGNN's setting: the non-private model has nothing to denoise)
-DENOISING_OPTIONS = ("kprop_features", "kprop_labels", "drop", "label_epsilon", "label_classes", "kprop_search")
+DENOISING_OPTIONS = ("kprop_features", "kprop_labels", "drop", "label_epsilon", "label_classes", "kprop_search",
+                     "kprop_search_labels")
 _LOG_FLOOR = 1e-20  # log(p) of a propagated probability that is exactly zero
 # LPGNN's KProp operator (the authors' code: KProp(aggregator="add", normalize=True,
 # add_self_loops=False)): symmetric normalisation, the node itself excluded
@@ -424,6 +425,7 @@ def fit_node_classifier(
     label_classes: int | None = None,
     feature_dim: int | None = None,
     kprop_search: Sequence[int] | None = None,
+    kprop_search_labels: bool = True,
     progress: ProgressCallback | None = None,
     propagate_val_labels: bool = True,
 ) -> TrainedClassifier:
@@ -458,6 +460,8 @@ def fit_node_classifier(
             the output layer (:func:`output_classes`).
         kprop_search (sequence of int, optional): LPGNN's search of the KProp steps
             (:func:`search_kprop`; ``kprop_features`` and ``kprop_labels`` then 0).
+        kprop_search_labels (bool): the search's grid covers ``K_y`` too (LPGNN's); ``False``:
+            ``K_x`` only, ``K_y = 0`` (labels that were not randomized) (default: ``True``).
         feature_dim (int, optional): project DENSE features onto their first ``feature_dim``
             principal axes (:func:`principal_basis`; post-processing) (default: ``None``: off).
 
@@ -472,7 +476,8 @@ def fit_node_classifier(
     if kprop_search is not None:
         if kprop_features or kprop_labels:
             raise ValueError("train_node_classifier: kprop_search chooses kprop_features and kprop_labels; leave them 0")
-        return search_kprop(graph, kprop_search, seed=seed, edges=edges, hidden=hidden, epochs=epochs, lr=lr,
+        return search_kprop(graph, kprop_search, labels=kprop_search_labels, seed=seed, edges=edges, hidden=hidden,
+                            epochs=epochs, lr=lr,
                             weight_decay=weight_decay, dropout=dropout, aggr=aggr, device=device, patience=patience,
                             eval_y=eval_y, model=model, drop=drop, label_epsilon=label_epsilon,
                             label_classes=label_classes, feature_dim=feature_dim, progress=progress)
@@ -562,6 +567,7 @@ def fit_ensemble(
     if members == 1:
         return first.result, first.posteriors
     rest = dict(kwargs)
+    rest.pop("kprop_search_labels", None)
     if rest.pop("kprop_search", None) is not None:
         rest["kprop_features"], rest["kprop_labels"] = first.result["kprop"]
     rest.pop("progress", None)
@@ -574,10 +580,12 @@ def fit_ensemble(
 
 
 def search_kprop(
-    graph: GraphData, kprop_search: Sequence[int], progress: ProgressCallback | None = None, **args: Any
+    graph: GraphData, kprop_search: Sequence[int], progress: ProgressCallback | None = None, *,
+    labels: bool = True, **args: Any
 ) -> TrainedClassifier:
     """LPGNN's search of the KProp steps: every ``(K_x, K_y)`` of the grid ``kprop_search`` (e.g.
-    ``[0, 2, 4, 8, 16]``) is trained with the same seed and the other arguments ``args`` of
+    ``[0, 2, 4, 8, 16]``; with ``labels=False`` only ``(K_x, 0)``: for labels that were not
+    randomized) is trained with the same seed and the other arguments ``args`` of
     :func:`fit_node_classifier`, and the model with the highest validation accuracy against
     ``graph.y`` (the version's own, possibly randomized, labels: no clean label is read; ties: the
     smaller ``K_x + K_y``, then the smaller ``K_x``) is returned, its ``result["kprop"]`` the
@@ -589,9 +597,12 @@ def search_kprop(
     grid = sorted({int(k) for k in kprop_search})
     if not grid or any(k < 0 for k in grid) or any(isinstance(k, bool) for k in kprop_search):
         raise ValueError(f"train_node_classifier: kprop_search must be a non-empty list of steps >= 0, got {kprop_search!r}")
+    if not isinstance(labels, bool):
+        raise ValueError(f"train_node_classifier: kprop_search_labels must be a bool, got {labels!r}")
+    label_grid = grid if labels else [0]
     best: tuple[tuple[float, int, int], tuple[int, int]] | None = None
-    tracker = ProgressTracker("kprop search", len(grid) ** 2 + 1, progress)
-    for kx, ky in sorted(((kx, ky) for kx in grid for ky in grid), key=lambda k: (k[0] + k[1], k[0])):
+    tracker = ProgressTracker("kprop search", len(grid) * len(label_grid) + 1, progress)
+    for kx, ky in sorted(((kx, ky) for kx in grid for ky in label_grid), key=lambda k: (k[0] + k[1], k[0])):
         scored = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, propagate_val_labels=False, **args)
         key = (scored.result["val_acc"], -(kx + ky), -kx)
         if best is None or key > best[0]:
@@ -602,7 +613,7 @@ def search_kprop(
     trained = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, **args)
     tracker.advance(detail="the chosen cell")
     trained.result["kprop"] = [kx, ky]
-    trained.result["kprop_searched"] = len(grid) ** 2
+    trained.result["kprop_searched"] = len(grid) * len(label_grid)
     return trained
 
 
@@ -1058,7 +1069,8 @@ def feature_only_kwargs(train_kwargs: dict[str, Any]) -> dict[str, Any]:
     """The training arguments of the feature-only floor: the same model, epochs and seeds over
     no edges (``edges="none"``), without KProp (which propagates over edges); Drop's stopping
     rule, which reads no edge, is kept."""
-    out = {k: v for k, v in train_kwargs.items() if k not in ("kprop_features", "kprop_labels", "kprop_search", "edges")}
+    out = {k: v for k, v in train_kwargs.items()
+           if k not in ("kprop_features", "kprop_labels", "kprop_search", "kprop_search_labels", "edges")}
     return {**out, "edges": "none"}
 
 

@@ -210,7 +210,8 @@ def test_refuses_bad_options(graph):
 # -- evaluate_utility ---------------------------------------------------------------------------
 def test_evaluate_utility_denoises_the_private_graph_only(noisy_graph):
     assert set(DENOISING_OPTIONS) == {
-        "kprop_features", "kprop_labels", "drop", "label_epsilon", "label_classes", "kprop_search"
+        "kprop_features", "kprop_labels", "drop", "label_epsilon", "label_classes", "kprop_search",
+        "kprop_search_labels",
     }
     base = evaluate_utility(noisy_graph, noisy_graph, runs=2, seed_sequence=9, **FAST)
     den = evaluate_utility(noisy_graph, noisy_graph, runs=2, seed_sequence=9, kprop_features=2,
@@ -437,3 +438,22 @@ def test_kprop_search_scores_cells_without_the_validation_labels_in_the_propagat
         EvaluateConfig(kprop_search=[0, 4], kprop_features=2)
     assert EvaluateConfig(kprop_search=[0, 4]).train_kwargs()["kprop_search"] == [0, 4]
     assert "kprop_search" not in EvaluateConfig().train_kwargs()
+
+
+def test_kprop_search_over_the_feature_steps_only(rr_graph, noisy_graph):
+    """``kprop_search_labels: false``: the grid is (K_x, 0) only (labels that were not randomized),
+    the same cells' scores as the full search's and the best of them chosen."""
+    from privgraph.training import fit_node_classifier
+
+    kw = {**FAST, "model": "sage", "eval_y": noisy_graph.y, "seed": 3}
+    searched = fit_node_classifier(rr_graph, kprop_search=[0, 2, 4], kprop_search_labels=False, **kw).result
+    scored = {kx: fit_node_classifier(rr_graph, kprop_features=kx, propagate_val_labels=False, **kw).result["val_acc"]
+              for kx in (0, 2, 4)}
+    assert searched["kprop_searched"] == 3 and searched["kprop"][1] == 0
+    assert scored[searched["kprop"][0]] == max(scored.values())
+    cfg = EvaluateConfig(kprop_search=[8, 16], kprop_search_labels=False)
+    assert cfg.train_kwargs()["kprop_search_labels"] is False
+    with pytest.raises(ValueError, match="kprop_search_labels applies to kprop_search"):
+        EvaluateConfig(kprop_search_labels=False)
+    with pytest.raises(ValueError, match="kprop_search_labels must be a bool"):
+        fit_node_classifier(rr_graph, kprop_search=[0, 2], kprop_search_labels=0, **kw)
