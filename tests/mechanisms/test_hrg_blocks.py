@@ -187,3 +187,22 @@ def test_block_leaves_at_or_above_the_leaf_count_is_the_single_chain() -> None:
     assert np.array_equal(one.edges_private, big.edges_private)
     with pytest.raises(ValueError, match="block_leaves"):
         EdgeRR(epsilon=1.0, block_leaves=8)
+
+
+@pytest.mark.parametrize("cls", [EdgeRR, PrivHRG])
+def test_the_published_check_record_does_not_move_with_a_private_edge(cls: type) -> None:
+    """The block tree and every block's check read public data only: one private edge more
+    between two nodes that already have private edges (so the leaves and V_pri stay) leaves the
+    record (published under the manifest's stats) exactly as it was."""
+    g = _graph(400, seed=6)
+    v_pri = g.private_nodes()
+    have = {(int(a), int(b)) for a, b in np.concatenate([g.edges_public, g.edges_private], axis=1).T}
+    u, v = next((int(a), int(b)) for a, b in itertools.combinations(v_pri[:40], 2) if (a, b) not in have)
+    g2 = g.replace(edges_private=np.concatenate([g.edges_private, [[u], [v]]], axis=1))
+    assert np.array_equal(g2.private_nodes(), v_pri)
+    kw = {"rounds": 1} if cls is EdgeRR else {}
+    m = cls(epsilon=2.0, block_leaves=64, **kw)
+    clear_check_cache()
+    first = m.convergence_check(g)
+    clear_check_cache()
+    assert m.convergence_check(g2) == first
