@@ -418,7 +418,7 @@ class EdgeRR:
             f"EdgeRR(epsilon={self.epsilon!r}, eps1_share={self.eps1_share!r}, rounds={self.rounds}, "
             f"public_steps_per_leaf={self.public_steps_per_leaf!r}, "
             f"private_steps_per_leaf={self.private_steps_per_leaf!r}, leaves={self.leaves!r}, "
-            f"schedule={self.schedule!r})"
+            f"schedule={self.schedule!r}, block_leaves={self.block_leaves!r})"
         )
 
     # -- the schedule -------------------------------------------------------------------------

@@ -194,7 +194,7 @@ class PrivHRG:
     def __repr__(self) -> str:
         return (
             f"PrivHRG(epsilon={self.epsilon!r}, eps1_share={self.eps1_share!r}, "
-            f"steps_per_leaf={self.steps_per_leaf!r})"
+            f"steps_per_leaf={self.steps_per_leaf!r}, block_leaves={self.block_leaves!r})"
         )
 
     def _phases(self, n_leaves: int, a_pri: float, steps_per_leaf: float | None = None) -> list[Phase]:
