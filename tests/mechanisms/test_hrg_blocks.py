@@ -206,3 +206,17 @@ def test_the_published_check_record_does_not_move_with_a_private_edge(cls: type)
     first = m.convergence_check(g)
     clear_check_cache()
     assert m.convergence_check(g2) == first
+
+
+def test_a_block_proxy_carries_the_whole_graphs_public_leaves() -> None:
+    """A leaf whose only public edge leaves its block is still a public leaf in the block's proxy,
+    as in the block's real chain (``_fit_blocks``)."""
+    from privgraph.mechanisms.hrg.convergence import edge_rr_proxy
+
+    leaves = np.arange(6)
+    inside = _edges([(0, 1)])  # leaf 2's public edge (2, 5) crosses to another block
+    flags = np.array([True, True, True])
+    d = edge_rr_proxy(6, leaves[:3], inside, None, 0, public_leaf=flags).dendrogram(np.random.default_rng(0))
+    assert d.w_pub.tolist() == [1, 1, 1]
+    plain = edge_rr_proxy(6, leaves[:3], inside, None, 0).dendrogram(np.random.default_rng(0))
+    assert plain.w_pub.tolist() == [1, 1, 0]

@@ -512,10 +512,13 @@ class EdgeRR:
         if blocks is None:
             proxy = edge_rr_proxy(graph.num_nodes, leaf_nodes, pub, private_leaf, self.convergence_seed)
             return convergence_check(proxy, kernel, **settings), None
-        inner = block_edges(blocks, np.searchsorted(leaf_nodes, pub))
+        local = np.searchsorted(leaf_nodes, pub)
+        public = np.bincount(local.ravel(), minlength=leaf_nodes.size) > 0  # the whole graph's, as the chains'
+        inner = block_edges(blocks, local)
         proxies = [
             edge_rr_proxy(graph.num_nodes, leaf_nodes[idx], leaf_nodes[inner[b]],
-                          None if private_leaf is None else private_leaf[idx], self.convergence_seed)
+                          None if private_leaf is None else private_leaf[idx], self.convergence_seed,
+                          public_leaf=public[idx])
             for b, idx in enumerate(blocks.blocks)
         ]
         return block_convergence_check(proxies, blocks, kernel, **settings), blocks

@@ -264,6 +264,8 @@ class Proxy:
         edges_public, edges_private: int64 ``[2, m]`` edges in the two roles (may share pairs).
         private_leaf: boolean ``[n]`` mask of the private leaves, or ``None`` (all).
         info: JSON-able public description (kind, sizes, how it was built).
+        public_leaf: boolean ``[n]`` mask of the public leaves, or ``None`` (the leaves with one
+            of ``edges_public``); a block's proxy carries the whole graph's, as its real chain does.
     """
 
     num_nodes: int
@@ -272,12 +274,13 @@ class Proxy:
     edges_private: np.ndarray
     private_leaf: np.ndarray | None
     info: dict[str, Any]
+    public_leaf: np.ndarray | None = None
 
     def dendrogram(self, rng: np.random.Generator) -> Dendrogram:
         """A random starting dendrogram over the proxy (randomness from ``rng`` only)."""
         return Dendrogram.random(
             self.num_nodes, self.leaf_nodes, self.edges_public, self.edges_private, rng,
-            private_leaf=self.private_leaf, allow_shared=True,
+            private_leaf=self.private_leaf, allow_shared=True, public_leaf=self.public_leaf,
         )
 
 
@@ -370,6 +373,7 @@ def edge_rr_proxy(
     edges_public: np.ndarray,
     private_leaf: np.ndarray | None,
     seed: int = 0,
+    public_leaf: np.ndarray | None = None,
 ) -> Proxy:
     r"""EdgeRR's public proxy: the public edges among the leaves in both roles (module docs).
 
@@ -379,6 +383,8 @@ def edge_rr_proxy(
         edges_public (np.ndarray): int64 ``[2, m]`` public edges among the leaves.
         private_leaf (np.ndarray, optional): mask of the private leaves (``None``: all).
         seed (int, optional): the PUBLIC seed (child ``(0,)`` draws the top-up edges).
+        public_leaf (np.ndarray, optional): the public leaves (default: the ends of
+            ``edges_public``; a block's proxy passes the whole graph's flags).
     """
     seed = check_seed(seed)
     leaf_nodes = np.asarray(leaf_nodes, dtype=np.int64)
@@ -415,7 +421,8 @@ def edge_rr_proxy(
         "private_role_edges": int(role.shape[1]),
         "synthetic_edges": topped,
     }
-    return Proxy(int(num_nodes), leaf_nodes, pub, role, None if private_leaf is None else mask, info)
+    return Proxy(int(num_nodes), leaf_nodes, pub, role, None if private_leaf is None else mask, info,
+                 None if public_leaf is None else np.asarray(public_leaf, dtype=bool))
 
 
 def priv_hrg_proxy(
@@ -579,7 +586,7 @@ def _check_key(proxy: Proxy, kernel: Phase, *settings: Any) -> str:
     """SHA-256 of everything a check's record depends on: the PUBLIC proxy's arrays and
     description, the kernel's coefficients and the check's settings."""
     h = hashlib.sha256()
-    for a in (proxy.leaf_nodes, proxy.edges_public, proxy.edges_private, proxy.private_leaf):
+    for a in (proxy.leaf_nodes, proxy.edges_public, proxy.edges_private, proxy.private_leaf, proxy.public_leaf):
         if a is None:
             h.update(b"none")
         else:
