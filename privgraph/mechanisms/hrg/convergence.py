@@ -73,8 +73,8 @@ Measurements behind the constants (Cora, ``rho = 0.2``, ``split_seed = 0``: 1328
   ``convergence_max_steps_per_leaf`` to release there;
 - with ``block_leaves = 256`` (:mod:`~privgraph.mechanisms.hrg.blocks`: one chain and one check
   per public block) the same 10^4-node graph passes in 4.5 s (32 blocks, each at 1000-2000 steps
-  per leaf), MUSAE Facebook's 15,946 leaves in 40 s (64 blocks, 1000-16000) and a 10^5-node BA
-  graph's 63,561 leaves in 58 s (256 blocks);
+  per leaf), MUSAE Facebook's 15,946 leaves in 41 s (64 blocks, 1000-16000) and a 10^5-node BA
+  graph's 63,561 leaves in 59 s (256 blocks);
 - no chain of Cora's size passed below 1000 steps per leaf, not even on an Erdos-Renyi graph
   (:math:`\hat R` 1.40 at 250, 1.22 at 500, 1.02 at 1000): :data:`MIN_STEPS_PER_LEAF`.
 
