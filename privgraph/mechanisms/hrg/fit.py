@@ -1,7 +1,9 @@
 r"""The global, expensive part shared by EdgeRR and privHRG: MCMC, then CalculateNoisyProb.
 
 :func:`fit_hrg` builds a random dendrogram :math:`D_0`, runs the configured MCMC schedule, and
-noises the private probabilities of the final dendrogram :math:`D^*`. It returns a
+noises the private probabilities of the final dendrogram :math:`D^*`; with a PUBLIC block tree
+(:mod:`~privgraph.mechanisms.hrg.blocks`), one chain per block, the blocks' dendrograms joined
+under the tree's top. It returns a
 :class:`FittedHRG`: the release (a :class:`~privgraph.mechanisms.hrg.noisy_prob.NoisyDendrogram`,
 what sampling needs and all that is covered by the guarantee) and the MCMC diagnostics (NOT
 covered: keep them in the private run record).
