@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -45,7 +46,7 @@ from privgraph.mechanisms.hrg.noisy_prob import TAU_B, TAU_C, NoisyDendrogram
 from privgraph.mechanisms.hrg.sample import sample_all, sample_internal_nodes, split_internal_nodes
 from privgraph.mechanisms.sampling import DISCRETE_LAPLACE_RANGE
 
-__all__ = ["EdgeRR", "HRG_EPSILON_RANGE", "split_budget", "check_steps", "chosen_steps"]
+__all__ = ["EdgeRR", "HRG_EPSILON_RANGE", "split_budget", "check_steps", "chosen_steps", "fit_schedule"]
 
 _LEAVES = ("private", "all")
 _SCHEDULES = ("alternating", "joint")
@@ -138,6 +139,19 @@ def chosen_steps(configured: float | str, record: dict[str, Any], owner: str, wh
             f"'auto' or to at least {required:g}"
         )
     return float(configured)
+
+
+def fit_schedule(
+    make: Callable[[int, float, float | None], list[Phase]], steps: float | None, auto: bool,
+    record: dict[str, Any], blocks: LeafBlocks | None,
+) -> Callable[[int, float], list[Phase]] | list[Callable[[int, float], list[Phase]]]:
+    """The ``schedule`` of :func:`~privgraph.mechanisms.hrg.fit.fit_hrg`: ``make(n, a_pri, steps)``,
+    or with ``blocks`` one callable per block, each block at its own check's
+    ``required_steps_per_leaf`` under ``auto`` (else every block at ``steps``)."""
+    if blocks is None:
+        return lambda n, a: make(n, a, steps)
+    per_block = [float(b["required_steps_per_leaf"]) if auto else steps for b in record["per_block"]]
+    return [lambda n, a, s=s: make(n, a, s) for s in per_block]
 
 
 class EdgeRR:
@@ -549,12 +563,7 @@ class EdgeRR:
         per_leaf = certified if self.auto else None
         pub_pl, pri_pl = self._per_leaf(per_leaf)
         leaf_nodes, pub, private_leaf, _ = self._inputs(graph)
-        schedule: Any = lambda n, a: self._phases(n, a, per_leaf)  # noqa: E731
-        if blocks is not None and self.auto:
-            schedule = [lambda n, a, c=float(b["required_steps_per_leaf"]): self._phases(n, a, c)
-                        for b in record["per_block"]]
-        elif blocks is not None:
-            schedule = [schedule] * blocks.count
+        schedule = fit_schedule(self._phases, per_leaf, self.auto, record, blocks)
         return fit_hrg(
             graph.num_nodes, leaf_nodes, pub, graph.edges_private, private_leaf,
             eps1=self.eps1, eps2=self.eps2, schedule=schedule, rng=rng,

@@ -17,6 +17,7 @@ from privgraph.mechanisms.edges.edge_rr import (
     EdgeRR,
     _threshold,
     chosen_steps,
+    fit_schedule,
     split_budget,
 )
 from privgraph.mechanisms.hrg.convergence import (
@@ -237,11 +238,7 @@ class PrivHRG:
         steps = chosen_steps(self.steps_per_leaf, record, self.name, "steps_per_leaf")
         edges = graph.edges("all")
         leaf_nodes = sorted_unique(edges.ravel())
-        schedule: Any = lambda n, a: self._phases(n, a, steps)  # noqa: E731
-        if blocks is not None:
-            per_block = [float(b["required_steps_per_leaf"]) if self.steps_per_leaf == "auto" else steps
-                         for b in record["per_block"]]
-            schedule = [lambda n, a, c=c: self._phases(n, a, c) for c in per_block]
+        schedule = fit_schedule(self._phases, steps, self.steps_per_leaf == "auto", record, blocks)
         return fit_hrg(
             graph.num_nodes, leaf_nodes, np.zeros((2, 0), dtype=np.int64), edges, None,
             eps1=self.eps1, eps2=self.eps2, schedule=schedule, rng=rng,

@@ -105,7 +105,7 @@ def fit_hrg(
                                 eps1, schedule, rng, trace_every)
         n_private = int(d.w_pri.sum())
         a_pri = exponent(eps1, n_private)
-        phases = [ph for make in schedule[:1] for ph in make(d.n, a_pri)]
+        phases = schedule[0](d.n, a_pri)  # the blocks' schedules have the same phases
     else:
         d = Dendrogram.random(num_nodes, leaf_nodes, edges_public, edges_private, rng, private_leaf=private_leaf)
         n_private = int(d.w_pri.sum())
