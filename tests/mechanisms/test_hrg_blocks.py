@@ -206,6 +206,10 @@ def test_the_published_check_record_does_not_move_with_a_private_edge(cls: type)
     first = m.convergence_check(g)
     clear_check_cache()
     assert m.convergence_check(g2) == first
+    # the fit's public info (what the manifest's stats get) does not move either
+    info = [m.fit(x, np.random.default_rng(1)).info for x in (g, g2)]
+    for key in ("blocks", "steps", "steps_per_leaf", "n_leaves", "n_private", "convergence_check"):
+        assert info[0][key] == info[1][key], key
 
 
 def test_a_block_proxy_carries_the_whole_graphs_public_leaves() -> None:
