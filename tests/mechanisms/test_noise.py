@@ -88,20 +88,25 @@ def test_discrete_laplace_on_the_noise_generator() -> None:
     assert _chi_square_pvalue(z, 0.7, 8) > 1e-3
 
 
-@pytest.mark.parametrize("eps", [0.3, 3.0])
-def test_the_python_path_reads_the_same_bytes_and_gives_the_same_draws(eps: float) -> None:
+@pytest.mark.parametrize("eps, half_width", [(0.3, 20), (3.0, 3), (8.0, 1), (6 / 256, 300), (2.0**-17, 0)])
+def test_the_python_path_reads_the_same_words_and_gives_the_same_draws(eps: float, half_width: int) -> None:
     """depth = 2 gives the compiled kernel two digits per probability, so every group inversion
-    whose first two bytes land on a CDF value's first two digits (255 in 65,536) and every trial
-    that ties with both sends its draw through the Python path, which computes further exact
-    digits: the draws (and the bytes read) are identical to the full table's, and the law is the
-    exact one (chi-square, alpha = 1e-3)."""
+    whose field lands on a CDF value's first two digits (255 in 65,536) and every trial that ties
+    with them sends its draw through the Python path, which computes further exact digits: the
+    draws (and the words read) are identical to the full table's, and the law is the exact one
+    (chi-square, alpha = 1e-3). The parameters cover no digit group (8.0), the tail at its most
+    frequent (a = 6/256: Pr(Y >= 256) = e^-6, repeated trials from extension bytes) and fields
+    over two words (2^-17, three groups)."""
     s, T = dyadic_parameter(eps)
     shallow = WordStream(np.random.default_rng(5))
     z = shallow.discrete_laplace(s, T, 100_000, depth=2)
     full = WordStream(np.random.default_rng(5))
     np.testing.assert_array_equal(z, full.discrete_laplace(s, T, 100_000))
-    assert (shallow._pos, shallow._nb) == (full._pos, full._nb)
-    assert _chi_square_pvalue(z, eps, 20 if eps < 1 else 3) > 1e-3
+    assert shallow.words_read == full.words_read
+    if half_width:
+        assert _chi_square_pvalue(z, eps, half_width) > 1e-3
+    if eps == 6 / 256:
+        assert np.count_nonzero(np.abs(z) > 256) > 100  # the tail was taken (expected about 250)
 
 
 def test_probability_digits_are_exact() -> None:
@@ -116,13 +121,15 @@ def test_probability_digits_are_exact() -> None:
         s, T = dyadic_parameter(a)
         G = digit_groups(s, T)
         assert a * 2 ** (8 * G) >= 6 and (G == 0 or a * 2 ** (8 * G - 8) < 6)
-        keys = [(0,), (1, G)] + [(2, g, v) for g in range(G) for v in (0, 1, 127, 254)]
+        keys = [(0,), (3,), (1, G)] + [(2, g, v) for g in range(G) for v in (0, 1, 127, 254)]
         with mpmath.workdps(300):
             x = mpmath.mpf(s) / mpmath.mpf(2) ** T
 
             def exact(key):
                 if key[0] == 0:
                     return 2 / (1 + mpmath.exp(x))
+                if key[0] == 3:
+                    return 1 / (1 + mpmath.exp(x))
                 r = mpmath.exp(-x * 2 ** (8 * key[1]))
                 return r if key[0] == 1 else (1 - r ** (key[2] + 1)) / (1 - r**256)
 
@@ -131,6 +138,40 @@ def test_probability_digits_are_exact() -> None:
             d = probability_digits(key, s, T, 40)
             assert int.from_bytes(bytes(d), "big") == w, key
             assert probability_digits(key, s, T, 16) == d[:16]
+
+
+class _Words:
+    """A stand-in generator that returns given words (the layout test reads them back)."""
+
+    def __init__(self, words: list[int]) -> None:
+        self.words = words
+
+    def integers(self, low, high, size, dtype, endpoint):  # noqa: ANN001 - numpy's signature
+        out = np.array((self.words + [0] * size)[:size], dtype=np.uint64)
+        self.words = self.words[size:]
+        return out
+
+
+def test_one_word_layout() -> None:
+    """A draw at a = 1 (G = 1) reads one word: field 0 (bits 0-15) against Pr(Z > 0) and
+    Pr(Z != 0), field 1 (bits 16-31) against the tail, field 2 (bits 32-47) inverted through the
+    CDF of the geometric's byte; the next draw starts at the next word."""
+    a = 1.0
+    s, T = dyadic_parameter(a)
+    p_pos, p_nz = 1 / (1 + math.e), 2 / (1 + math.e)
+    cdf = [(1 - math.exp(-a * (v + 1))) / (1 - math.exp(-256 * a)) for v in range(256)]
+    fields = [(0x1000, 0xFFFF, 0x0100), (int(0.5 * 65536), 0xFFFF, int(0.8 * 65536)), (0xF000, 0, 0)]
+    words = [f0 | f1 << 16 | f2 << 32 for f0, f1, f2 in fields]
+    stream = WordStream(np.random.default_rng(0))
+    stream.rng = _Words(words)  # type: ignore[assignment]
+    z = stream.discrete_laplace(s, T, 3)
+    want = []
+    for f0, _, f2 in fields:
+        u0, u2 = f0 / 65536, f2 / 65536
+        sign = 1 if u0 < p_pos else -1 if u0 < p_nz else 0
+        want.append(sign * (1 + next(v for v in range(256) if u2 < cdf[v])))
+    assert z.tolist() == want == [1, -2, 0]
+    assert stream.words_read == 3
 
 
 def test_word_stream_does_not_depend_on_the_chunking() -> None:
