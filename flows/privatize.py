@@ -33,6 +33,8 @@ from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.publication import build_manifest
 from privgraph.errors import ValidationFailedError
 from privgraph.preflight import check_before_reading, planned_ledger, resolve_store
+from privgraph.storage import open_store
+from privgraph.storage.parts import open_parts_area
 from privgraph.storage.private_record import input_identity, write_private_record
 from privgraph.validation import enforce
 from tasks.embed import ingest_with_features
@@ -74,24 +76,32 @@ def privatize_flow(
     if cfg.scores is not None:
         # the scores receive the declared-public rows only: a graph of those rows, nothing else
         theta_scores = scores(disclosure.public_rows(graph), cfg.scores, stage_seed(root, "scores"), cfg.embed, cfg.dataset.root)
-    result = privatize(graph, parts, cfg, stage_seed(root, "privatize"), None if theta_scores is None else theta_scores.theta,
-                       name=pipeline)
-    if theta_scores is not None and theta_scores.guarantee is not None:
-        # private labels randomized to train the SHAP surrogate: charged to the labels scope
-        result.ledger.record(LedgerEntry(
-            stage="scores.labels", mechanism="label_rr", guarantee=theta_scores.guarantee,
-            partitions=tuple(range(len(parts.parts))), params={"epsilon": theta_scores.guarantee.epsilon},
-        ))
-    policy = BudgetPolicy(cfg.budget, cfg.budget_delta)
-    report = validate(result.graph, result.ledger, policy, result.stats.get("feature_range"))
+    # the staging time is fixed here, once: a retried stage resumes the same version id. With
+    # partitions.layout files the partitions' tasks write the version's objects into a parts area
+    # of the store, which a refusal or failure before the commit removes
+    created = dt.datetime.now(dt.timezone.utc)
+    area = open_parts_area(open_store(store_uri), pipeline, created) if cfg.partitions.layout == "files" else None
     try:
-        enforce(report)  # exit code 3, nothing written
+        result = privatize(graph, parts, cfg, stage_seed(root, "privatize"), None if theta_scores is None else theta_scores.theta,
+                           name=pipeline, parts_area=area)
+        if theta_scores is not None and theta_scores.guarantee is not None:
+            # private labels randomized to train the SHAP surrogate: charged to the labels scope
+            result.ledger.record(LedgerEntry(
+                stage="scores.labels", mechanism="label_rr", guarantee=theta_scores.guarantee,
+                partitions=tuple(range(len(parts.parts))), params={"epsilon": theta_scores.guarantee.epsilon},
+            ))
+        policy = BudgetPolicy(cfg.budget, cfg.budget_delta)
+        report = validate(result.graph, result.ledger, policy, result.stats.get("feature_range"))
+        try:
+            enforce(report)  # exit code 3, nothing written
+        except BaseException:
+            publish_ledger(pipeline, None, result.ledger.to_dict(), report.to_dict())  # the refused ledger, in the UI
+            raise
+        pending = stage(store_uri, pipeline, result.graph, created, area, result.parts)
     except BaseException:
-        publish_ledger(pipeline, None, result.ledger.to_dict(), report.to_dict())  # the refused ledger, in the UI
+        if area is not None:
+            area.abort()
         raise
-
-    # the staging time is fixed here, once: a retried stage resumes the same version id
-    pending = stage(store_uri, pipeline, result.graph, dt.datetime.now(dt.timezone.utc))
     label_flow_run(name=f"{pipeline}/{pending.version}")
     get_run_logger().info("staged %s/%s in %s (invisible until its manifest is written)", pipeline, pending.version, store_uri)
     record_path: Path | None = None

@@ -66,6 +66,9 @@ __all__ = [
     "privatize_partitioned",
     "privatize_through_files",
     "runs_partitioned",
+    "commit_release_parts",
+    "store_partitioned_release",
+    "write_release_parts",
     "write_partitioned_input",
 ]
 
@@ -364,6 +367,66 @@ def load_partitioned_release(source: str | Path, release: str | Path) -> GraphDa
     )
 
 
+def _store_file_part(i: int, seed: np.random.SeedSequence, *, source: str, out: str, area: Any) -> dict[str, Any]:
+    """Partition ``i`` of the release, written by its task into the store's parts area as the
+    version's objects (:func:`~privgraph.storage.graph_io.part_to_objects`): the released rows
+    and edges from ``out``, the rest (public edges, splits, unprivatized fields) from ``source``.
+    Returns the objects' ``{"sha256", "size"}`` by name. ``seed`` is unused (no randomness)."""
+    from privgraph.storage.graph_io import GraphPart, part_to_objects
+
+    src, rel = _part_dir(Path(source), i), _part_dir(Path(out), i)
+    fields = {f: _load(rel / f"{f}.npy" if (rel / f"{f}.npy").is_file() else src / f"{f}.npy")
+              for f in _ROW_FIELDS if (src / f"{f}.npy").is_file()}
+    private = _load(rel / "edges_private.npy") if (rel / "edges_private.npy").is_file() else np.zeros((2, 0), np.int64)
+    part = GraphPart(index=i, nodes=_load(src / "nodes.npy"), fields=fields,
+                     edges_public=_load(src / "edges_public.npy"), edges_private=private)
+    return {name: area.put(name, blob) for name, blob in part_to_objects(part).items()}
+
+
+def write_release_parts(source: str | Path, release: str | Path, area: Any, *,
+                        executor: Executor | None = None) -> dict[str, dict[str, Any]]:
+    """Each partition's task writes its part of the release under ``release`` into ``area`` (a
+    :class:`~privgraph.storage.parts.PartsArea`, local or S3) as a partitioned version's objects;
+    returns their ``{"sha256", "size"}`` by name (a few bytes per partition: what the client
+    holds). On any failure the area is removed."""
+    num_parts = int(_layout(Path(source))["num_parts"])
+    try:
+        written = map_partitions(_store_file_part, list(range(num_parts)),
+                                 partition_seeds(np.random.SeedSequence(0), num_parts), executor=executor,
+                                 source=str(source), out=str(release), area=area)
+    except BaseException:
+        area.abort()
+        raise
+    return {name: meta for objects in written for name, meta in objects.items()}
+
+
+def commit_release_parts(area: Any, parts: dict[str, dict[str, Any]], num_nodes: int) -> Any:
+    """The staged version (:class:`~privgraph.storage.staging.PendingVersion`) of the parts the
+    tasks wrote: ``graph.json`` written by the client, the parts copied into the version without
+    being read (:meth:`~privgraph.storage.parts.PartsArea.commit`; a failed commit keeps the
+    area, for a retry)."""
+    from privgraph.storage.graph_io import GRAPH_INFO, NODES, partitioned_graph_info
+
+    num_parts = sum(name.endswith("." + NODES) for name in parts)
+    return area.commit(parts, {GRAPH_INFO: partitioned_graph_info(num_nodes, num_parts, sorted(parts))})
+
+
+def store_partitioned_release(source: str | Path, release: PartitionedRelease, area: Any, *,
+                              executor: Executor | None = None) -> Any:
+    """Write ``release`` into the store as a PARTITIONED version and return it staged (a
+    :class:`~privgraph.storage.staging.PendingVersion`: publish its manifest, or abort it):
+    :func:`write_release_parts`, then :func:`commit_release_parts`. The version loads
+    (:meth:`~privgraph.storage.base.ArtifactStore.load_graph`) to the same graph as
+    :func:`load_partitioned_release`; :meth:`~privgraph.storage.base.ArtifactStore.iter_parts`
+    streams it partition by partition. On any failure the area is removed."""
+    parts = write_release_parts(source, release.directory, area, executor=executor)
+    try:
+        return commit_release_parts(area, parts, int(_layout(Path(source))["num_nodes"]))
+    except BaseException:
+        area.abort()
+        raise
+
+
 def privatize_through_files(
     graph: GraphData,
     *,
@@ -375,12 +438,18 @@ def privatize_through_files(
     root_seed: np.random.SeedSequence,
     executor: Executor | None = None,
     stage: str = "privatize",
+    parts_area: Any | None = None,
 ) -> PrivatizationResult:
     """:func:`~privgraph.privatize.privatize_graph`'s result, computed in the partitioned layout:
     the graph written as a partitioned input in a fresh directory under ``staging`` (the owner's:
     it holds private rows), privatized by tasks that read and write their own partition's files,
     read back, and the directory removed. The same bytes, ledger and stats as ``privatize_graph``
     on the same partitioning and seed (public edges and meta kept as they are).
+
+    With ``parts_area`` (a :class:`~privgraph.storage.parts.PartsArea` of the version's store)
+    the tasks also write their part of the release there, as a partitioned version's objects
+    (:func:`write_release_parts`), and ``parts`` of the result holds their checksums, for the
+    stage step to commit (:func:`commit_release_parts`) once the release is validated.
 
     Used by the privatize stage when a pipeline sets ``partitions.layout: files``; the mechanisms
     are checked before anything is written.
@@ -392,6 +461,7 @@ def privatize_through_files(
         source = write_partitioned_input(graph, partitioning, Path(tmp) / "input")
         res = privatize_partitioned(source, Path(tmp) / "release", features=features, edges=edges, labels=labels,
                                     root_seed=root_seed, executor=executor, stage=stage)
+        parts = None if parts_area is None else write_release_parts(source, res.directory, parts_area, executor=executor)
         loaded = load_partitioned_release(source, res.directory)
     changes: dict[str, Any] = {"meta": {**graph.meta, "privatized": True}}
     if features is not None:
@@ -400,4 +470,5 @@ def privatize_through_files(
         changes["y"] = loaded.y
     if edges is not None:
         changes["edges_private"] = loaded.edges_private
-    return PrivatizationResult(graph=graph.replace(**changes), ledger=res.ledger, stats=res.stats, release=res.release)
+    return PrivatizationResult(graph=graph.replace(**changes), ledger=res.ledger, stats=res.stats, release=res.release,
+                               parts=parts)

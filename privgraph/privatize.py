@@ -39,6 +39,10 @@ class PrivatizationResult:
       stored objects (the manifest's ``graph`` section holds their counts).
     * ``private_record``: run diagnostics computed from private data that NO guarantee covers
       (e.g. an MCMC log-likelihood trace). Goes to the run's private record, never to the store.
+
+    ``parts``: where the partitions' tasks wrote the version's objects into the store's parts
+    area themselves (:func:`privgraph.partitioned.privatize_through_files`), their checksums by
+    name, for the stage step to commit; ``None`` when the client stores the graph.
     """
 
     graph: GraphData
@@ -46,6 +50,7 @@ class PrivatizationResult:
     stats: dict[str, Any]
     private_record: dict[str, Any] = dataclasses.field(default_factory=dict)
     release: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    parts: dict[str, dict[str, Any]] | None = None
 
 
 def _features_part(x_rows: np.ndarray, seed: np.random.SeedSequence, *, mechanism: Any) -> np.ndarray:

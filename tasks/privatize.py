@@ -14,6 +14,7 @@ from privgraph.mechanisms import build_mechanism
 from privgraph.partition import Partitioning
 from privgraph.partitioned import privatize_through_files
 from privgraph.privatize import PrivatizationResult, privatize_graph
+from privgraph.storage.parts import PartsArea
 from privgraph.storage.private_record import private_refusals
 from tasks.observe import logged_executor
 
@@ -26,10 +27,13 @@ def privatize(
     root_seed: np.random.SeedSequence,
     theta: np.ndarray | None = None,
     name: str | None = None,
+    parts_area: PartsArea | None = None,
 ) -> PrivatizationResult:
     """The seed sequence is an argument: a retried run of this task re-draws the same noise.
     ``theta`` (from the scores stage) sets FeatureRR's per-feature budget shares. ``name``: the
-    pipeline's, for the Dask dashboard's link artifact and the owner's record of a refusal."""
+    pipeline's, for the Dask dashboard's link artifact and the owner's record of a refusal.
+    ``parts_area`` (layout ``files``): the store's area where the partitions' tasks write the
+    version's objects themselves."""
     fparams = None if config.features is None else config.features.params()
     if theta is not None and fparams is not None:
         fparams["theta"] = theta
@@ -44,6 +48,7 @@ def privatize(
             return privatize_through_files(
                 graph, partitioning=partitioning, staging=Path(config.private_records) / "staging",
                 features=features, edges=edges, labels=labels, root_seed=root_seed, executor=ex,
+                parts_area=parts_area,
             )
         return privatize_graph(
             graph, features=features, edges=edges, labels=labels, partitioning=partitioning,

@@ -10,6 +10,8 @@ from prefect.cache_policies import NO_CACHE
 
 from privgraph.graph import GraphData
 from privgraph.storage import open_store
+from privgraph.partitioned import commit_release_parts
+from privgraph.storage.parts import PartsArea
 from privgraph.storage.staging import PendingVersion
 from privgraph.storage.graph_io import graph_to_objects
 from privgraph.storage.private_record import owner_signing_key
@@ -17,11 +19,16 @@ from privgraph.storage.staging import stage_version
 
 
 @task(name="stage", cache_policy=NO_CACHE, persist_result=False, retries=3, retry_delay_seconds=[2, 5, 15])
-def stage(store_uri: str, pipeline: str, graph: GraphData, created: dt.datetime | None = None) -> PendingVersion:
-    """Write the data objects (invisible to readers until the manifest is published).
+def stage(store_uri: str, pipeline: str, graph: GraphData, created: dt.datetime | None = None,
+          parts_area: PartsArea | None = None, parts: dict[str, dict[str, Any]] | None = None) -> PendingVersion:
+    """Write the data objects (invisible to readers until the manifest is published); or, where
+    the partitions' tasks wrote them into ``parts_area`` (``parts``: their checksums), commit
+    them as a partitioned version without reading them.
 
     The staging time is fixed once, before the first attempt, so a retry after a store outage
     resumes the same version id instead of leaving a half-staged one behind."""
+    if parts_area is not None and parts is not None:
+        return commit_release_parts(parts_area, parts, graph.num_nodes)
     created = created or dt.datetime.now(dt.timezone.utc)
     return stage_version(open_store(store_uri), pipeline, graph_to_objects(graph), created=created)
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
@@ -239,8 +240,10 @@ def _wait_for_replacement(client: Any, killed: tuple[str, int] | None) -> None:
 def test_dask_worker_killed_mid_privatize_gives_the_same_private_graph(tmp_path: Path) -> None:
     """A worker is killed mid-privatize in each layout; its tasks rerun elsewhere with the same
     seeds. With ``partitions.layout: files`` a rerun task rewrites its partition's files with the
-    same bytes (each file replaced atomically). Both faulted runs store the fault-free memory
-    layout's objects, and the files layout leaves the owner's staging area empty."""
+    same bytes (each file replaced atomically) and its part of the version in the store's parts
+    area. The faulted memory run stores the fault-free run's objects; the faulted files run a
+    partitioned version of the same graph; the files layout leaves the owner's staging area and
+    the store's parts areas empty."""
     from distributed import Client
 
     port = _free_port()
@@ -278,9 +281,15 @@ def test_dask_worker_killed_mid_privatize_gives_the_same_private_graph(tmp_path:
                 p.wait(timeout=30)
     assert all(killed.values()), f"the privatize tasks finished before a worker could be killed: {killed}"
     ref = _digests(tmp_path / "ref" / "store" / "p" / versions["ref"])
-    for case in ("memory", "files"):  # the same private graph, object for object
-        assert _digests(tmp_path / case / "store" / "p" / versions[case]) == ref, case
+    assert _digests(tmp_path / "memory" / "store" / "p" / versions["memory"]) == ref  # object for object
+    from privgraph.storage import LocalStore
+
+    whole = LocalStore(tmp_path / "ref" / "store").load_graph("p", versions["ref"])[0]
+    parted = LocalStore(tmp_path / "files" / "store").load_graph("p", versions["files"])[0]
+    for field in ("x", "y", "edges_public", "edges_private", "train_mask", "val_mask", "test_mask"):
+        assert np.array_equal(getattr(whole, field), getattr(parted, field)), field
     assert list((tmp_path / "files" / "private" / "staging").iterdir()) == []
+    assert sorted(p.name for p in (tmp_path / "files" / "store" / "p").iterdir()) == [versions["files"]]
 
 
 class _suppress:

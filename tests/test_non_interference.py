@@ -21,8 +21,9 @@ Timestamps, ids, durations, the version id (a hash of the stored objects) and ea
 temporary directory are normalised. What may then differ between the two runs is only:
 
 * the stored object that the mechanism covering the change outputs (``edges.parquet`` or GAP's
-  ``aggregates.npy`` for an edge, ``features.npy`` for a feature row, ``labels.npy`` for a label)
-  and its checksum in the manifest;
+  ``aggregates.npy`` for an edge, ``features.npy`` for a feature row, ``labels.npy`` for a label;
+  in a partitioned version, the ``part-<i>.`` objects of that name) and its checksum in the
+  manifest;
 * the manifest sections that are functions of the stored objects, each RECOMPUTED here from the
   stored objects alone and required equal to what was published: ``graph`` (their counts) and
   ``metrics`` (recomputed in a fresh process, started once for the module, from the stored version
@@ -499,7 +500,8 @@ def _allowed(path: str, scope: str) -> bool:
     """What the covering mechanism's output may move: its stored object(s) and their checksum,
     and the manifest sections recomputed from the stored objects (plus their copies: the
     metrics in run --ci's JSON and the metrics artifact, each checked equal to the manifest's)."""
-    if any(path.startswith(f"objects.{obj}") or path.startswith(f"manifest.objects.{obj}") for obj in OBJECT[scope]):
+    stored = re.match(r"^(?:manifest\.)?objects\.(?:part-\d{5}\.)?(.+)$", path)  # a partitioned version's part too
+    if stored and any(stored.group(1).startswith(obj) for obj in OBJECT[scope]):
         return True
     if any(path == f"manifest.{d}" or path.startswith(f"manifest.{d}.") for d in DERIVED):
         return True

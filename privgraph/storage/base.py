@@ -14,7 +14,9 @@ one.
 Backends implement six primitives over ``/``-separated keys: :meth:`~ArtifactStore._put_new`
 (refuses to overwrite), :meth:`~ArtifactStore._get`, :meth:`~ArtifactStore._exists`,
 :meth:`~ArtifactStore._list_prefixes`, :meth:`~ArtifactStore._list_names` and
-:meth:`~ArtifactStore._delete`, and :meth:`~ArtifactStore.check_writable`.
+:meth:`~ArtifactStore._delete`, and :meth:`~ArtifactStore.check_writable`; and override
+:meth:`~ArtifactStore._copy_new` (commit of objects that workers staged, see
+:mod:`privgraph.storage.parts`) with a copy that does not pass the bytes through the caller.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import datetime as dt
 import hashlib
 import json
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from privgraph.errors import ArtifactError, ArtifactIntegrityError
@@ -34,6 +36,7 @@ from privgraph.storage.seal import SEAL_FIELD, check_seal
 
 if TYPE_CHECKING:
     from privgraph.graph import GraphData
+    from privgraph.storage.graph_io import GraphPart
 
 __all__ = [
     "ArtifactStore",
@@ -172,6 +175,12 @@ class ArtifactStore(abc.ABC):
     @abc.abstractmethod
     def _delete(self, key: str) -> None:
         """Delete ``key`` if present (cleanup of a failed write's data objects)."""
+
+    def _copy_new(self, src: str, dst: str) -> None:
+        """Copy the object at ``src`` to ``dst``, which must not exist (ArtifactExistsError). This
+        default reads and writes the bytes; the backends override it with a copy that never
+        passes them through the caller (a hard link, a server-side copy)."""
+        self._put_new(dst, self._get(src))
 
     def _remove_staged(self, pipeline: str, version: str) -> None:
         """Delete everything a staged (unpublished) version left: its data objects and, where the
@@ -359,6 +368,27 @@ class ArtifactStore(abc.ABC):
             except KeyError:
                 raise ArtifactError(f"staged {pipeline}/{version} lacks its object {name!r}") from None
         return objects_to_graph(objects), None
+
+    def iter_parts(self, pipeline: str, version: str) -> Iterator[GraphPart]:
+        """A partitioned version (:func:`~privgraph.partitioned.store_partitioned_release`) one
+        partition at a time: each :class:`~privgraph.storage.graph_io.GraphPart` read and
+        verified against the manifest when it is reached, so a reader holds one partition's
+        rows and edges at once. The version's whole graph is :meth:`load_graph`.
+
+        Raises:
+            ArtifactError: no such version, or it is not partitioned.
+            ArtifactIntegrityError: an object fails its checksum.
+        """
+        from privgraph.storage.graph_io import GRAPH_INFO, part_from_objects, part_prefix, read_graph_info
+
+        manifest = self.read_manifest(pipeline, version)
+        info = read_graph_info(self._read_verified(pipeline, version, GRAPH_INFO, manifest))
+        if not info.get("parts"):
+            raise ArtifactError(f"{pipeline}/{version} is not a partitioned version; read it with load_graph")
+        for i in range(info["parts"]):
+            pre = part_prefix(i)
+            names = [n for n in manifest["objects"] if n.startswith(pre)]
+            yield part_from_objects(i, {n: self._read_verified(pipeline, version, n, manifest) for n in names})
 
     # -- listing --------------------------------------------------------------------------------
     def _pipelines(self) -> list[str]:

@@ -26,6 +26,7 @@ content hash. ``GraphData.meta`` is not written: public metadata belongs in the 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import zipfile
@@ -49,6 +50,12 @@ __all__ = [
     "SPLITS",
     "AGGREGATES",
     "GRAPH_INFO",
+    "GraphPart",
+    "assemble_parts",
+    "part_from_objects",
+    "part_prefix",
+    "part_to_objects",
+    "partitioned_graph_info",
 ]
 
 FEATURES = "features.npy"
@@ -57,6 +64,7 @@ EDGES = "edges.parquet"
 SPLITS = "splits.npz"
 AGGREGATES = "aggregates.npy"
 GRAPH_INFO = "graph.json"
+NODES = "nodes.npy"
 GRAPH_FORMAT = "privgraph.graph/1"
 
 _KINDS = ("public", "private")
@@ -86,9 +94,9 @@ def _sorted_edges(e: np.ndarray) -> np.ndarray:
     return e[:, order]
 
 
-def _edges_bytes(graph: GraphData) -> bytes:
-    pub = _sorted_edges(graph.edges_public)
-    pri = _sorted_edges(graph.edges_private)
+def _edges_bytes(edges_public: np.ndarray, edges_private: np.ndarray) -> bytes:
+    pub = _sorted_edges(edges_public)
+    pri = _sorted_edges(edges_private)
     src = np.concatenate([pub[0], pri[0]]).astype(np.int64)
     dst = np.concatenate([pub[1], pri[1]]).astype(np.int64)
     kind = ["public"] * pub.shape[1] + ["private"] * pri.shape[1]
@@ -122,7 +130,7 @@ def graph_to_objects(graph: GraphData) -> dict[str, bytes]:
         objects[FEATURES] = _npy_bytes(graph.x)
     if graph.y is not None:
         objects[LABELS] = _npy_bytes(graph.y)
-    objects[EDGES] = _edges_bytes(graph)
+    objects[EDGES] = _edges_bytes(graph.edges_public, graph.edges_private)
     masks = {m: getattr(graph, m) for m in SPLIT_MASKS if getattr(graph, m) is not None}
     if masks:
         objects[SPLITS] = _npz_bytes(masks)
@@ -134,7 +142,8 @@ def graph_to_objects(graph: GraphData) -> dict[str, bytes]:
 
 
 def read_graph_info(blob: bytes) -> dict:
-    """Parse and check ``graph.json``: ``{"format", "num_nodes", "objects"}``."""
+    """Parse and check ``graph.json``: ``{"format", "num_nodes", "objects"}`` and, for a
+    partitioned version, ``parts``."""
     try:
         info = json.loads(blob)
     except (UnicodeDecodeError, ValueError) as err:
@@ -146,6 +155,7 @@ def read_graph_info(blob: bytes) -> dict:
         and not isinstance(info.get("num_nodes"), bool)
         and isinstance(info.get("objects"), list)
         and all(isinstance(n, str) for n in info["objects"])
+    and (info.get("parts") is None or (type(info["parts"]) is int and info["parts"] >= 1))
     )
     if not ok:
         raise ArtifactError(f"{GRAPH_INFO}: not a {GRAPH_FORMAT!r} record: {info!r}")
@@ -159,8 +169,39 @@ def _load_npy(blob: bytes, name: str) -> np.ndarray:
         raise ArtifactError(f"{name}: not a readable .npy array: {err}") from None
 
 
+def _read_edges(blob: bytes, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(edges [2, m], is_public [m])`` of an edges table."""
+    try:
+        table = read_parquet_bytes(blob, columns=["src", "dst", "kind"])
+    except (pa.ArrowException, OSError) as err:
+        raise ArtifactError(f"{name}: not a readable parquet table with src, dst, kind: {err}") from None
+    src = table.column("src").to_numpy().astype(np.int64, copy=False)
+    dst = table.column("dst").to_numpy().astype(np.int64, copy=False)
+    kind = np.asarray(table.column("kind").to_pylist(), dtype=object)
+    unknown = sorted(set(kind.tolist()) - set(_KINDS))
+    if unknown:
+        raise ArtifactError(f"{name}: unknown edge kinds {unknown} (expected {list(_KINDS)})")
+    return np.stack([src, dst]), kind == "public"
+
+
+def _row_fields(objects: Mapping[str, bytes], prefix: str = "") -> dict[str, np.ndarray]:
+    """The per-node arrays among ``objects`` (names after ``prefix``): x, y, aggregates, masks."""
+    out: dict[str, np.ndarray] = {}
+    for field, name in (("x", FEATURES), ("y", LABELS), ("aggregates", AGGREGATES)):
+        if prefix + name in objects:
+            out[field] = _load_npy(objects[prefix + name], prefix + name)
+    if prefix + SPLITS in objects:
+        try:
+            with np.load(io.BytesIO(objects[prefix + SPLITS]), allow_pickle=False) as npz:
+                out.update({m: npz[m] for m in SPLIT_MASKS if m in npz.files})
+        except (ValueError, OSError, zipfile.BadZipFile) as err:
+            raise ArtifactError(f"{prefix + SPLITS}: not a readable .npz archive: {err}") from None
+    return out
+
+
 def objects_to_graph(objects: Mapping[str, bytes], num_nodes: int | None = None) -> GraphData:
-    """Rebuild a :class:`GraphData` from the objects of :func:`graph_to_objects`.
+    """Rebuild a :class:`GraphData` from the objects of :func:`graph_to_objects` (or of a
+    partitioned version, :func:`part_to_objects`: its parts assembled by :func:`assemble_parts`).
 
     Args:
         objects: objects by name (extra names are ignored); ``edges.parquet`` is required.
@@ -169,49 +210,117 @@ def objects_to_graph(objects: Mapping[str, bytes], num_nodes: int | None = None)
 
     Raises:
         ArtifactError: ``edges.parquet`` is missing or unreadable, an edge kind is unknown, or
-            the number of nodes is unknown or disagrees with ``graph.json``.
+            the number of nodes is unknown or disagrees with ``graph.json``; a part is missing
+            or its nodes, rows or edges do not fit the others.
         GraphValidationError: the arrays do not form a valid graph.
     """
-    if GRAPH_INFO in objects:
-        info_n = read_graph_info(objects[GRAPH_INFO])["num_nodes"]
-        if num_nodes is not None and num_nodes != info_n:
-            raise ArtifactError(f"num_nodes={num_nodes} but {GRAPH_INFO} says {info_n}")
-        num_nodes = info_n
+    info = read_graph_info(objects[GRAPH_INFO]) if GRAPH_INFO in objects else None
+    if info is not None:
+        if num_nodes is not None and num_nodes != info["num_nodes"]:
+            raise ArtifactError(f"num_nodes={num_nodes} but {GRAPH_INFO} says {info['num_nodes']}")
+        num_nodes = info["num_nodes"]
     if num_nodes is None:
         raise ArtifactError(f"the number of nodes is unknown: pass num_nodes or include {GRAPH_INFO}")
+    if info is not None and info.get("parts"):
+        parts = [part_from_objects(i, objects) for i in range(info["parts"])]
+        return assemble_parts(parts, num_nodes, _row_fields(objects))
     if EDGES not in objects:
         raise ArtifactError(f"artifact objects lack {EDGES!r}; got {sorted(objects)}")
-    try:
-        table = read_parquet_bytes(objects[EDGES], columns=["src", "dst", "kind"])
-    except (pa.ArrowException, OSError) as err:
-        raise ArtifactError(f"{EDGES}: not a readable parquet table with src, dst, kind: {err}") from None
-    src = table.column("src").to_numpy().astype(np.int64, copy=False)
-    dst = table.column("dst").to_numpy().astype(np.int64, copy=False)
-    kind = np.asarray(table.column("kind").to_pylist(), dtype=object)
-    unknown = sorted(set(kind.tolist()) - set(_KINDS))
-    if unknown:
-        raise ArtifactError(f"{EDGES}: unknown edge kinds {unknown} (expected {list(_KINDS)})")
-    edges = np.stack([src, dst])
-    is_pub = kind == "public"
+    edges, is_pub = _read_edges(objects[EDGES], EDGES)
+    return GraphData(num_nodes=num_nodes, edges_public=edges[:, is_pub], edges_private=edges[:, ~is_pub],
+                     **_row_fields(objects))
 
-    kwargs = {}
-    if FEATURES in objects:
-        kwargs["x"] = _load_npy(objects[FEATURES], FEATURES)
-    if LABELS in objects:
-        kwargs["y"] = _load_npy(objects[LABELS], LABELS)
-    if AGGREGATES in objects:
-        kwargs["aggregates"] = _load_npy(objects[AGGREGATES], AGGREGATES)
-    if SPLITS in objects:
-        try:
-            with np.load(io.BytesIO(objects[SPLITS]), allow_pickle=False) as npz:
-                for m in SPLIT_MASKS:
-                    if m in npz.files:
-                        kwargs[m] = npz[m]
-        except (ValueError, OSError, zipfile.BadZipFile) as err:
-            raise ArtifactError(f"{SPLITS}: not a readable .npz archive: {err}") from None
-    return GraphData(
-        num_nodes=num_nodes,
-        edges_public=edges[:, is_pub],
-        edges_private=edges[:, ~is_pub],
-        **kwargs,
-    )
+
+# -- partitioned versions ------------------------------------------------------------------------
+def part_prefix(i: int) -> str:
+    """The name prefix of partition ``i``'s objects: ``part-00000.``."""
+    return f"part-{i:05d}."
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphPart:
+    """One partition of a partitioned version: its node ids (sorted), their rows (``fields``:
+    ``x``, ``y``, the split masks present) and the edges whose smaller end is one of them."""
+
+    index: int
+    nodes: np.ndarray
+    fields: dict[str, np.ndarray]
+    edges_public: np.ndarray
+    edges_private: np.ndarray
+
+
+def part_to_objects(part: GraphPart) -> dict[str, bytes]:
+    """The objects of one partition (what its worker writes): ``part-<i>.nodes.npy``,
+    ``.features.npy``, ``.labels.npy``, ``.splits.npz`` (those present) and ``.edges.parquet``
+    (public rows, then private rows, each sorted: the order of a mechanism's output is not kept)."""
+    pre = part_prefix(part.index)
+    objects = {pre + NODES: _npy_bytes(np.asarray(part.nodes, dtype=np.int64))}
+    for field, name in (("x", FEATURES), ("y", LABELS)):
+        if field in part.fields:
+            objects[pre + name] = _npy_bytes(part.fields[field])
+    masks = {m: part.fields[m] for m in SPLIT_MASKS if m in part.fields}
+    if masks:
+        objects[pre + SPLITS] = _npz_bytes(masks)
+    objects[pre + EDGES] = _edges_bytes(part.edges_public, part.edges_private)
+    return objects
+
+
+def partitioned_graph_info(num_nodes: int, num_parts: int, names: list[str]) -> bytes:
+    """``graph.json`` of a partitioned version: ``parts`` (their number) beside the usual keys."""
+    info = {"format": GRAPH_FORMAT, "num_nodes": int(num_nodes), "objects": sorted([*names, GRAPH_INFO]),
+            "parts": int(num_parts)}
+    return (json.dumps(info, sort_keys=True) + "\n").encode()
+
+
+def part_from_objects(i: int, objects: Mapping[str, bytes]) -> GraphPart:
+    """Partition ``i`` read back from its objects (see :func:`part_to_objects`)."""
+    pre = part_prefix(i)
+    for name in (NODES, EDGES):
+        if pre + name not in objects:
+            raise ArtifactError(f"the partitioned version lacks {pre + name!r}")
+    nodes = _load_npy(objects[pre + NODES], pre + NODES)
+    fields = _row_fields(objects, pre)
+    for field, rows in fields.items():
+        if rows.shape[:1] != nodes.shape:
+            raise ArtifactError(f"{pre}{field}: {rows.shape[0]} rows for {nodes.size} nodes")
+    edges, is_pub = _read_edges(objects[pre + EDGES], pre + EDGES)
+    return GraphPart(index=i, nodes=nodes, fields=fields, edges_public=edges[:, is_pub], edges_private=edges[:, ~is_pub])
+
+
+def assemble_parts(parts: list[GraphPart], num_nodes: int, extra: Mapping[str, np.ndarray] | None = None) -> GraphData:
+    """The whole graph of a partitioned version: rows placed by node id, edges of each kind in
+    ``(src, dst)`` order (so it equals the graph of the same release stored whole).
+
+    Raises:
+        ArtifactError: the parts' nodes do not cover ``0 .. n-1`` exactly once, the parts hold
+            different fields, or a part holds an edge whose smaller end is not its own.
+    """
+    owner = np.full(num_nodes, -1, dtype=np.int64)
+    for p in parts:
+        if p.nodes.ndim != 1 or (p.nodes.size and (p.nodes.min() < 0 or p.nodes.max() >= num_nodes)) \
+                or np.any(owner[p.nodes] >= 0) or np.unique(p.nodes).size != p.nodes.size:
+            raise ArtifactError(f"{part_prefix(p.index)}nodes: not disjoint node ids in [0, {num_nodes})")
+        owner[p.nodes] = p.index
+    if np.any(owner < 0):
+        raise ArtifactError(f"the parts cover {int(np.count_nonzero(owner >= 0))} of {num_nodes} nodes")
+    names = {frozenset(p.fields) for p in parts}
+    if len(names) > 1:
+        raise ArtifactError(f"the parts hold different fields: {sorted(sorted(n) for n in names)}")
+    fields: dict[str, np.ndarray] = dict(extra or {})
+    for field in (names.pop() if names else ()):
+        first = parts[0].fields[field]
+        full = np.empty((num_nodes, *first.shape[1:]), dtype=first.dtype)
+        for p in parts:
+            full[p.nodes] = p.fields[field]
+        fields[field] = full
+    kinds = {}
+    for kind in ("edges_public", "edges_private"):
+        for p in parts:
+            e = getattr(p, kind)
+            if e.size and np.any(owner[np.minimum(e[0], e[1]).clip(0, num_nodes - 1)] != p.index):
+                raise ArtifactError(f"{part_prefix(p.index)}{EDGES}: an edge whose smaller end is another part's")
+        e = np.concatenate([getattr(p, kind) for p in parts], axis=1) if parts else np.zeros((2, 0), np.int64)
+        kinds[kind] = _sorted_edges(e.astype(np.int64, copy=False))
+    return GraphData(num_nodes=num_nodes, **kinds, **fields)
+
+

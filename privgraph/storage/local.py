@@ -153,6 +153,18 @@ class LocalStore(ArtifactStore):
         with contextlib.suppress(OSError):
             folder.rmdir()
 
+    def _copy_new(self, src: str, dst: str) -> None:
+        """A hard link at ``dst`` (atomic; fails if it exists): no byte is read or copied."""
+        source, final = self._path(src), self._path(dst)
+        if not source.is_file():
+            raise KeyError(src)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, final)
+        except FileExistsError:
+            raise ArtifactExistsError(f"{final} exists already; artifacts are never overwritten") from None
+        _fsync_dir(final.parent)
+
     def _delete(self, key: str) -> None:
         path = self._path(key)
         with contextlib.suppress(FileNotFoundError):

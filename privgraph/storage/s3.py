@@ -168,5 +168,18 @@ class S3Store(ArtifactStore):
             names += [o["Key"][len(full):] for o in page.get("Contents", [])]
         return sorted(n for n in names if n)
 
+    def _copy_new(self, src: str, dst: str) -> None:
+        """A server-side copy (boto3's managed ``copy``: CopyObject, or UploadPartCopy above its
+        multipart threshold; no byte passes through this process). S3 has no conditional copy:
+        ``dst`` is checked first, and its key holds a content hash and a microsecond time, so no
+        other writer targets it."""
+        if not self._exists(src):
+            raise KeyError(src)
+        if self._exists(dst):
+            raise ArtifactExistsError(
+                f"s3://{self.bucket}/{self._s3_key(dst)} exists already; artifacts are never overwritten"
+            )
+        self._client.copy({"Bucket": self.bucket, "Key": self._s3_key(src)}, self.bucket, self._s3_key(dst))
+
     def _delete(self, key: str) -> None:
         self._client.delete_object(Bucket=self.bucket, Key=self._s3_key(key))

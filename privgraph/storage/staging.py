@@ -31,6 +31,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -189,8 +190,13 @@ def stage_version(
     )
 
 
+#: the name of a parts area (:mod:`privgraph.storage.parts`) under its pipeline: never a version id
+PARTS_AREA_RE = re.compile(r"^parts-(\d{8}T\d{12}Z)-[0-9a-f]{16}$")
+
+
 def gc_staged(store: ArtifactStore, min_age: dt.timedelta, *, dry_run: bool = False) -> list[tuple[str, str]]:
-    """Delete staged versions (data objects without a manifest: a killed run's leftovers) staged
+    """Delete staged versions (data objects without a manifest: a killed run's leftovers) and the
+    parts areas of releases never committed (:mod:`privgraph.storage.parts`), staged
     more than ``min_age`` ago, judged by the time in the version id. A run still staging is
     younger than any sensible ``min_age`` (e.g. a day); published versions are never touched.
     Returns the ``(pipeline, version)`` pairs removed (or, with ``dry_run``, that would be)."""
@@ -200,9 +206,11 @@ def gc_staged(store: ArtifactStore, min_age: dt.timedelta, *, dry_run: bool = Fa
     removed = []
     for p in store._pipelines():
         for v in store._list_prefixes(f"{p}/"):
-            if not _VERSION_RE.match(v) or store._exists(store._key(p, v, MANIFEST_NAME)):
+            area = PARTS_AREA_RE.match(v)  # a parts area (privgraph.storage.parts) never committed
+            if area is None and (not _VERSION_RE.match(v) or store._exists(store._key(p, v, MANIFEST_NAME))):
                 continue
-            staged = dt.datetime.strptime(v.split("-", 1)[0], _TIME_FORMAT).replace(tzinfo=dt.timezone.utc)
+            stamp = area.group(1) if area else v.split("-", 1)[0]
+            staged = dt.datetime.strptime(stamp, _TIME_FORMAT).replace(tzinfo=dt.timezone.utc)
             if staged > cutoff:
                 continue
             if not dry_run:

@@ -339,3 +339,36 @@ def test_attacks_and_the_graph_report_run_and_stay_private(harness, tmp_path):
     assert structure.startswith("# PRIVATE EVALUATION") and "(data:image/png;base64," in structure
     assert sum(gu["degree_histogram"]["original"]) == sum(gu["degree_histogram"]["released"]) == gu["nodes"]
     assert all("linkteller" not in d for k, d in arts.items() if k != "sbm-small-private-evaluation")
+
+
+def test_files_layout_publishes_a_partitioned_version_and_a_refusal_leaves_nothing(harness, tmp_path, monkeypatch):
+    """``partitions.layout: files``: the partitions' tasks write the version's objects into the
+    store's parts area, the stage step commits them; the staged partitioned version is evaluated
+    and published, streams part by part, and the parts area is gone. A checkpoint that refuses
+    after the tasks wrote their parts leaves no object in the store."""
+    from flows.privatize import privatize_flow
+    from privgraph.errors import ValidationFailedError
+    from privgraph.storage import open_store
+
+    cfg = _config(tmp_path, partitions={"num_parts": 3, "layout": "files"})
+    res = privatize_flow(pipeline="sbm-small", config_path=str(cfg))
+    store = open_store(tmp_path / "store")
+    objects = store.read_manifest("sbm-small", res["version"])["objects"]
+    assert sorted(n for n in objects if n.startswith("part-00000.")) == [
+        "part-00000.edges.parquet", "part-00000.features.npy", "part-00000.labels.npy", "part-00000.nodes.npy",
+        "part-00000.splits.npz"]
+    assert [p.index for p in store.iter_parts("sbm-small", res["version"])] == [0, 1, 2]
+    assert res["metrics"]["runs"] == 2  # the evaluation read the staged partitioned version
+    assert [p.name for p in (tmp_path / "store" / "sbm-small").iterdir()] == [res["version"]]
+
+    def refuse(report):
+        areas = list((tmp_path / "refused" / "store" / "sbm-small").glob("parts-*"))
+        assert len(areas) == 1 and len(list(areas[0].iterdir())) == 3 * 5  # the tasks wrote their parts
+        raise ValidationFailedError("refused by the test after the parts were written")
+
+    monkeypatch.setattr("flows.privatize.enforce", refuse)
+    (tmp_path / "refused").mkdir()
+    other = _config(tmp_path / "refused", partitions={"num_parts": 3, "layout": "files"})
+    with pytest.raises(ValidationFailedError, match="refused by the test"):
+        privatize_flow(pipeline="sbm-small", config_path=str(other))
+    assert not [p for p in (tmp_path / "refused" / "store").rglob("*") if p.is_file()]
