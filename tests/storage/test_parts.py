@@ -159,3 +159,27 @@ def test_parts_that_do_not_fit_are_refused():
     del objects["part-00001.edges.parquet"]
     with pytest.raises(ArtifactError, match="lacks 'part-00001.edges.parquet'"):
         objects_to_graph(objects)
+
+
+@pytest.mark.dask
+def test_dask_workers_write_their_parts_to_s3_themselves(source, release, moto_endpoint, s3_client, s3_bucket, monkeypatch):
+    """On a LocalCluster against moto's S3 server: the area pickles to the workers, each makes
+    its own S3 client and writes its partition's objects; the client process puts graph.json
+    only and copies the parts server-side. The version equals the local serial one."""
+    from privgraph.storage import LocalStore
+    from privgraph.storage.s3 import S3Store
+    from tasks.dask_executor import DaskExecutor
+
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(k, v)  # the workers' processes inherit them
+    store = S3Store(s3_bucket, "artifacts", endpoint_url=moto_endpoint)
+    puts: list[str] = []
+    original = S3Store._put_new
+    monkeypatch.setattr(S3Store, "_put_new", lambda self, key, data: puts.append(key) or original(self, key, data))
+    with DaskExecutor(n_workers=2, threads_per_worker=1) as ex:
+        pending = store_partitioned_release(source, release, open_parts_area(store, PIPE, WHEN), executor=ex)
+    assert [k.rsplit("/", 1)[1] for k in puts] == [GRAPH_INFO]
+    serial = store_partitioned_release(source, release, open_parts_area(LocalStore(source.parent / "serial-store"), PIPE, WHEN))
+    assert pending.version == serial.version and pending.objects == serial.objects
+    keys = [o["Key"] for o in s3_client.list_objects_v2(Bucket=s3_bucket)["Contents"]]
+    assert len(keys) == 21 and all(k.startswith(f"artifacts/{PIPE}/{pending.version}/") for k in keys)
