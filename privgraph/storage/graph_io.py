@@ -34,6 +34,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from privgraph.arrow_io import read_parquet_bytes
@@ -99,12 +100,13 @@ def _edges_bytes(edges_public: np.ndarray, edges_private: np.ndarray) -> bytes:
     pri = _sorted_edges(edges_private)
     src = np.concatenate([pub[0], pri[0]]).astype(np.int64)
     dst = np.concatenate([pub[1], pri[1]]).astype(np.int64)
-    kind = ["public"] * pub.shape[1] + ["private"] * pri.shape[1]
+    codes = np.repeat(np.array([0, 1], dtype=np.int8), [pub.shape[1], pri.shape[1]])
+    kind = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(_KINDS, type=pa.string())).cast(pa.string())
     table = pa.table(
         {
             "src": pa.array(src, type=pa.int64()),
             "dst": pa.array(dst, type=pa.int64()),
-            "kind": pa.array(kind, type=pa.string()),
+            "kind": kind,  # a plain string column, built without one Python string per row
         }
     )
     buf = io.BytesIO()
@@ -177,11 +179,11 @@ def _read_edges(blob: bytes, name: str) -> tuple[np.ndarray, np.ndarray]:
         raise ArtifactError(f"{name}: not a readable parquet table with src, dst, kind: {err}") from None
     src = table.column("src").to_numpy().astype(np.int64, copy=False)
     dst = table.column("dst").to_numpy().astype(np.int64, copy=False)
-    kind = np.asarray(table.column("kind").to_pylist(), dtype=object)
-    unknown = sorted(set(kind.tolist()) - set(_KINDS))
+    kind = table.column("kind")
+    unknown = sorted(set(pc.unique(kind).to_pylist()) - set(_KINDS))
     if unknown:
         raise ArtifactError(f"{name}: unknown edge kinds {unknown} (expected {list(_KINDS)})")
-    return np.stack([src, dst]), kind == "public"
+    return np.stack([src, dst]), pc.equal(kind, "public").to_numpy(zero_copy_only=False).astype(bool, copy=False)
 
 
 def _row_fields(objects: Mapping[str, bytes], prefix: str = "") -> dict[str, np.ndarray]:
