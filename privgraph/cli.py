@@ -605,8 +605,8 @@ def artifacts_gc(
     dry_run: bool = typer.Option(False, "--dry-run", help="list what would be removed, remove nothing"),
     store: str | None = typer.Option(None, "--store", help="artifact store URI"),
 ) -> None:
-    """Remove staged versions a killed run left behind (objects without a manifest); published
-    versions are never touched."""
+    """Remove staged versions a killed run left behind (objects without a manifest) and the
+    parts areas of partitioned releases never committed; published versions are never touched."""
     with _errors():
         import datetime as dt
 

@@ -22,6 +22,14 @@ Objects written by :func:`graph_to_objects`:
 
 The bytes depend only on the graph (no timestamps), so the same graph always gives the same
 content hash. ``GraphData.meta`` is not written: public metadata belongs in the manifest.
+
+A PARTITIONED version (written by the partitions' tasks, :func:`privgraph.partitioned.write_release_parts`)
+holds per partition ``i`` the objects of :func:`part_to_objects` under the prefix ``part-<i>.``:
+``nodes.npy`` (its node ids, sorted: a function of the public edges), ``features.npy``,
+``labels.npy``, ``splits.npz`` (its rows) and ``edges.parquet`` (the edges whose smaller end it
+holds, public rows then private rows, each sorted), and a ``graph.json`` of format
+``privgraph.graph/2`` with ``parts``. :func:`objects_to_graph` assembles it (:func:`assemble_parts`)
+into the graph the whole version of the same release holds.
 """
 
 from __future__ import annotations
@@ -67,6 +75,9 @@ AGGREGATES = "aggregates.npy"
 GRAPH_INFO = "graph.json"
 NODES = "nodes.npy"
 GRAPH_FORMAT = "privgraph.graph/1"
+#: a partitioned version's graph.json (with ``parts``): a reader that knows only /1 refuses it
+#: with its format named, instead of missing objects
+PARTITIONED_GRAPH_FORMAT = "privgraph.graph/2"
 
 _KINDS = ("public", "private")
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed zip entry time: deterministic bytes
@@ -145,22 +156,23 @@ def graph_to_objects(graph: GraphData) -> dict[str, bytes]:
 
 def read_graph_info(blob: bytes) -> dict:
     """Parse and check ``graph.json``: ``{"format", "num_nodes", "objects"}`` and, for a
-    partitioned version, ``parts``."""
+    partitioned version (format ``privgraph.graph/2``), ``parts``."""
     try:
         info = json.loads(blob)
     except (UnicodeDecodeError, ValueError) as err:
         raise ArtifactError(f"{GRAPH_INFO}: not valid JSON: {err}") from None
     ok = (
         isinstance(info, dict)
-        and info.get("format") == GRAPH_FORMAT
+        and info.get("format") in (GRAPH_FORMAT, PARTITIONED_GRAPH_FORMAT)
         and isinstance(info.get("num_nodes"), int)
         and not isinstance(info.get("num_nodes"), bool)
         and isinstance(info.get("objects"), list)
         and all(isinstance(n, str) for n in info["objects"])
-    and (info.get("parts") is None or (type(info["parts"]) is int and info["parts"] >= 1))
+    and (info.get("parts") is None if info.get("format") == GRAPH_FORMAT
+         else type(info.get("parts")) is int and info["parts"] >= 1)
     )
     if not ok:
-        raise ArtifactError(f"{GRAPH_INFO}: not a {GRAPH_FORMAT!r} record: {info!r}")
+        raise ArtifactError(f"{GRAPH_INFO}: not a {GRAPH_FORMAT!r} or {PARTITIONED_GRAPH_FORMAT!r} record: {info!r}")
     return info
 
 
@@ -268,8 +280,9 @@ def part_to_objects(part: GraphPart) -> dict[str, bytes]:
 
 
 def partitioned_graph_info(num_nodes: int, num_parts: int, names: list[str]) -> bytes:
-    """``graph.json`` of a partitioned version: ``parts`` (their number) beside the usual keys."""
-    info = {"format": GRAPH_FORMAT, "num_nodes": int(num_nodes), "objects": sorted([*names, GRAPH_INFO]),
+    """``graph.json`` of a partitioned version: format ``privgraph.graph/2``, ``parts`` (their
+    number) beside the usual keys."""
+    info = {"format": PARTITIONED_GRAPH_FORMAT, "num_nodes": int(num_nodes), "objects": sorted([*names, GRAPH_INFO]),
             "parts": int(num_parts)}
     return (json.dumps(info, sort_keys=True) + "\n").encode()
 

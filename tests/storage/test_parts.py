@@ -156,6 +156,15 @@ def test_parts_that_do_not_fit_are_refused():
     objects = {n: b for p in ok for n, b in part_to_objects(p).items()}
     objects[GRAPH_INFO] = partitioned_graph_info(4, 2, sorted(objects))
     assert objects_to_graph(objects).y.tolist() == [0, 1, 2, 3]
+    import json
+
+    from privgraph.storage.graph_io import read_graph_info
+
+    info = json.loads(objects[GRAPH_INFO])
+    assert info["format"] == "privgraph.graph/2" and read_graph_info(objects[GRAPH_INFO])["parts"] == 2
+    for bad in ({**info, "format": "privgraph.graph/1"}, {k: v for k, v in info.items() if k != "parts"}):
+        with pytest.raises(ArtifactError, match="not a 'privgraph.graph/1' or 'privgraph.graph/2' record"):
+            read_graph_info(json.dumps(bad).encode())
     del objects["part-00001.edges.parquet"]
     with pytest.raises(ArtifactError, match="lacks 'part-00001.edges.parquet'"):
         objects_to_graph(objects)
