@@ -5,7 +5,9 @@ what is declared public, code version, validation and, when ``evaluate`` is on, 
 metrics of the ``evaluate`` flow run on the staged objects) is written last. What is computed
 from raw data and covered by no guarantee (the clean graph's accuracy, the MCMC trace, the keyed
 identity of the input) goes to the owner's private record, written before the manifest. A failed
-checkpoint stages nothing; a failure after staging leaves no visible version and no record.
+checkpoint stages nothing (with ``partitions.layout: files`` the partitions' tasks have written
+their objects into a parts area of the store by then, which is removed); a failure after staging
+leaves no visible version and no record.
 
 In the Prefect UI the run is ``<pipeline>``, renamed ``<pipeline>/<version>`` once the
 version is staged (Prefect's own closing log line keeps the first name: it never says "staging"
