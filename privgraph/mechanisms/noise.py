@@ -33,7 +33,8 @@ with as many digits as it needs. No floating-point number enters a decision, and
 Randomness layout: 64-bit words from the generator (numpy's full-range ``integers``, the bit
 generator's raw output), drawn in blocks (:class:`WordStream`) and read in order. A draw starts
 at a fresh word and reads :math:`2 + G` FIELDS of 16 bits, four to a word from the low bits up
-(:func:`words_per_draw`: one word for :math:`G \le 2`): field 0 is the first two digits of the
+(:func:`words_per_draw`: one word for :math:`G \le 2`). A field's value :math:`W` is the first
+two base-256 digits of a uniform, :math:`U \in [W / 2^{16}, (W + 1) / 2^{16})`: field 0 of the
 sign-and-zero uniform, field 1 of the first tail trial's, field :math:`2 + g` of group
 :math:`g`'s. Every further digit (a field that ties with a probability's first two digits, a
 repeated tail trial: two digits and on) is an EXTENSION byte, read from the words after the
@@ -473,11 +474,11 @@ class WordStream:
 def discrete_laplace_dyadic(rng: np.random.Generator | WordStream, s: int, T: int, size: int) -> np.ndarray:
     r"""Exact draws of :math:`\Pr(Z = z) = \tanh(a/2)\, e^{-a |z|}`, :math:`a = s / 2^T` (int64 ``[size]``).
 
-    :math:`Z = 0` with probability :math:`\tanh(a/2)`; else :math:`|Z| = 1 + Y`, ``Y`` geometric
-    (:math:`\Pr(Y \ge y) = e^{-a y}`) from its tail and its independent binary digits, and a fair
-    sign; each a Bernoulli trial on the generator's bytes against the exact digits of its
-    probability (see the module). ``rng`` is a Generator or a :class:`WordStream` (to share
-    leftover bytes across calls).
+    :math:`Z = 0` with probability :math:`\tanh(a/2)`, else a fair sign (both from one uniform);
+    :math:`|Z| = 1 + Y`, ``Y`` geometric (:math:`\Pr(Y \ge y) = e^{-a y}`) from its tail and its
+    independent binary digits; each decided on the generator's words against the exact digits
+    of its probability (see the module). ``rng`` is a Generator or a :class:`WordStream` (to share
+    leftover words across calls).
     """
     stream = rng if isinstance(rng, WordStream) else WordStream(rng)
     return stream.discrete_laplace(s, T, size)
