@@ -33,7 +33,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from privgraph.errors import ArtifactError, ArtifactExistsError
+from privgraph.errors import ArtifactError
 from privgraph.storage.base import (
     _ISO_FORMAT,
     _TIME_FORMAT,
@@ -43,7 +43,7 @@ from privgraph.storage.base import (
     check_name,
     check_version_id,
 )
-from privgraph.storage.staging import PARTS_AREA_RE, PendingVersion
+from privgraph.storage.staging import PARTS_AREA_RE, PendingVersion, put_resumable, refuse_published
 
 __all__ = ["PartsArea", "open_parts_area", "PARTS_AREA_RE"]
 
@@ -67,11 +67,7 @@ class PartsArea:
         if name == MANIFEST_NAME:
             raise ArtifactNameError(f"object name {MANIFEST_NAME!r} is reserved for the manifest")
         digest = hashlib.sha256(data).hexdigest()
-        try:
-            self.store._put_new(self._key(name), data)
-        except ArtifactExistsError:
-            if hashlib.sha256(self.store._get(self._key(name))).hexdigest() != digest:
-                raise
+        put_resumable(self.store, self._key(name), data, digest)
         return {"sha256": digest, "size": len(data)}
 
     def commit(self, parts: Mapping[str, Mapping[str, Any]], objects: Mapping[str, bytes]) -> PendingVersion:
@@ -90,9 +86,7 @@ class PartsArea:
         checksums.update({n: hashlib.sha256(b).hexdigest() for n, b in data.items()})
         sizes = {n: int(parts[n]["size"]) for n in parts} | {n: len(b) for n, b in data.items()}
         version = check_version_id(self.store._make_version_id(self.created, self.pipeline, checksums))
-        if self.store._exists(f"{self.pipeline}/{version}/{MANIFEST_NAME}"):
-            raise ArtifactExistsError(f"version {version!r} of pipeline {self.pipeline!r} exists already; "
-                                      f"versions are immutable")
+        refuse_published(self.store, self.pipeline, version)
         missing = [n for n in sorted(parts) if not self.store._exists(self._key(n))]
         if missing:
             raise ArtifactError(f"the parts area {self.pipeline}/{self.area} lacks {missing[:3]} "

@@ -161,20 +161,12 @@ def stage_version(
         raise TypeError(f"created must be a timezone-aware datetime, got {created!r}")
     created = created.astimezone(dt.timezone.utc)
     version = check_version_id(store._make_version_id(created, pipeline, checksums))
-    if store._exists(store._key(pipeline, version, MANIFEST_NAME)):
-        raise ArtifactExistsError(
-            f"version {version!r} of pipeline {pipeline!r} exists already; versions are immutable"
-        )
+    refuse_published(store, pipeline, version)
     written: list[str] = []
     try:
         for name in checksums:
             key = store._key(pipeline, version, name)
-            try:
-                store._put_new(key, data[name])
-            except ArtifactExistsError:
-                # an earlier attempt of this staging wrote it: keep it if it is these bytes
-                if hashlib.sha256(store._get(key)).hexdigest() != checksums[name]:
-                    raise
+            put_resumable(store, key, data[name], checksums[name])
             written.append(key)
     except BaseException:
         for key in reversed(written):
@@ -192,6 +184,24 @@ def stage_version(
 
 #: the name of a parts area (:mod:`privgraph.storage.parts`) under its pipeline: never a version id
 PARTS_AREA_RE = re.compile(r"^parts-(\d{8}T\d{12}Z)-[0-9a-f]{16}$")
+
+
+def refuse_published(store: ArtifactStore, pipeline: str, version: str) -> None:
+    """ArtifactExistsError if ``version`` is published already (versions are immutable)."""
+    if store._exists(store._key(pipeline, version, MANIFEST_NAME)):
+        raise ArtifactExistsError(
+            f"version {version!r} of pipeline {pipeline!r} exists already; versions are immutable"
+        )
+
+
+def put_resumable(store: ArtifactStore, key: str, data: bytes, sha256: str) -> None:
+    """Write ``data`` at ``key``; where an earlier attempt of the same write left it with these
+    bytes (checksum ``sha256``), keep it: a retry resumes. Other bytes there: ArtifactExistsError."""
+    try:
+        store._put_new(key, data)
+    except ArtifactExistsError:
+        if hashlib.sha256(store._get(key)).hexdigest() != sha256:
+            raise
 
 
 def gc_staged(store: ArtifactStore, min_age: dt.timedelta, *, dry_run: bool = False) -> list[tuple[str, str]]:
