@@ -5,6 +5,7 @@ as the whole release, streams part by part, and leaves nothing behind when a tas
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from privgraph.storage.graph_io import (
     part_to_objects,
     partitioned_graph_info,
     objects_to_graph,
+    read_graph_info,
 )
 from privgraph.storage.parts import open_parts_area
 from privgraph.storage.staging import gc_staged, put_version
@@ -156,10 +158,6 @@ def test_parts_that_do_not_fit_are_refused():
     objects = {n: b for p in ok for n, b in part_to_objects(p).items()}
     objects[GRAPH_INFO] = partitioned_graph_info(4, 2, sorted(objects))
     assert objects_to_graph(objects).y.tolist() == [0, 1, 2, 3]
-    import json
-
-    from privgraph.storage.graph_io import read_graph_info
-
     info = json.loads(objects[GRAPH_INFO])
     assert info["format"] == "privgraph.graph/2" and read_graph_info(objects[GRAPH_INFO])["parts"] == 2
     for bad in ({**info, "format": "privgraph.graph/1"}, {k: v for k, v in info.items() if k != "parts"}):
