@@ -4,18 +4,31 @@ The partition is computed from the PUBLIC edges only, so it never depends on pri
 ledger may then compose mechanisms applied per part in parallel (disjoint node sets). For per-node
 mechanisms the output distribution does not depend on the partition at all; a seeded run's output
 depends only on the seed and the partition (see :mod:`privgraph.seeding`).
+
+METIS runs in a process of its own (:func:`metis_membership`): pymetis's METIS draws its
+randomness from the C library's process-wide ``rand()`` after ``srand(seed)``, and any other
+thread that calls ``rand()`` meanwhile (onnxruntime's telemetry thread does, on a back-off
+schedule) changes the partition, and with it every per-partition noise stream of a seeded run.
+In its own process nothing else draws from that state: the partition is a function of the public
+edges alone (docs/architecture.md, "Determinism").
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
-from typing import Literal
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import IO, Literal
 
 import numpy as np
 
 from privgraph.graph import GraphData
 
-__all__ = ["Partitioning", "partition_graph"]
+__all__ = ["Partitioning", "metis_membership", "partition_graph"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,9 +59,116 @@ def _hash_parts(num_nodes: int, num_parts: int) -> np.ndarray:
     return (h % np.uint64(num_parts)).astype(np.int64)
 
 
-def _metis_parts(graph: GraphData, num_parts: int) -> np.ndarray:
-    import pymetis
+# -- METIS in its own process ----------------------------------------------------------------------
+#: The METIS process's program: requests ``[parts, n, m]`` (int64) + xadj (int32 [n + 1]) + adjncy
+#: (int32 [m]) on stdin; answers ``[0]`` + membership (int64 [n]), or ``[k]`` + k bytes of error.
+_METIS_CHILD = r"""
+import signal, sys, traceback
+import numpy as np, pymetis
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's Ctrl-C is the parent's; EOF ends this
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+def read(n):
+    buf = bytearray(n); view = memoryview(buf); got = 0
+    while got < n:
+        k = inp.readinto(view[got:])
+        if not k:
+            sys.exit(0)
+        got += k
+    return buf
+while True:
+    parts, n, m = (int(v) for v in np.frombuffer(read(24), np.int64))
+    xadj = np.frombuffer(read(4 * (n + 1)), np.int32)
+    adjncy = np.frombuffer(read(4 * m), np.int32)
+    try:
+        _, membership = pymetis.part_graph(parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy))
+        body = np.asarray(membership, np.int64).tobytes()
+        out.write(np.array([0], np.int64).tobytes() + body)
+    except Exception:
+        msg = traceback.format_exc(limit=3).encode()
+        out.write(np.array([len(msg)], np.int64).tobytes() + msg)
+    out.flush()
+"""
 
+
+class _MetisProcess:
+    """One METIS process per privgraph process (started on first use, again after a fork or a
+    crash); requests are serialized by a lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.owner = 0
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        if self.proc is None or self.owner != os.getpid() or self.proc.poll() is not None:
+            if not sys.executable:
+                raise RuntimeError("METIS runs in a Python subprocess, but sys.executable is unknown")
+            self.proc = subprocess.Popen([sys.executable, "-I", "-c", _METIS_CHILD], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, close_fds=True)
+            self.owner = os.getpid()
+        return self.proc
+
+    def part_graph(self, xadj: np.ndarray, adjncy: np.ndarray, num_parts: int) -> np.ndarray:
+        n, m = xadj.size - 1, adjncy.size
+        with self.lock:
+            proc = self._started()
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write(np.array([num_parts, n, m], np.int64).tobytes())
+                proc.stdin.write(np.ascontiguousarray(xadj, np.int32).tobytes())
+                proc.stdin.write(np.ascontiguousarray(adjncy, np.int32).tobytes())
+                proc.stdin.flush()
+                status = int(np.frombuffer(_read_exactly(proc.stdout, 8), np.int64)[0])
+                body = _read_exactly(proc.stdout, 8 * n if status == 0 else status)
+            except (BrokenPipeError, EOFError) as err:
+                self.proc = None
+                raise RuntimeError(f"the METIS process ended unexpectedly (exit code {proc.poll()})") from err
+        if status:
+            raise RuntimeError(f"METIS failed: {body.decode(errors='replace').strip().splitlines()[-1]}")
+        return np.frombuffer(body, np.int64).copy()
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and self.owner == os.getpid():
+            assert proc.stdin is not None
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        k = stream.readinto(view[got:])  # type: ignore[attr-defined]
+        if not k:
+            raise EOFError(f"{got} of {size} bytes")
+        got += k
+    return bytes(buf)
+
+
+_METIS = _MetisProcess()
+atexit.register(_METIS.close)
+os.register_at_fork(after_in_child=lambda: setattr(_METIS, "lock", threading.Lock()))
+
+
+def metis_membership(xadj: np.ndarray, adjncy: np.ndarray, num_parts: int) -> np.ndarray:
+    """METIS k-way parts (int64 ``[n]``, values in ``[0, num_parts)``) of the symmetric CSR graph
+    ``xadj`` ``[n + 1]``, ``adjncy`` (int32-representable), computed by pymetis in privgraph's
+    METIS process (see the module): a deterministic function of the graph, whatever other threads
+    of this process do. ``O(n + m)`` to send, near-linear METIS."""
+    if num_parts < 1 or xadj.ndim != 1 or xadj.size < 1 or adjncy.ndim != 1:
+        raise ValueError("metis_membership: xadj [n + 1], adjncy [m] and num_parts >= 1")
+    return _METIS.part_graph(xadj, adjncy, int(num_parts))
+
+
+def _metis_parts(graph: GraphData, num_parts: int) -> np.ndarray:
     n = graph.num_nodes
     e = graph.edges_public
     src = np.concatenate([e[0], e[1]])
@@ -57,8 +177,7 @@ def _metis_parts(graph: GraphData, num_parts: int) -> np.ndarray:
     adjncy = dst[order].astype(np.int32)
     xadj = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(np.bincount(src, minlength=n), out=xadj[1:])
-    _, membership = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy))
-    assignment = np.asarray(membership, dtype=np.int64)
+    assignment = metis_membership(xadj, adjncy, num_parts)
     # METIS may leave a part empty on tiny or edgeless graphs: relabel to 0..P'-1 densely
     _, dense = np.unique(assignment, return_inverse=True)
     return dense.astype(np.int64)

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -53,3 +60,92 @@ def test_edge_cases():
         partition_graph(g, 0)
     with pytest.raises(ValueError, match="method"):
         partition_graph(g, 2, "random")
+
+
+# -- determinism whatever other threads do (issue 42: the edge release that moved 1 in 7 suites) -------
+@contextlib.contextmanager
+def rand_drawn_by_another_thread() -> Iterator[None]:
+    """Another thread of this process draws from the C library's ``rand()`` throughout, outside
+    the GIL, as onnxruntime's telemetry thread does on its back-off schedule (imported with the
+    embed stage): glibc's ``qsort`` over a 200,000-entry buffer with ``rand`` as its comparator, in a
+    loop (ctypes releases the GIL during the call; glibc's merge sort is memory-safe with any
+    comparator)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    rand = ctypes.c_void_p(ctypes.cast(libc.rand, ctypes.c_void_p).value)
+    buf = (ctypes.c_int * 200_000)()
+    stop = threading.Event()
+    drawn = [0]
+
+    def draw() -> None:
+        while not stop.is_set():
+            libc.qsort(buf, len(buf), ctypes.sizeof(ctypes.c_int), rand)
+            drawn[0] += 1
+
+    thread = threading.Thread(target=draw, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+    assert drawn[0] > 0  # the other thread did draw
+
+
+def _sbm(n: int = 3000) -> GraphData:
+    from privgraph.datasets.split import split_public_private
+    from privgraph.datasets.synthetic import sbm_graph
+
+    return split_public_private(sbm_graph(n, num_classes=4, avg_degree=8.0, num_features=4, seed=5), 0.2, seed=1)
+
+
+def test_metis_parts_do_not_move_when_another_thread_draws_from_rand():
+    """pymetis's METIS reads libc's process-wide rand() after srand(seed): in this process, a rand()
+    from another thread during METIS gave another (equally balanced) partition. It runs in its own
+    process: the parts are the same with and without the other thread, call after call."""
+    from privgraph.mechanisms.hrg.blocks import bisection_blocks
+
+    g = _sbm()
+    quiet = partition_graph(g, 4, "metis").assignment
+    quiet_blocks = bisection_blocks(g.num_nodes, g.edges_public, 400).block_of()
+    with rand_drawn_by_another_thread():
+        for _ in range(5):
+            assert np.array_equal(partition_graph(g, 4, "metis").assignment, quiet)
+        assert np.array_equal(bisection_blocks(g.num_nodes, g.edges_public, 400).block_of(), quiet_blocks)
+
+
+@pytest.mark.dataset
+def test_the_cora_neighbour_pair_releases_the_same_edges_whatever_other_threads_do(cora_root):
+    """The failure the non-interference test saw in 1 of 7 suites, looped at the library level:
+    ``cora``'s release (Piecewise features, DPRR edges, 4 METIS parts) of the test-scale graph and
+    of its features neighbour, 8 times each while another thread draws from rand(): every
+    edges.parquet is the same bytes (and every object the same run after run)."""
+    import yaml
+
+    from privgraph.datasets import load_dataset
+    from privgraph.mechanisms import build_mechanism
+    from privgraph.privatize import privatize_graph
+    from privgraph.seeding import as_seed_sequence, stage_seed
+    from privgraph.storage.graph_io import graph_to_objects
+
+    spec = yaml.safe_load((Path(__file__).resolve().parents[1] / "pipelines.yaml").read_text())["pipelines"]["cora"]
+    graph = load_dataset("cora", root=cora_root, rho=spec["dataset"]["rho"], split_seed=spec["dataset"].get("split_seed", 0))
+    x = graph.x.copy()
+    rows = np.flatnonzero(x.any(axis=1))
+    donor = next(int(j) for j in rows[1:] if not np.array_equal(x[j], x[rows[0]]))
+    x[rows[0]] = x[donor]  # a node's features changed: the features neighbour
+    neighbour = graph.replace(x=x)
+
+    def release(g: GraphData) -> dict[str, bytes]:
+        parts = partition_graph(g, spec["partitions"]["num_parts"], spec["partitions"]["method"])
+        out = privatize_graph(
+            g, features=build_mechanism(spec["features"]["mechanism"], {k: v for k, v in spec["features"].items() if k != "mechanism"}),
+            edges=build_mechanism(spec["edges"]["mechanism"], {k: v for k, v in spec["edges"].items() if k != "mechanism"}),
+            partitioning=parts, root_seed=stage_seed(as_seed_sequence(20261123), "privatize"))
+        return graph_to_objects(out.graph)
+
+    first = {"base": release(graph), "neighbour": release(neighbour)}
+    assert first["base"]["edges.parquet"] == first["neighbour"]["edges.parquet"]
+    with rand_drawn_by_another_thread():
+        for _ in range(8):
+            for tag, g in (("base", graph), ("neighbour", neighbour)):
+                assert release(g) == first[tag], tag

@@ -103,7 +103,7 @@ def _metis_halves(idx: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.nd
     """METIS bisection of the leaves ``idx`` (sorted) by ``edges`` (local ids, both ends in ``idx``)."""
     if edges.shape[1] == 0:
         return _halves(idx)
-    import pymetis
+    from privgraph.partition import metis_membership
 
     k = idx.size
     loc = np.searchsorted(idx, edges)
@@ -112,8 +112,7 @@ def _metis_halves(idx: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.nd
     order = np.argsort(src, kind="stable")
     xadj = np.zeros(k + 1, dtype=np.int32)
     np.cumsum(np.bincount(src, minlength=k), out=xadj[1:])
-    _, membership = pymetis.part_graph(2, adjacency=pymetis.CSRAdjacency(xadj, dst[order].astype(np.int32)))
-    side = np.asarray(membership, dtype=np.int64) == 1
+    side = metis_membership(xadj, dst[order].astype(np.int32), 2) == 1
     if side.all() or not side.any():
         return _halves(idx)
     return idx[~side], idx[side]
