@@ -57,6 +57,7 @@ torch thread (bit-identical training in the fresh process that recomputes the me
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import os
@@ -444,20 +445,25 @@ def consistency(run: dict[str, Any]) -> list[str]:
 
 class Recomputer:
     """One FRESH process (:mod:`tests.recompute_metrics` ``--serve``), started once for the module,
-    that recomputes a stored version's shareable metrics from the version and the public
-    configuration alone: it never sees a run's raw data."""
+    that answers a stored version's shareable metrics from the version and the public
+    configuration alone, or evaluated against a raw graph it is given (``raw``); ``plants``:
+    leaks of :mod:`tests.planted_leaks` installed in it (the meta-test's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, plants: tuple[str, ...] = ()) -> None:
+        flags = [arg for p in plants for arg in ("--plant", p)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.recompute_metrics", "--serve"], cwd=REPO, text=True,
+            [sys.executable, "-m", "tests.recompute_metrics", "--serve", *flags], cwd=REPO, text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(os.environ),
         )
 
-    def __call__(self, cfg: Path, name: str, store: Path, version: str) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps({"config": str(cfg), "pipeline": name, "store": str(store),
-                                          "version": version}) + "\n")
+    def send(self, cfg: Path, name: str, store: Path, version: str, raw: Path | None = None) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"config": str(cfg), "pipeline": name, "store": str(store), "version": version,
+                                          **({} if raw is None else {"raw": str(raw)})}) + "\n")
         self.proc.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
         out = json.loads(self.proc.stdout.readline())
         assert "error" not in out, out["error"]
         return out["metrics"]
@@ -468,19 +474,92 @@ class Recomputer:
         self.proc.wait(timeout=60)
 
 
-_RECOMPUTER: list[Recomputer] = []
+@dataclasses.dataclass
+class FreshProcesses:
+    """The module's fresh processes: ``recompute`` never sees raw data; ``variants[k]`` evaluates
+    every version against its raw variant ``k`` only (:func:`raw_variants`), so no process sees
+    two raw graphs of one version."""
+
+    recompute: Recomputer
+    variants: tuple[Recomputer, ...]
+
+    @classmethod
+    def start(cls, plants: tuple[str, ...] = ()) -> FreshProcesses:
+        return cls(Recomputer(plants), tuple(Recomputer(plants) for _ in range(RAW_VARIANTS)))
+
+    def close(self) -> None:
+        for proc in (self.recompute, *self.variants):
+            proc.close()
 
 
-def metrics_recomputed(runs: list[dict[str, Any]], cfgs: list[Path], name: str) -> list[str]:
-    """Each published run's metrics recomputed in a fresh process (:class:`Recomputer`) from its
-    stored version and public configuration alone; the published ones must be exactly those."""
+_FRESH: list[FreshProcesses] = []
+RAW_VARIANTS = 2
+
+
+def raw_variants(graph: GraphData, feature_dim: int | None) -> list[GraphData]:
+    """Raw graphs that differ from ``graph`` wherever it is private and keep what the version
+    shares with it (nodes, splits, public edges): labels changed at every labelled node (variant
+    0: class + 1; variant 1: class 0 at nine in ten), the private edges rewired (as many, random
+    pairs of V_pri), the features changed (rows permuted; noise added; random ones of the version's
+    width where the input's are computed by the flow, an image graph's)."""
+    out = []
+    for k in range(RAW_VARIANTS):
+        rng = np.random.default_rng(100 + k)
+        changes: dict[str, Any] = {}
+        if graph.y is not None and graph.y.ndim == 1:
+            y, known = graph.y.copy(), graph.y >= 0
+            classes = int(y.max()) + 1
+            y[known] = (y[known] + 1) % classes if k == 0 else np.where(rng.random(int(known.sum())) < 0.9, 0, y[known])
+            changes["y"] = y
+        vpri, m, n = graph.private_nodes(), graph.edges_private.shape[1], np.int64(graph.num_nodes)
+        if m and vpri.size > 2:
+            pairs = np.sort(rng.choice(vpri, size=(4 * m + 16, 2)), axis=1)
+            keys = np.unique(pairs[:, 0] * n + pairs[:, 1])
+            keys = keys[(keys // n != keys % n) & ~np.isin(keys, graph.edges_public[0] * n + graph.edges_public[1])]
+            keys = rng.permutation(keys)[:m]
+            changes["edges_private"] = np.stack([keys // n, keys % n])
+        if graph.x is None:
+            if feature_dim is not None:
+                changes["x"] = rng.normal(size=(graph.num_nodes, feature_dim)).astype(np.float32)
+        elif k == 0:
+            changes["x"] = graph.x[rng.permutation(graph.num_nodes)]
+        else:
+            changes["x"] = np.clip(graph.x + rng.normal(0.0, 0.5, graph.x.shape), graph.x.min(), graph.x.max()).astype(np.float32)
+        out.append(graph.replace(**changes))
+    return out
+
+
+def metrics_recomputed(runs: list[dict[str, Any]], cfgs: list[Path], name: str, graph: GraphData | None = None,
+                       fresh: FreshProcesses | None = None) -> list[str]:
+    """Each published run's metrics recomputed in a fresh process from its stored version and
+    public configuration alone: the published ones must be exactly those. With ``graph`` (the
+    runs' raw input), each version is also evaluated against every raw variant of it
+    (:func:`raw_variants`), each in its own fresh process: the shareable metrics must not move by
+    one byte, whatever the raw graph (a metric read from raw data that happens to agree with the
+    version's own is seen there)."""
+    from tests.recompute_metrics import write_raw_graph
+
+    fresh = fresh or _FRESH[0]
     out = []
     for run, cfg in zip(runs, cfgs, strict=True):
         if run["version"] is None or run["manifest"].get("metrics") is None:
             continue
-        again = _RECOMPUTER[0](cfg, name, run["tmp"] / "store", run["version"])
-        if again != run["manifest"]["metrics"]:
-            out.append(f"metrics: the published metrics are not those of the stored version ({sorted(_diff(again, run['manifest']['metrics']))[:5]})")
+        store, published = run["tmp"] / "store", run["manifest"]["metrics"]
+        raws = []
+        if graph is not None:
+            dim = run["manifest"]["graph"].get("num_features")
+            for k, variant in enumerate(raw_variants(graph, dim)):
+                raws.append(write_raw_graph(variant, run["tmp"] / f"raw-variant-{k}.npz"))
+        fresh.recompute.send(cfg, name, store, run["version"])
+        for proc, raw in zip(fresh.variants, raws):
+            proc.send(cfg, name, store, run["version"], raw)
+        again = fresh.recompute.receive()
+        if again != published:
+            out.append(f"metrics: the published metrics are not those of the stored version ({sorted(_diff(again, published))[:5]})")
+        for k, proc in enumerate(fresh.variants[:len(raws)]):
+            moved = _diff(json.loads(json.dumps(proc.receive(), sort_keys=True)), published)
+            if moved:
+                out.append(f"metrics: the shareable metrics move with the raw graph (raw variant {k}: {sorted(moved)[:5]})")
     return out
 
 
@@ -546,12 +625,12 @@ def harness():
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # bit-identical training here and in the fresh process that recomputes
-    _RECOMPUTER.append(Recomputer())
+    _FRESH.append(FreshProcesses.start())
     try:
         with owned_prefect_test_harness():
             yield
     finally:
-        _RECOMPUTER.pop().close()
+        _FRESH.pop().close()
         torch.set_num_threads(threads)
 
 
@@ -579,7 +658,7 @@ def _base(name: str, base_runs: dict[str, Any], data_root: Path, tmp_path_factor
             cfg = _test_scale_config(name, tmp)
             run = _run(cfg, name, monkeypatch, graph)
         assert run["exit_code"] == 0, run["ci"]
-        base_runs[name] = (cfg, graph, run, metrics_recomputed([run], [cfg], name) + inside(run, graph, cfg, name))
+        base_runs[name] = (cfg, graph, run, metrics_recomputed([run], [cfg], name, graph) + inside(run, graph, cfg, name))
     cfg, graph, run, recomputed = base_runs[name]
     return cfg, graph, run, recomputed
 

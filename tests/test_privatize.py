@@ -151,3 +151,25 @@ def test_label_rr_per_partition_perturbs_only_masked_labels(public_graph):
             graph, features=None, edges=None, labels=build_mechanism("label_rr", {"epsilon": 1.0}),
             partitioning=partition_graph(graph, 3, "hash"), root_seed=np.random.SeedSequence(9),
         )
+
+
+def test_laplace_features_are_the_grid_statistic_plus_the_seeds_noise(public_graph):
+    """A statistic-plus-noise feature mechanism's release is exactly that (issue 42): each entry
+    of ``laplace``'s output, per partition, is the input's grid index ``rint(clip(x) 2^20)`` plus
+    the discrete Laplace draw of that partition's seed from the audited sampler, times ``2^-20``,
+    stored as float32, and nothing else (a value hidden in it would move one of them)."""
+    from privgraph.mechanisms.features.laplace import laplace_noise_parameter
+    from privgraph.mechanisms.noise import discrete_laplace_dyadic
+    from privgraph.seeding import as_seed_sequence, noise_generator, partition_seeds, stage_seed
+
+    mech = build_mechanism("laplace", {"epsilon": 4.0, "lower": 0.0, "upper": 1.0})
+    parts = partition_graph(public_graph, 3, "hash")
+    root = as_seed_sequence(7)
+    out = privatize_graph(public_graph, features=mech, edges=None, partitioning=parts, root_seed=root).graph.x
+    x = public_graph.x.astype(np.float64)
+    s, T = laplace_noise_parameter(4.0, x.shape[1])
+    for rows, seed in zip(parts.parts, partition_seeds(stage_seed(root, "features"), len(parts.parts)), strict=True):
+        statistic = np.rint(np.clip(x[rows], 0.0, 1.0) * 2.0**20).astype(np.int64)
+        noise = discrete_laplace_dyadic(noise_generator(seed), s, T, statistic.size).reshape(statistic.shape)
+        assert np.array_equal(out[rows], np.ldexp((statistic + noise).astype(np.float64), -20).astype(np.float32))
+    assert np.abs(out - np.clip(public_graph.x, 0, 1)).max() > 1e-3  # noise was added
