@@ -59,6 +59,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import io
 import json
 import os
 import re
@@ -463,10 +464,10 @@ class Recomputer:
         self.proc.stdin.flush()
 
     def receive(self) -> dict[str, Any]:
+        """The metrics, or ``{"error": the traceback's last line}``."""
         assert self.proc.stdout is not None
         out = json.loads(self.proc.stdout.readline())
-        assert "error" not in out, out["error"]
-        return out["metrics"]
+        return {"error": out["error"].strip().splitlines()[-1]} if "error" in out else out["metrics"]
 
     def close(self) -> None:
         assert self.proc.stdin is not None
@@ -554,10 +555,16 @@ def metrics_recomputed(runs: list[dict[str, Any]], cfgs: list[Path], name: str, 
         for proc, raw in zip(fresh.variants, raws):
             proc.send(cfg, name, store, run["version"], raw)
         again = fresh.recompute.receive()
-        if again != published:
+        if set(again) == {"error"}:
+            out.append(f"metrics: the stored version cannot be evaluated in a fresh process ({again['error']})")
+        elif again != published:
             out.append(f"metrics: the published metrics are not those of the stored version ({sorted(_diff(again, published))[:5]})")
         for k, proc in enumerate(fresh.variants[:len(raws)]):
-            moved = _diff(json.loads(json.dumps(proc.receive(), sort_keys=True)), published)
+            answer = proc.receive()
+            if set(answer) == {"error"}:
+                out.append(f"metrics: the stored version cannot be evaluated against raw variant {k} ({answer['error']})")
+                continue
+            moved = _diff(json.loads(json.dumps(answer, sort_keys=True)), published)
             if moved:
                 out.append(f"metrics: the shareable metrics move with the raw graph (raw variant {k}: {sorted(moved)[:5]})")
     return out
@@ -755,15 +762,27 @@ def test_a_refusal_at_the_degree_bound_publishes_one_bit(harness, owner, data_ro
 
 
 # -- the checks can fail ------------------------------------------------------------------------------
-def test_every_planted_leak_is_caught(harness, owner, data_root, tmp_path_factory, monkeypatch):
+def test_every_planted_leak_is_caught(harness, owner, data_root, tmp_path_factory, monkeypatch, request):
     """Leaks planted one per channel, each computed from a private feature row (the neighbour
     changes the one row that the planted theta reads although the declaration keeps it private):
     a manifest field (``release.*``, as issue 24 found one), a shareable metric, a log line, the
-    public fingerprint, theta, and a refusal message. Every plant must be caught."""
+    public fingerprint, theta, and a refusal message; and the three that issue 42's audit found
+    passing: schema metadata inside each part's ``edges.parquet`` (the covering object) sized by
+    the raw number of private edges, written by a leaky encoder that privgraph's own re-encoding
+    check shares (so only the test's own decoding can see it); the raw number of private edges
+    added to one cell of class counts' ``aggregates.npy``; and a shareable metric read from the
+    RAW training labels that agrees with the version's own by chance (planted in the fresh
+    processes too, as a scratch copy of the code would have it). Every plant must be caught."""
     import flows.privatize
     import tasks.evaluate
     import tasks.partition
+    import tasks.privatize
     from prefect import get_run_logger
+
+    from privgraph.arrow_io import read_parquet_bytes
+    from privgraph.mechanisms.edges.class_counts import NeighbourClassCounts
+    from privgraph.storage import graph_io
+    from tests.planted_leaks import install
 
     from privgraph.disclosure import Disclosure
     from privgraph.errors import GraphValidationError
@@ -773,7 +792,7 @@ def test_every_planted_leak_is_caught(harness, owner, data_root, tmp_path_factor
     graph = _input_graph(name, data_root)
     real_rows, real_build = Disclosure.public_rows, flows.privatize.build_manifest
     real_partition, real_metrics = tasks.partition.partition_graph, tasks.evaluate.version_metrics
-    real_inputs = Disclosure.public_inputs
+    real_inputs, real_feature_rows = Disclosure.public_inputs, Disclosure.public_feature_rows
 
     def declared(self: Disclosure, g: GraphData) -> np.ndarray:
         out = np.zeros(g.num_nodes, bool)
@@ -815,6 +834,25 @@ def test_every_planted_leak_is_caught(harness, owner, data_root, tmp_path_factor
     monkeypatch.setattr(tasks.evaluate, "version_metrics", leaky_metrics)
     monkeypatch.setattr(Disclosure, "public_inputs", leaky_inputs)
 
+    raw_private: dict[str, int] = {}
+    real_through_files, real_edges_bytes = tasks.privatize.privatize_through_files, graph_io._edges_bytes
+
+    def leaky_through_files(g: GraphData, **k: Any) -> Any:  # remembers the raw private edge count
+        raw_private["edges"] = int(g.edges_private.shape[1])
+        return real_through_files(g, **k)
+
+    def leaky_edges_bytes(pub: np.ndarray, pri: np.ndarray) -> bytes:  # ... and writes it into every edges.parquet
+        import pyarrow.parquet as pq
+
+        table = read_parquet_bytes(real_edges_bytes(pub, pri))
+        out = io.BytesIO()
+        pq.write_table(table.replace_schema_metadata({"pad": "x" * raw_private.get("edges", 0)}), out, compression="zstd")
+        return out.getvalue()
+
+    install("raw_label_share", monkeypatch.setattr)
+    fresh = FreshProcesses.start(plants=("raw_label_share",))
+    request.addfinalizer(fresh.close)
+
     def run(tag: str, g: GraphData) -> tuple[dict[str, Any], Path]:
         tmp = tmp_path_factory.mktemp(f"planted-{tag}")
         cfg = _test_scale_config(name, tmp, _write_input(name, g, tmp / "data"))
@@ -829,15 +867,29 @@ def test_every_planted_leak_is_caught(harness, owner, data_root, tmp_path_factor
     x[i] = 1.0 - x[i]
     other, other_cfg = run("neighbour", graph.replace(x=x))
     other["scope"] = "features"
-    found = violations(base, other) + metrics_recomputed([base, other], [base_cfg, other_cfg], name)
+    found = (violations(base, other) + metrics_recomputed([base], [base_cfg], name, graph, fresh)
+             + metrics_recomputed([other], [other_cfg], name, fresh=fresh)
+             + inside(base, graph, base_cfg, name) + inside(other, graph.replace(x=x), other_cfg, name))
     caught = {
         "release.*": any("manifest.release" in v for v in found),
-        "metrics.*": any(v.startswith("metrics:") for v in found),
+        "metrics.*": any(v.startswith("metrics:") and "clean_feature_sum" in v for v in found),
         "a log line": any(v.startswith("logs:") and "partition" in v for v in found),
         "the fingerprint": any("manifest.public_input_fingerprint" in v for v in found),
         "theta": any("manifest.mechanisms" in v and "theta" in v for v in found),
+        "a metric read from raw labels": any("move with the raw graph" in v and "class0_share" in v for v in found),
     }
     assert all(caught.values()), (caught, found)
+
+    # metadata inside the covering object (one run: the check is of each run's objects on their own;
+    # a version that privgraph's own reader refuses would hide the metric plants above from the
+    # fresh processes)
+    monkeypatch.setattr(tasks.privatize, "privatize_through_files", leaky_through_files)
+    monkeypatch.setattr(graph_io, "_edges_bytes", leaky_edges_bytes)
+    padded, padded_cfg = run("metadata", graph)
+    assert padded["exit_code"] == 0, padded["ci"]  # privgraph's reader re-encodes with the leaky encoder: it passes
+    found = inside(padded, graph, padded_cfg, name)
+    assert any(re.search(r"part-\d{5}\.edges\.parquet is not the canonical", v) for v in found), found
+    monkeypatch.setattr(graph_io, "_edges_bytes", real_edges_bytes)
 
     # a refusal whose message carries a private value
     def leaky_refusal(g: GraphData, *a: Any, **k: Any) -> Any:
@@ -851,3 +903,24 @@ def test_every_planted_leak_is_caught(harness, owner, data_root, tmp_path_factor
     assert refused["exit_code"] == refused_other["exit_code"] == 2
     assert any(v.startswith("ci:") for v in found) and any(v.startswith("logs:") or v.startswith("flow runs:")
                                                            for v in found), found
+
+    # a value inside a mechanism's output: the raw number of private edges in one class-count cell
+    real_aggregate = NeighbourClassCounts.aggregate
+
+    def leaky_aggregate(self: NeighbourClassCounts, encoded: Any, edges: np.ndarray, *a: Any, **k: Any) -> np.ndarray:
+        out = real_aggregate(self, encoded, edges, *a, **k)
+        out[1, 0, 0] += float(np.count_nonzero(k["private_edge_mask"]))
+        return out
+
+    for owner_, attr, real in ((Disclosure, "public_rows", real_rows), (Disclosure, "public_feature_rows", real_feature_rows),
+                               (Disclosure, "public_inputs", real_inputs), (flows.privatize, "build_manifest", real_build),
+                               (tasks.partition, "partition_graph", real_partition),
+                               (tasks.evaluate, "version_metrics", real_metrics)):
+        monkeypatch.setattr(owner_, attr, real)  # the plants above off: this run carries this one
+    monkeypatch.setattr(NeighbourClassCounts, "aggregate", leaky_aggregate)
+    counts_graph = _input_graph("cora-private", data_root)
+    counts_cfg = _test_scale_config("cora-private", tmp_path_factory.mktemp("planted-class-counts"))
+    counts = _run(counts_cfg, "cora-private", monkeypatch, counts_graph)
+    assert counts["exit_code"] == 0, counts["ci"]
+    assert any("aggregates.npy are not the statistic plus the seed's noise" in v
+               for v in inside(counts, counts_graph, counts_cfg, "cora-private")), "the class-count cell was not caught"
