@@ -740,13 +740,14 @@ def test_a_refusal_at_the_degree_bound_publishes_one_bit(harness, owner, data_ro
         return g.replace(edges_private=np.concatenate([g.edges_private, [[min(u, v)], [max(u, v)]]], axis=1))
 
     crossing = add_edge_at(graph, int(at_bound[0]))
-    runs = []
+    runs, cfgs = [], []
     for tag, g in (("within", graph), ("crossing", crossing), ("crossing-twice", add_edge_at(crossing, int(at_bound[-1])))):
         tmp = tmp_path_factory.mktemp(f"gap-bound-{tag}")
-        cfg = _test_scale_config(name, tmp, _write_input(name, g, tmp / "data"), edges=edges)
-        runs.append(_run(cfg, name, monkeypatch))
+        cfgs.append(_test_scale_config(name, tmp, _write_input(name, g, tmp / "data"), edges=edges))
+        runs.append(_run(cfgs[-1], name, monkeypatch))
     within, once, twice = runs
     assert within["exit_code"] == 0 and within["version"] is not None
+    assert inside(within, graph, cfgs[0], name) == []  # at the bound: node-level GAP's statistic plus noise
     for run in (once, twice):
         assert run["exit_code"] == 2 and run["version"] is None and run["ci"]["status"] == "failed"
         assert f"more than max_degree = {bound} private edges" in run["ci"]["error"]
