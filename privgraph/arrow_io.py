@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["read_parquet_bytes"]
+__all__ = ["read_parquet_bytes", "read_parquet_footer"]
 
 
 def read_parquet_bytes(blob: bytes, columns: Sequence[str] | None = None) -> pa.Table:
@@ -26,3 +26,13 @@ def read_parquet_bytes(blob: bytes, columns: Sequence[str] | None = None) -> pa.
     """
     reader = pq.ParquetFile(pa.BufferReader(blob), pre_buffer=False)
     return reader.read(columns=list(columns) if columns is not None else None, use_threads=False)
+
+
+def read_parquet_footer(blob: bytes) -> pq.FileMetaData:
+    """The footer of the Parquet file ``blob`` (its schema, key-value metadata, row groups and
+    ``created_by``), read on the calling thread; no column is read.
+
+    Raises:
+        pyarrow.ArrowException, OSError: ``blob`` is not a readable Parquet file.
+    """
+    return pq.ParquetFile(pa.BufferReader(blob), pre_buffer=False).metadata

@@ -541,8 +541,10 @@ def artifacts_verify(
     private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
 ) -> None:
     """Check stored versions: the owner's seal over the manifest (an edited ledger fails), the
-    content hash in the version id, every object's sha256 and size; with --all a version whose
-    manifest cannot be read fails too."""
+    content hash in the version id, every object's sha256 and size, and that the manifest and
+    every object are exactly the bytes privgraph writes for their content (nothing beside it)
+    and the objects exactly those graph.json lists; with --all a version whose manifest cannot
+    be read fails too."""
     with _errors():
         from privgraph.errors import ArtifactIntegrityError, ConfigError
         from privgraph.storage import open_store

@@ -8,8 +8,11 @@ objects, then publish the manifest LAST); this module reads them.
 
 A version without ``manifest.json`` does not exist for readers: listing and reading ignore it.
 Reading an object verifies its sha256 against the manifest; reading a manifest verifies that its
-object checksums hash to its version id, and its seal (:mod:`privgraph.storage.seal`) when it has
-one.
+bytes are those the store writes for its content (:func:`~privgraph.storage.manifest.manifest_bytes`;
+manifests of the current format), that its object checksums hash to its version id, and its seal
+(:mod:`privgraph.storage.seal`) when it has one. Loading or verifying a version also checks that
+every object is the canonical encoding of what loads from it and that the version holds exactly
+the objects its ``graph.json`` lists (:mod:`privgraph.storage.graph_io`).
 
 Backends implement six primitives over ``/``-separated keys: :meth:`~ArtifactStore._put_new`
 (refuses to overwrite), :meth:`~ArtifactStore._get`, :meth:`~ArtifactStore._exists`,
@@ -30,8 +33,8 @@ import re
 from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from privgraph.errors import ArtifactError, ArtifactIntegrityError
-from privgraph.storage.manifest import MANIFEST_FORMAT, READABLE_MANIFEST_FORMATS
+from privgraph.errors import ArtifactError, ArtifactIntegrityError, one_line
+from privgraph.storage.manifest import MANIFEST_FORMAT, READABLE_MANIFEST_FORMATS, manifest_bytes
 from privgraph.storage.seal import SEAL_FIELD, check_seal
 
 if TYPE_CHECKING:
@@ -100,6 +103,14 @@ def content_digest(pipeline: str, checksums: Mapping[str, str]) -> str:
     """sha256 (hex) over the pipeline name and the sorted ``name -> sha256`` of the objects."""
     payload = {"pipeline": pipeline, "objects": dict(sorted(checksums.items()))}
     return hashlib.sha256(canonical_json(payload)).hexdigest()
+
+
+def _is_manifest_bytes(manifest: Mapping[str, Any], raw: bytes) -> bool:
+    """Whether ``raw`` is exactly what the store writes for ``manifest`` (parsed from it)."""
+    try:
+        return manifest_bytes(manifest) == raw
+    except (TypeError, ValueError):  # a NaN or infinity: never written
+        return False
 
 
 def _epsilon_summary(ledger: Any) -> str:
@@ -218,6 +229,9 @@ class ArtifactStore(abc.ABC):
 
     # -- reading --------------------------------------------------------------------------------
     def _load_manifest(self, pipeline: str, version: str) -> dict[str, Any]:
+        """The parsed ``manifest.json`` of a version, which names it. One of the current format
+        must be exactly :func:`~privgraph.storage.manifest.manifest_bytes` of its parsed content;
+        one of an older readable format (written before that rule) is read without that check."""
         try:
             raw = self._get(self._key(pipeline, version, MANIFEST_NAME))
         except KeyError:
@@ -234,6 +248,11 @@ class ArtifactStore(abc.ABC):
         if not isinstance(manifest, dict) or manifest.get("format") not in READABLE_MANIFEST_FORMATS:
             raise ArtifactIntegrityError(
                 f"manifest of {pipeline}/{version} is not a {MANIFEST_FORMAT!r} manifest"
+            )
+        if manifest["format"] == MANIFEST_FORMAT and not _is_manifest_bytes(manifest, raw):
+            raise ArtifactIntegrityError(
+                f"manifest of {pipeline}/{version} is not the bytes privgraph writes for its content "
+                f"(reformatted, re-serialized or edited after it was written)"
             )
         if manifest.get("version") != version or manifest.get("pipeline") != pipeline:
             raise ArtifactIntegrityError(
@@ -294,15 +313,23 @@ class ArtifactStore(abc.ABC):
     ) -> dict[str, Any]:
         """Check a published version end to end: its manifest parses, names this version, matches
         its seal (required when ``sealed``; by one of the ``trusted`` keys when given), its object
-        checksums match the content hash in the version id, and every object is present with that
-        checksum and size. Returns ``{"pipeline", "version", "objects", "bytes", "signer"}``
+        checksums match the content hash in the version id, every object is present with that
+        checksum and size, and the objects are exactly those its ``graph.json`` lists, each the
+        canonical encoding of its content (:func:`~privgraph.storage.graph_io.check_objects`).
+        Returns ``{"pipeline", "version", "objects", "bytes", "signer"}``
         (``signer``: the sealing public key, ``None`` for an unsealed manifest).
 
         Raises:
             ArtifactError: no such version.
             ArtifactIntegrityError: anything above does not hold (names what and where).
         """
+        from privgraph.storage.graph_io import check_objects
+
         blobs = self.read_objects(pipeline, version, trusted=trusted, sealed=sealed)
+        try:
+            check_objects(blobs)
+        except ArtifactError as exc:
+            raise ArtifactIntegrityError(f"{pipeline}/{version}: {one_line(exc)}") from None
         seal = self._load_manifest(pipeline, version).get(SEAL_FIELD)
         return {"pipeline": pipeline, "version": version, "objects": len(blobs),
                 "bytes": sum(len(b) for b in blobs.values()),
@@ -340,8 +367,11 @@ class ArtifactStore(abc.ABC):
                 be verified against a manifest and its fingerprint is ``None`` (default: ``False``).
 
         Raises:
-            ArtifactError: no such version (or, with ``staged``, no staged objects either).
-            ArtifactIntegrityError: a published object fails its checksum.
+            ArtifactError: no such version (or, with ``staged``, no staged objects either); a
+                staged object that is not the canonical encoding of its content.
+            ArtifactIntegrityError: a published object fails its checksum, or the published
+                objects are not exactly those ``graph.json`` lists, each the canonical encoding
+                of its content (:mod:`privgraph.storage.graph_io`).
         """
         from privgraph.storage.graph_io import GRAPH_INFO, objects_to_graph, read_graph_info
 
@@ -351,7 +381,10 @@ class ArtifactStore(abc.ABC):
             manifest = self.read_manifest(pipeline, version)
             objects = self.read_objects(pipeline, version)
             num_nodes = manifest.get("num_nodes")
-            graph = objects_to_graph(objects, num_nodes if isinstance(num_nodes, int) else None)
+            try:
+                graph = objects_to_graph(objects, num_nodes if isinstance(num_nodes, int) else None)
+            except ArtifactError as exc:
+                raise ArtifactIntegrityError(f"{pipeline}/{version}: {one_line(exc)}") from None
             return graph, manifest.get("public_input_fingerprint")
         try:
             info_blob = self._get(self._key(pipeline, version, GRAPH_INFO))
@@ -359,7 +392,10 @@ class ArtifactStore(abc.ABC):
             raise ArtifactError(
                 f"no version {version!r} of pipeline {pipeline!r} in {self!r}, staged or published"
             ) from None
-        names = read_graph_info(info_blob)["objects"]
+        try:
+            names = read_graph_info(info_blob)["objects"]
+        except ArtifactError as exc:
+            raise ArtifactError(f"staged {pipeline}/{version}: {one_line(exc)}") from None
         objects = {GRAPH_INFO: info_blob}
         for name in names:
             check_name(name, "object")
@@ -367,7 +403,10 @@ class ArtifactStore(abc.ABC):
                 objects[name] = self._get(self._key(pipeline, version, name))
             except KeyError:
                 raise ArtifactError(f"staged {pipeline}/{version} lacks its object {name!r}") from None
-        return objects_to_graph(objects), None
+        try:
+            return objects_to_graph(objects), None
+        except ArtifactError as exc:
+            raise ArtifactError(f"staged {pipeline}/{version}: {one_line(exc)}") from None
 
     def iter_parts(self, pipeline: str, version: str) -> Iterator[GraphPart]:
         """A partitioned version (:func:`~privgraph.partitioned.store_partitioned_release`) one
@@ -377,18 +416,38 @@ class ArtifactStore(abc.ABC):
 
         Raises:
             ArtifactError: no such version, or it is not partitioned.
-            ArtifactIntegrityError: an object fails its checksum.
+            ArtifactIntegrityError: an object fails its checksum, the version's objects are not
+                exactly those its ``graph.json`` lists, or a part's object is not the canonical
+                encoding of its content (raised when that part is reached).
         """
-        from privgraph.storage.graph_io import GRAPH_INFO, part_from_objects, part_prefix, read_graph_info
+        from privgraph.storage.graph_io import (
+            GRAPH_INFO,
+            check_object_names,
+            part_from_objects,
+            part_prefix,
+            read_graph_info,
+        )
 
         manifest = self.read_manifest(pipeline, version)
-        info = read_graph_info(self._read_verified(pipeline, version, GRAPH_INFO, manifest))
-        if not info.get("parts"):
+        info_blob = self._read_verified(pipeline, version, GRAPH_INFO, manifest)
+        try:
+            info = read_graph_info(info_blob)
+            partitioned = bool(info.get("parts"))
+            if partitioned:
+                check_object_names(manifest["objects"], info)
+        except ArtifactError as exc:
+            raise ArtifactIntegrityError(f"{pipeline}/{version}: {one_line(exc)}") from None
+        if not partitioned:
             raise ArtifactError(f"{pipeline}/{version} is not a partitioned version; read it with load_graph")
         for i in range(info["parts"]):
             pre = part_prefix(i)
             names = [n for n in manifest["objects"] if n.startswith(pre)]
-            yield part_from_objects(i, {n: self._read_verified(pipeline, version, n, manifest) for n in names})
+            objects = {n: self._read_verified(pipeline, version, n, manifest) for n in names}
+            try:
+                part = part_from_objects(i, objects)
+            except ArtifactError as exc:
+                raise ArtifactIntegrityError(f"{pipeline}/{version}: {one_line(exc)}") from None
+            yield part
 
     # -- listing --------------------------------------------------------------------------------
     def _pipelines(self) -> list[str]:

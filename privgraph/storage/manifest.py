@@ -46,6 +46,7 @@ __all__ = [
     "MANIFEST_FORMAT",
     "READABLE_MANIFEST_FORMATS",
     "validate_manifest",
+    "manifest_bytes",
     "seed_key_paths",
     "code_version",
 ]
@@ -143,6 +144,20 @@ def validate_manifest(manifest: Any, *, allow_store_keys: bool = False) -> None:
         raise ArtifactError(
             f"manifest 'ledger' is not a PrivacyLedger.to_dict(): {err}"
         ) from None
+
+
+def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    """The bytes of a stored ``manifest.json`` (format :data:`MANIFEST_FORMAT`): key-sorted JSON
+    indented by 2, ASCII with escapes, no NaN, one trailing newline. The store writes exactly
+    these, and refuses to read a manifest of the current format whose bytes are not
+    ``manifest_bytes`` of its own parsed content (whitespace, key order, escapes, number
+    spellings or repeated keys would carry what the parsed manifest never shows); manifests of
+    the older :data:`READABLE_MANIFEST_FORMATS` stay readable without that check.
+
+    Raises:
+        ValueError: a NaN or infinite number; TypeError: not JSON content.
+    """
+    return (json.dumps(manifest, sort_keys=True, indent=2, allow_nan=False) + "\n").encode()
 
 
 def _git(args: list[str], cwd: Path) -> str | None:

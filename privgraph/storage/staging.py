@@ -47,7 +47,7 @@ from privgraph.storage.base import (
     check_name,
     check_version_id,
 )
-from privgraph.storage.manifest import MANIFEST_FORMAT, validate_manifest
+from privgraph.storage.manifest import MANIFEST_FORMAT, manifest_bytes, validate_manifest
 from privgraph.storage.seal import seal_manifest
 
 if TYPE_CHECKING:
@@ -263,4 +263,4 @@ def _manifest_bytes(
     )
     if signing_key is not None:
         full = seal_manifest(full, signing_key)  # Ed25519 is deterministic: a retry writes the same bytes
-    return (json.dumps(full, sort_keys=True, indent=2, allow_nan=False) + "\n").encode()
+    return manifest_bytes(full)

@@ -279,6 +279,7 @@ def test_a_published_manifest_is_sealed_and_an_edited_one_is_refused(harness, tm
     from flows.privatize import privatize_flow
     from privgraph.errors import ArtifactTamperedError
     from privgraph.storage import open_store
+    from privgraph.storage.manifest import manifest_bytes
     from privgraph.storage.private_record import owner_public_key
 
     monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
@@ -292,7 +293,7 @@ def test_a_published_manifest_is_sealed_and_an_edited_one_is_refused(harness, tm
     for e in m["ledger"]["entries"]:
         e["guarantee"]["epsilon"] /= 100
     path.chmod(0o644)
-    path.write_text(json.dumps(m, indent=2, sort_keys=True))
+    path.write_bytes(manifest_bytes(m))  # as the store writes it: only the seal can tell
     with pytest.raises(ArtifactTamperedError, match="changed after the owner signed it"):
         evaluate_flow(pipeline="sbm-small", version=res["version"], config_path=str(cfg), store=str(tmp_path / "store"))
 

@@ -181,22 +181,23 @@ def test_private_record_directories_are_owner_only(tmp_path):
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-def test_artifacts_commands_verify_list_show_gc(tmp_path, manifest, manifest_factory, monkeypatch):
+def test_artifacts_commands_verify_list_show_gc(tmp_path, graph, manifest, manifest_factory, monkeypatch):
     import datetime as dt
     import json
 
     from typer.testing import CliRunner
 
     from privgraph.cli import app
+    from privgraph.storage.manifest import manifest_bytes
     from privgraph.storage.private_record import owner_signing_key
     from privgraph.storage.seal import public_key_hex
 
     monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
     key = owner_signing_key(tmp_path / "private")
     store = LocalStore(tmp_path / "store")
-    good = put_version(store, "cora-feature-rr", {"edges.parquet": b"good"}, manifest, signing_key=key)
-    bad = put_version(store, "cora-feature-rr", {"edges.parquet": b"bad"}, manifest_factory(note="b"), signing_key=key)
-    edited = put_version(store, "cora-feature-rr", {"edges.parquet": b"e"}, manifest_factory(note="c"), signing_key=key)
+    good = put_version(store, "cora-feature-rr", graph_to_objects(graph), manifest, signing_key=key)
+    bad = put_version(store, "cora-feature-rr", graph_to_objects(graph), manifest_factory(note="b"), signing_key=key)
+    edited = put_version(store, "cora-feature-rr", graph_to_objects(graph), manifest_factory(note="c"), signing_key=key)
     staged = stage_version(store, "cora-feature-rr", {"edges.parquet": b"left"}, created=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
     run = CliRunner().invoke
     s = ["--store", str(tmp_path / "store"), "--private-records", str(tmp_path / "private")]
@@ -210,12 +211,12 @@ def test_artifacts_commands_verify_list_show_gc(tmp_path, manifest, manifest_fac
     mpath = tmp_path / "store" / "cora-feature-rr" / edited / "manifest.json"
     m = json.loads(mpath.read_text())
     m["ledger"]["entries"][0]["guarantee"]["epsilon"] = 0.01  # the ledger claims more privacy
-    mpath.write_text(json.dumps(m, indent=2))
+    mpath.write_bytes(manifest_bytes(m))  # as the store writes it: only the seal can tell
     r = run(app, ["artifacts", "verify", "--all", *s])
     assert r.exit_code == 2 and f"ok cora-feature-rr/{good}" in r.stdout and f"cora-feature-rr/{bad}" in r.output, r.output
     assert "2 of 3 versions failed" in r.output and "changed after the owner signed it" in r.output, r.output
     # a manifest that is not JSON: --all fails on it too (it was skipped, exit 0: issue 27)
-    unreadable = put_version(store, "cora-feature-rr", {"edges.parquet": b"u"}, manifest_factory(note="d"), signing_key=key)
+    unreadable = put_version(store, "cora-feature-rr", graph_to_objects(graph), manifest_factory(note="d"), signing_key=key)
     (tmp_path / "store" / "cora-feature-rr" / unreadable / "manifest.json").write_text("{not json")
     r = run(app, ["artifacts", "verify", "--all", *s])
     assert r.exit_code == 2 and "3 of 4 versions failed" in r.output, r.output
@@ -256,7 +257,8 @@ def test_gc_removes_a_killed_writes_partial_file_and_the_folder(tmp_path):
     assert gc_staged(store, dt.timedelta(hours=1)) == []
 
 
-def test_list_and_show_say_whether_the_seal_was_checked_against_a_trusted_key(tmp_path, manifest, manifest_factory, monkeypatch):
+def test_list_and_show_say_whether_the_seal_was_checked_against_a_trusted_key(tmp_path, graph, manifest, manifest_factory,
+                                                                                   monkeypatch):
     """A hand-edited ledger is not listed as fact; list and show say which key the seal was checked
     against, or that no trusted key was at hand (issue 27)."""
     import json
@@ -264,14 +266,15 @@ def test_list_and_show_say_whether_the_seal_was_checked_against_a_trusted_key(tm
     from typer.testing import CliRunner
 
     from privgraph.cli import app
+    from privgraph.storage.manifest import manifest_bytes
     from privgraph.storage.private_record import owner_signing_key
     from privgraph.storage.seal import public_key_hex
 
     monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
     key = owner_signing_key(tmp_path / "private")
     store = LocalStore(tmp_path / "store")
-    good = put_version(store, PIPE, {"edges.parquet": b"good"}, manifest, signing_key=key)
-    edited = put_version(store, PIPE, {"edges.parquet": b"e"}, manifest_factory(note="c"), signing_key=key)
+    good = put_version(store, PIPE, graph_to_objects(graph), manifest, signing_key=key)
+    edited = put_version(store, PIPE, graph_to_objects(graph), manifest_factory(note="c"), signing_key=key)
     run = CliRunner().invoke
     own = ["--store", str(tmp_path / "store"), "--private-records", str(tmp_path / "private")]
     none = ["--store", str(tmp_path / "store"), "--private-records", str(tmp_path / "nobody")]
@@ -288,7 +291,7 @@ def test_list_and_show_say_whether_the_seal_was_checked_against_a_trusted_key(tm
     mpath = tmp_path / "store" / PIPE / edited / "manifest.json"
     m = json.loads(mpath.read_text())
     m["ledger"]["entries"][0]["guarantee"]["epsilon"] = 0.1
-    mpath.write_text(json.dumps(m, indent=2))
+    mpath.write_bytes(manifest_bytes(m))  # as the store writes it: only the seal can tell
     for args in (own, none):
         r = run(app, ["artifacts", "list", "--json", *args])
         assert r.exit_code == 2 and [row["version"] for row in json.loads(r.stdout)] == [good], r.output

@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from privgraph.errors import ArtifactError, ArtifactIntegrityError, ArtifactTamperedError
 from privgraph.storage import graph_to_objects
+from privgraph.storage.manifest import manifest_bytes
 from privgraph.storage.private_record import owner_public_key, owner_signing_key, owner_signing_key_path
 from privgraph.storage.seal import check_seal, public_key_hex, seal_manifest, sealed_payload
 from privgraph.storage.staging import put_version, stage_version
@@ -33,7 +34,8 @@ def _stored(backend, version):
 
 
 def _rewrite(backend, version, manifest):
-    backend.overwrite(f"{PIPE}/{version}/manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    """The manifest written back as the store writes one: only the seal can tell an edit."""
+    backend.overwrite(f"{PIPE}/{version}/manifest.json", manifest_bytes(manifest))
 
 
 def test_a_sealed_version_verifies_under_its_owner(backend, graph, manifest, key):
@@ -58,11 +60,17 @@ def test_an_edited_epsilon_fails_every_read(backend, graph, manifest, key):
     ):
         with pytest.raises(ArtifactTamperedError, match="changed after the owner signed it"):
             read()
-    # reformatting alone (whitespace, key order) is no edit: the seal covers the JSON, not the layout
+    # the seal covers the JSON, not the layout; but the bytes must be those the store writes
+    # (issue 42): reformatted (whitespace, key order), the same content is refused by every read
     original = _stored(backend, version)
     original["ledger"]["entries"][0]["guarantee"]["epsilon"] *= 100
-    _rewrite(backend, version, dict(reversed(list(original.items()))))
+    _rewrite(backend, version, original)
     backend.store.verify_version(PIPE, version, trusted=[public_key_hex(key)], sealed=True)
+    backend.overwrite(f"{PIPE}/{version}/manifest.json", (json.dumps(original, indent=1) + "\n").encode())
+    for read in (lambda: backend.store.read_manifest(PIPE, version), lambda: backend.store.verify_version(PIPE, version)):
+        with pytest.raises(ArtifactIntegrityError, match="not the bytes privgraph writes") as exc:
+            read()
+        assert not isinstance(exc.value, ArtifactTamperedError)
 
 
 def test_a_stripped_seal_or_another_signer_is_refused(backend, graph, manifest, key):
