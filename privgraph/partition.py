@@ -16,6 +16,7 @@ edges alone (docs/architecture.md, "Determinism").
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import os
 import signal
@@ -153,9 +154,20 @@ def _read_exactly(stream: IO[bytes], size: int) -> bytes:
     return bytes(buf)
 
 
+def _after_fork_in_child() -> None:
+    """A forked child starts its own METIS process when it needs one: a fresh lock, and its copies
+    of the parent's pipes closed (so the parent's METIS process still ends when the parent does)."""
+    _METIS.lock = threading.Lock()
+    proc, _METIS.proc = _METIS.proc, None
+    for stream in () if proc is None else (proc.stdin, proc.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
 _METIS = _MetisProcess()
 atexit.register(_METIS.close)
-os.register_at_fork(after_in_child=lambda: setattr(_METIS, "lock", threading.Lock()))
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def metis_membership(xadj: np.ndarray, adjncy: np.ndarray, num_parts: int) -> np.ndarray:

@@ -149,3 +149,21 @@ def test_the_cora_neighbour_pair_releases_the_same_edges_whatever_other_threads_
         for _ in range(8):
             for tag, g in (("base", graph), ("neighbour", neighbour)):
                 assert release(g) == first[tag], tag
+
+
+def test_a_forked_child_partitions_with_its_own_metis_process():
+    """After a fork the child starts its own METIS process (the parent's pipes are not shared)
+    and gets the same parts; the parent's process still serves the parent."""
+    import multiprocessing
+
+    g = _ring(300)
+    expected = partition_graph(g, 3, "metis").assignment  # the parent's METIS process is running
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        child = pool.apply(_parts_of, (g,))
+    assert np.array_equal(child, expected)
+    assert np.array_equal(partition_graph(g, 3, "metis").assignment, expected)
+
+
+def _parts_of(g: GraphData) -> np.ndarray:
+    return partition_graph(g, 3, "metis").assignment
