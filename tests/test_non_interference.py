@@ -703,9 +703,7 @@ def test_a_published_version_reveals_nothing_beyond_its_ledger(
     assert other["record"]["input_identity"] != base["record"]["input_identity"]  # the inputs differ
     assert recomputed == []
     if name == "images-heterorr":  # the image neighbour's input: the private edge its edges.csv gained
-        pair = _private_edge_to_add(graph)
-        neighbour = graph.replace(edges_private=np.concatenate([graph.edges_private, [[pair[0]], [pair[1]]]], axis=1)) \
-            if scope == "edges" else graph
+        neighbour = _neighbour(graph, disclosure, "edges") if scope == "edges" else graph
     assert metrics_recomputed([other], [other_cfg], name) + inside(other, neighbour, other_cfg, name) == []
     seen = published(other)  # every channel was read back
     assert seen["logs"] and seen["flow runs"] and seen["task runs"] and seen["artifacts"] and seen["ci"]["metrics"]
