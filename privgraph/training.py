@@ -155,6 +155,10 @@ def _model_input(x: torch.Tensor) -> torch.Tensor:
     Bag-of-words features (Cora: 1.3% non-zero) then cost a sparse product and a dropout draw
     per stored value instead of per entry: several times faster on a CPU, same distribution.
 
+    Dropout before the first layer applies to sparse input only: on dense input (released,
+    propagated or centred features) it is skipped, which costs the same accuracy within noise
+    and a third of the time (docs/evaluation-cost.md).
+
     Dense features are centred per column (their mean over all nodes subtracted). Privatized
     features are dense with a large common offset (FeatureRR's grid {1/k, ..., 1} puts every 0 at
     1/k); input dropout on such an offset is noise of order sqrt(d) that drowns the signal, and
@@ -428,6 +432,7 @@ def fit_node_classifier(
     kprop_search_labels: bool = True,
     progress: ProgressCallback | None = None,
     propagate_val_labels: bool = True,
+    input_cache: InputCache | None = None,
 ) -> TrainedClassifier:
     r"""Train a 2-layer GNN (:class:`~privgraph.models.GCN`, :class:`~privgraph.models.GraphSAGE`,
     :class:`~privgraph.models.GAT` or :class:`~privgraph.models.GIN`) on ``graph.train_mask`` in
@@ -444,7 +449,8 @@ def fit_node_classifier(
             (every closed neighbourhood is the node itself, so the same models become MLPs of the
             same architecture, initial parameters and dropout draws) (default: ``"all"``).
         hidden, epochs, lr, weight_decay, dropout, patience: the hidden width, the epoch cap,
-            Adam's rate and L2 penalty, the dropout before each layer, the early-stopping patience
+            Adam's rate and L2 penalty, the dropout before each hidden layer and before the first
+            one on sparse input only (:func:`_model_input`), the early-stopping patience
             (``None``: every epoch runs) (defaults: 64, 200, 0.01, 5e-4, 0.5, 50).
         aggr (str, optional): the model's aggregation (:class:`~privgraph.models.gcn.NodeGNN`;
             ``None``: the model's own).
@@ -464,6 +470,8 @@ def fit_node_classifier(
             ``K_x`` only, ``K_y = 0`` (labels that were not randomized) (default: ``True``).
         feature_dim (int, optional): project DENSE features onto their first ``feature_dim``
             principal axes (:func:`principal_basis`; post-processing) (default: ``None``: off).
+        input_cache (InputCache, optional): reuse the model input prepared for ``graph`` by an
+            earlier training with the same input arguments (the result is the same either way).
 
     Returns:
         TrainedClassifier: the model at the selected epoch and its ``result``: ``test_acc``,
@@ -480,7 +488,8 @@ def fit_node_classifier(
                             epochs=epochs, lr=lr,
                             weight_decay=weight_decay, dropout=dropout, aggr=aggr, device=device, patience=patience,
                             eval_y=eval_y, model=model, drop=drop, label_epsilon=label_epsilon,
-                            label_classes=label_classes, feature_dim=feature_dim, progress=progress)
+                            label_classes=label_classes, feature_dim=feature_dim, progress=progress,
+                            input_cache=input_cache)
     eval_y = _check_fit_args(graph, edges=edges, model=model, hidden=hidden, epochs=epochs, lr=lr,
                              weight_decay=weight_decay, patience=patience, kprop_features=kprop_features, kprop_labels=kprop_labels, drop=drop,
                              propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
@@ -491,8 +500,9 @@ def fit_node_classifier(
     # would make the version's shareable metrics move with one raw label (issue 24, leak 4)
     num_classes = output_classes(graph, label_classes)
     dev = choose_device(device)
-    inp = _prepare_inputs(graph, edges=edges, model=model, aggr=aggr, kprop_features=kprop_features,
-                          feature_dim=feature_dim, seed=seed, dev=dev)
+    prepare = dict(edges=edges, model=model, aggr=aggr, kprop_features=kprop_features, feature_dim=feature_dim,
+                   seed=seed if feature_dim is not None else None, dev=dev)
+    inp = (input_cache.get(graph, prepare) if input_cache is not None else _prepare_inputs(graph, **prepare))
     y = inp.data.y.to(dev)
     idx = {name: torch.from_numpy(np.flatnonzero(getattr(inp.graph, name))).to(dev) for name in SPLIT_MASKS}
     targets = _training_targets(y, idx, num_classes, inp, dev, kprop_labels=kprop_labels, drop=drop,
@@ -704,7 +714,33 @@ def _prepare_inputs(
         projection = principal_basis(x, int(feature_dim), g_proj)
         x = x @ projection
     center = None if x.layout == torch.sparse_csr else raw.mean(dim=0).detach()
+    if model != "gap":  # GAP's module keeps its own dropout over the aggregates
+        model_kwargs["input_dropout"] = x.layout != torch.strided
     return _Inputs(graph, data, edge_index, x, center, projection, model_kwargs)
+
+
+class InputCache:
+    """The model inputs of ONE graph (its PyG data and KProp'd, centred or projected features),
+    each prepared once and shared by every training over that graph object with the same input
+    arguments: the members of an ensemble, the runs and candidates of an evaluation. Preparing
+    is deterministic (a projection's seed is part of the key), so a cached input equals a fresh one."""
+
+    def __init__(self) -> None:
+        self._graph: GraphData | None = None
+        self._inputs: dict[tuple[Any, ...], _Inputs] = {}
+
+    def get(self, graph: GraphData, prepare: dict[str, Any]) -> _Inputs:
+        """:func:`_prepare_inputs` ``(graph, **prepare)``, from the cache when ``graph`` is the object
+        it holds inputs of (another graph replaces them)."""
+        if graph is not self._graph:
+            self._graph, self._inputs = graph, {}
+        seed = prepare["seed"]
+        seed_key = None if seed is None else (
+            (tuple(seed.spawn_key), seed.entropy) if isinstance(seed, np.random.SeedSequence) else int(seed))
+        key = tuple((k, str(v)) for k, v in prepare.items() if k != "seed") + (seed_key,)
+        if key not in self._inputs:
+            self._inputs[key] = _prepare_inputs(graph, **prepare)
+        return self._inputs[key]
 
 
 @dataclasses.dataclass
@@ -754,10 +790,15 @@ def _train_loop(
     best_epoch = epochs_run = 0
     best_state: dict[str, torch.Tensor] = {}
     stopped = False
+    # without input dropout the first layer is the same in both modes: one product per epoch
+    # serves the scoring of the parameters and the next step from them (same results, 2/3 of the
+    # first layer's cost)
+    share = bool(getattr(net, "shares_first_layer", False))
+    first = net.first_layer(x, edge_index) if share else None
     for epoch in range(1, epochs + 1):
         net.train()
         opt.zero_grad(set_to_none=True)
-        out = net(x, edge_index, generator=g)
+        out = net(x, edge_index, generator=g, first=first) if share else net(x, edge_index, generator=g)
         if t.drop and t.label_prop is not None:
             q = out.softmax(dim=1)
             p = t.label_prop(q if t.forward is None else q @ t.forward[:q.shape[1], :q.shape[1]], edge_index)
@@ -769,8 +810,10 @@ def _train_loop(
         opt.step()
         epochs_run = epoch
         net.eval()
+        if share:
+            first = net.first_layer(x, edge_index)
         with torch.no_grad():
-            out_val = net(x, edge_index)[val_idx]
+            out_val = (net(x, edge_index, first=first.detach()) if share else net(x, edge_index))[val_idx]
             val_acc = (out_val.argmax(1) == y_val).float().mean()
             val_loss = F.cross_entropy(out_val, y_val)
             # Drop: the accuracy against the noisy labels y' may not exceed Acc*
@@ -1006,11 +1049,12 @@ def evaluate_utility(
 
     classes, device = output_classes(private, train_kwargs.get("label_classes")), choose_device(train_kwargs.get("device", "auto"))
     clean_res, private_res, floor_res, public_res, smoothed = [], [], [], [], []
+    private_inputs, clean_inputs = InputCache(), InputCache()  # each input prepared once, not per training
     per_run = 2 + (clean is not None) + (public_kwargs is not None)
     tracker = ProgressTracker("training", per_run * int(runs), progress)
     for i, s in enumerate(seeds):
         if clean is not None:
-            clean_res.append(fit_ensemble(clean, seed=s, members=ensemble, **clean_kwargs)[0])
+            clean_res.append(fit_ensemble(clean, seed=s, members=ensemble, input_cache=clean_inputs, **clean_kwargs)[0])
             tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
         bases: dict[str, np.ndarray] = {}
         for name, kwargs, out, what in (
@@ -1019,7 +1063,8 @@ def evaluate_utility(
                 ("public_edges", public_kwargs, public_res, "private graph, public edges only")):
             if kwargs is None:
                 continue
-            result, bases[name] = fit_ensemble(private, seed=s, members=ensemble, eval_y=raw_y, progress=progress, **kwargs)
+            result, bases[name] = fit_ensemble(private, seed=s, members=ensemble, eval_y=raw_y, progress=progress,
+                                               input_cache=private_inputs, **kwargs)
             out.append(result)
             tracker.advance(detail=f"{what}, run {i + 1}/{runs}")
         bases = {k: bases[k] for k in ("feature_only", "public_edges", "gnn") if k in bases}  # simpler first: ties

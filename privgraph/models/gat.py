@@ -90,6 +90,9 @@ class GAT(NodeGNN):
             coefficients in training mode, in :math:`[0, 1)` (default: ``0.0``).
     """
 
+    #: attention dropout draws in the first layer too: nothing to share between the modes
+    deterministic_first_layer = False
+
     def _check_aggr(self, aggr: Any) -> str:
         return _check_attention_mean(aggr)
 
@@ -155,7 +158,7 @@ class GAT(NodeGNN):
         ei = self._edges(edge_index, n)
         src, dst = ei[0], ei[1]
         for i, conv in enumerate(self.convs):
-            x = self.dropout(x, generator)
+            x = self.layer_dropout(x, i, generator)
             h_, c_ = conv.heads, conv.out_channels
             h = sparse_aware_linear(self, x, conv.lin.weight).view(n, h_, c_)  # W x, per head
             score = (h * conv.att_src).sum(dim=-1)[src] + (h * conv.att_dst).sum(dim=-1)[dst]

@@ -286,6 +286,8 @@ class NodeGNN(Module):
         num_layers (int, optional): number of layers (default: ``2``).
         dropout (float, optional): dropout probability before each layer, in :math:`[0, 1)`
             (default: ``0.5``).
+        input_dropout (bool, optional): dropout before the first layer too; ``False``: only
+            before the hidden layers (default: ``True``).
         aggr (str, optional): the aggregation; each model admits its own (default: the model's).
         cached (bool, optional): reuse the propagation operator while the same ``edge_index``
             tensor object is passed, and transpose the structure of sparse CSR features only once
@@ -310,6 +312,7 @@ class NodeGNN(Module):
         *,
         num_layers: int = 2,
         dropout: float = 0.5,
+        input_dropout: bool = True,
         aggr: str | None = None,
         cached: bool = False,
         generator: torch.Generator | None = None,
@@ -322,6 +325,9 @@ class NodeGNN(Module):
         self.out_channels = _check_positive_int(out_channels, "out_channels", owner)
         self.num_layers = _check_positive_int(num_layers, "num_layers", owner)
         self.dropout = GeneratorDropout(dropout)
+        if not isinstance(input_dropout, bool):
+            raise ValueError(f"{owner}: input_dropout must be a bool, got {input_dropout!r}")
+        self.input_dropout = input_dropout
         self.cached = bool(cached)
         self.aggr = self._check_aggr(self.default_aggr if aggr is None else aggr)
         self._cache: Any = None  # the propagation operator while edge_index is the same object
@@ -348,6 +354,26 @@ class NodeGNN(Module):
         if self.cached:
             self._cache = (edge_index, op, op_t)
         return op, op_t
+
+    #: the first layer draws nothing random in training mode (GAT's attention dropout does), so
+    #: without input dropout its output is the same in both modes (:meth:`first_layer`)
+    deterministic_first_layer: ClassVar[bool] = True
+
+    @property
+    def shares_first_layer(self) -> bool:
+        """Whether :meth:`first_layer` is what :meth:`forward` computes first in either mode, so
+        that one product can serve a training step and the scoring of the same parameters."""
+        return not self.input_dropout and self.deterministic_first_layer
+
+    def first_layer(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        """The first layer's output (before its activation) without input dropout: pass it to
+        :meth:`forward` as ``first`` (while the parameters are unchanged) to skip that layer."""
+        raise NotImplementedError
+
+    def layer_dropout(self, x: Tensor, layer: int, generator: torch.Generator | None) -> Tensor:
+        """The dropout before layer ``layer`` (0-based): none before the first layer without
+        ``input_dropout``."""
+        return x if layer == 0 and not self.input_dropout else self.dropout(x, generator)
 
     @property
     def dims(self) -> list[int]:
@@ -410,13 +436,20 @@ class GCN(NodeGNN):
         for conv in self.convs:
             conv.reset_parameters(g)
 
+    def first_layer(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        return self.convs[0](x, edge_index)
+
     def forward(
-        self, x: Tensor, edge_index: Tensor, *, generator: torch.Generator | None = None
+        self, x: Tensor, edge_index: Tensor, *, generator: torch.Generator | None = None,
+        first: Tensor | None = None,
     ) -> Tensor:
-        """Logits ``[n, out_channels]``; ``generator`` draws the dropout masks in training mode."""
+        """Logits ``[n, out_channels]``; ``generator`` draws the dropout masks in training mode;
+        ``first``: :meth:`first_layer`'s output for these parameters, reused."""
         for i, conv in enumerate(self.convs):
-            x = self.dropout(x, generator)
-            x = conv(x, edge_index)
+            if i == 0 and first is not None:
+                x = first
+            else:
+                x = conv(self.layer_dropout(x, i, generator), edge_index)
             if i < self.num_layers - 1:
                 x = x.relu()
         return x
@@ -426,3 +459,4 @@ class GCN(NodeGNN):
             f"{self.__class__.__name__}({self.in_channels}, {self.hidden_channels}, "
             f"{self.out_channels}, num_layers={self.num_layers}, aggr={self.aggr!r})"
         )
+

@@ -135,18 +135,29 @@ class GIN(NodeGNN):
     def _operator(self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
         return self._cached_operator(edge_index, num_nodes, dtype, _sum_operator)
 
+    def _layer(self, conv: Any, x: Tensor, op: Tensor, op_t: Tensor | None) -> Tensor:
+        lin1, lin2 = conv.nn[0], conv.nn[2]
+        h = sparse_aware_linear(self, x, lin1.weight)  # X W_1^T
+        h = _FixedSpMM.apply(h, op, op_t) + lin1.bias  # (A + I) X W_1^T + b_1
+        return lin2(h.relu())
+
+    def first_layer(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        op, op_t = self._operator(edge_index, x.size(0), self.convs[0].nn[0].weight.dtype)
+        return self._layer(self.convs[0], x, op, op_t)
+
     def forward(
-        self, x: Tensor, edge_index: Tensor, *, generator: torch.Generator | None = None
+        self, x: Tensor, edge_index: Tensor, *, generator: torch.Generator | None = None,
+        first: Tensor | None = None,
     ) -> Tensor:
-        """Logits ``[n, out_channels]``; ``generator`` draws the dropout masks in training mode."""
+        """Logits ``[n, out_channels]``; ``generator`` draws the dropout masks in training mode;
+        ``first``: :meth:`first_layer`'s output for these parameters, reused."""
         n = x.size(0)
         op, op_t = self._operator(edge_index, n, self.convs[0].nn[0].weight.dtype)
         for i, conv in enumerate(self.convs):
-            x = self.dropout(x, generator)
-            lin1, lin2 = conv.nn[0], conv.nn[2]
-            h = sparse_aware_linear(self, x, lin1.weight)  # X W_1^T
-            h = _FixedSpMM.apply(h, op, op_t) + lin1.bias  # (A + I) X W_1^T + b_1
-            x = lin2(h.relu())
+            if i == 0 and first is not None:
+                x = first
+            else:
+                x = self._layer(conv, self.layer_dropout(x, i, generator), op, op_t)
             if i < self.num_layers - 1:
                 x = x.relu()
         return x

@@ -114,18 +114,29 @@ class GraphSAGE(NodeGNN):
     def _operator(self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
         return self._cached_operator(edge_index, num_nodes, dtype, _mean_operator)
 
+    def _layer(self, conv: Any, x: Tensor, op: Tensor, op_t: Tensor | None) -> Tensor:
+        o = conv.out_channels
+        # one product for both weights: [W_2; W_1] -> columns [:o] aggregated, [o:] the root
+        h = sparse_aware_linear(self, x, torch.cat([conv.lin_l.weight, conv.lin_r.weight], dim=0))
+        return _FixedSpMM.apply(h[:, :o].contiguous(), op, op_t) + h[:, o:] + conv.lin_l.bias
+
+    def first_layer(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        op, op_t = self._operator(edge_index, x.size(0), self.convs[0].lin_l.weight.dtype)
+        return self._layer(self.convs[0], x, op, op_t)
+
     def forward(
-        self, x: Tensor, edge_index: Tensor, *, generator: torch.Generator | None = None
+        self, x: Tensor, edge_index: Tensor, *, generator: torch.Generator | None = None,
+        first: Tensor | None = None,
     ) -> Tensor:
-        """Logits ``[n, out_channels]``; ``generator`` draws the dropout masks in training mode."""
+        """Logits ``[n, out_channels]``; ``generator`` draws the dropout masks in training mode;
+        ``first``: :meth:`first_layer`'s output for these parameters, reused."""
         n = x.size(0)
         op, op_t = self._operator(edge_index, n, self.convs[0].lin_l.weight.dtype)
         for i, conv in enumerate(self.convs):
-            x = self.dropout(x, generator)
-            o = conv.out_channels
-            # one product for both weights: [W_2; W_1] -> columns [:o] aggregated, [o:] the root
-            h = sparse_aware_linear(self, x, torch.cat([conv.lin_l.weight, conv.lin_r.weight], dim=0))
-            x = _FixedSpMM.apply(h[:, :o].contiguous(), op, op_t) + h[:, o:] + conv.lin_l.bias
+            if i == 0 and first is not None:
+                x = first
+            else:
+                x = self._layer(conv, self.layer_dropout(x, i, generator), op, op_t)
             if i < self.num_layers - 1:
                 x = x.relu()
         return x

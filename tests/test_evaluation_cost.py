@@ -1,0 +1,83 @@
+"""The evaluation's cost (issue 43): what makes it cheaper must not change what it computes."""
+
+import numpy as np
+import pytest
+import torch
+
+import privgraph.training as training
+from privgraph.models import GCN, GIN, GraphSAGE
+from privgraph.training import InputCache, evaluate_utility, fit_ensemble, fit_node_classifier
+from tests.test_training import QUICK, two_communities
+
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+
+
+@pytest.fixture(scope="module")
+def graph():
+    g = two_communities(signal=0.3, seed=3)
+    public = g.edges_public[:, ::2]
+    return g.replace(edges_public=public, edges_private=g.edges_public[:, 1::2])
+
+
+def _bag_of_words(g):
+    rng = np.random.default_rng(0)
+    x = (rng.random(g.x.shape[0] * 40) < 0.03).reshape(g.x.shape[0], 40).astype(np.float32)
+    x[:, 0] += g.y  # a word that says the class
+    return g.replace(x=x)
+
+
+@pytest.mark.parametrize("input_dropout", [False, True])
+def test_input_dropout_off_leaves_the_first_layer_alone(input_dropout):
+    x, ei = torch.randn(30, 6), torch.tensor([[0, 1, 2], [1, 2, 0]])
+    net = GCN(6, 4, 3, num_layers=1, input_dropout=input_dropout, generator=torch.Generator().manual_seed(0))
+    train = net.train()(x, ei, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(train, net.eval()(x, ei)) is (not input_dropout)
+    with pytest.raises(ValueError, match="input_dropout must be a bool"):
+        GCN(6, 4, 3, input_dropout=1)
+
+
+def test_dense_input_trains_without_input_dropout_sparse_input_with_it(graph):
+    dev = torch.device("cpu")
+    args = dict(edges="all", model="gcn", aggr=None, kprop_features=0, feature_dim=None, seed=None, dev=dev)
+    dense = training._prepare_inputs(graph, **args)
+    sparse = training._prepare_inputs(_bag_of_words(graph), **args)
+    assert dense.x.layout == torch.strided and dense.model_kwargs["input_dropout"] is False
+    assert sparse.x.layout == torch.sparse_csr and sparse.model_kwargs["input_dropout"] is True
+
+
+@pytest.mark.parametrize("model", ["gcn", "sage", "gin"])
+@pytest.mark.parametrize("kprop", [0, 2])
+def test_the_shared_first_layer_trains_exactly_as_two_products(graph, model, kprop, monkeypatch):
+    """One first-layer product per epoch serves the scoring and the next step: bit-identical."""
+    shared = fit_node_classifier(graph, seed=4, model=model, kprop_features=kprop, hidden=16, epochs=25)
+    for cls in (GCN, GraphSAGE, GIN):
+        monkeypatch.setattr(cls, "shares_first_layer", property(lambda self: False))
+    apart = fit_node_classifier(graph, seed=4, model=model, kprop_features=kprop, hidden=16, epochs=25)
+    assert shared.result == apart.result
+    assert np.array_equal(shared.posteriors, apart.posteriors)
+    assert all(torch.equal(a, b) for a, b in zip(shared.net.state_dict().values(), apart.net.state_dict().values()))
+
+
+def test_the_input_cache_changes_no_result(graph):
+    cache = InputCache()
+    for kwargs in ({"kprop_features": 2}, {"edges": "none"}, {"feature_dim": 4}, {"kprop_features": 2}):
+        fresh = fit_ensemble(graph, seed=2, members=2, **QUICK, **kwargs)
+        cached = fit_ensemble(graph, seed=2, members=2, input_cache=cache, **QUICK, **kwargs)
+        assert fresh[0] == cached[0] and np.array_equal(fresh[1], cached[1])
+    other = _bag_of_words(graph)  # another graph object: the cache holds its inputs instead
+    assert np.array_equal(fit_ensemble(other, seed=2, members=2, input_cache=cache, **QUICK)[1],
+                          fit_ensemble(other, seed=2, members=2, **QUICK)[1])
+
+
+def test_an_evaluation_prepares_each_input_once(graph, monkeypatch):
+    calls = []
+    real = training._prepare_inputs
+
+    def counting(g, **kwargs):
+        calls.append((id(g), kwargs["edges"]))
+        return real(g, **kwargs)
+
+    monkeypatch.setattr(training, "_prepare_inputs", counting)
+    evaluate_utility(graph, graph, runs=2, seed_sequence=1, ensemble=2, **QUICK)
+    # the clean graph's input, and the version's for the GNN, the floor and the public edges alone
+    assert sorted(e for _, e in calls) == ["all", "all", "none", "public"]
