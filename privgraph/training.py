@@ -61,7 +61,7 @@ from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.params import check_int
 from privgraph.randomized_response import label_rr_keep_probability, label_rr_transition_matrix
 from privgraph.models import GAT, GCN, GIN, GAPClassifier, GraphSAGE, KProp
-from privgraph.models.sparse import quiet_sparse_beta
+from privgraph.models.sparse import FactoredInput, quiet_sparse_beta
 from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import as_seed_sequence, partition_seeds, stage_seed
 
@@ -171,6 +171,61 @@ def _model_input(x: torch.Tensor) -> torch.Tensor:
     return x - x.mean(dim=0, keepdim=True)
 
 
+#: the relative error (Frobenius norm) within which a smooth dense input is trained through its
+#: low-rank factors (:func:`_factored_input`)
+FACTOR_TOLERANCE = 1e-4
+
+
+def _factored_input(x: torch.Tensor, raw: torch.Tensor | None, center: torch.Tensor) -> torch.Tensor | FactoredInput:
+    """The centred dense model input ``x`` in a form whose first-layer product is cheaper
+    (:class:`~privgraph.models.sparse.FactoredInput`), else ``x`` itself.
+
+    ``raw`` (the features ``x`` was centred from, ``center`` their column mean; None after KProp):
+    where at most 1/10 of its entries differ from its most common value ``m`` (a Piecewise
+    release), ``x = CSR(raw - m) - (center - m)``: exact. Otherwise (a propagated, smooth input):
+    ``x ~ (x V) V^T`` for the top-``k`` right singular vectors ``V`` (:func:`principal_basis`'s
+    randomized SVD, of 128 vectors, doubled up to where the factors would cost 3/4 of the dense
+    product), ``k`` the smallest rank whose residual is within :data:`FACTOR_TOLERANCE` of ``x``'s
+    norm (checked). Post-processing of ``x``; deterministic (a fixed seed)."""
+    n, d = x.shape
+    if raw is not None:
+        m = float(raw.reshape(-1)[: 1 << 16].mode().values)
+        if torch.count_nonzero(raw != m).item() <= _SPARSE_DENSITY * raw.numel():
+            with quiet_sparse_beta():
+                return FactoredInput((raw - m).to_sparse_csr(), shift=center - m)
+        return x
+    norm = _frobenius(x)
+    k_max = (3 * n * d) // (4 * (n + d))  # the factors must cost under 3/4 of the dense product
+    g = torch.Generator(device=x.device).manual_seed(0)
+    k = min(128, k_max)
+    while k >= 16 and norm > 0:
+        s, vh = _top_singular(x, k, g, power_iterations=2)
+        # the residual energy at each rank j <= k: what lies beyond the k vectors (measured, in
+        # float64: norm^2 - sum s^2 cannot resolve 1e-8 in float32) plus s_{j+1}^2 + ... + s_k^2
+        beyond = _frobenius(x, x @ vh.T, vh.T) ** 2
+        tail = beyond + torch.flip(torch.cumsum(torch.flip(s.double() ** 2, [0]), 0), [0])
+        tail = torch.cat([tail[1:], tail.new_tensor([beyond])])
+        fits = torch.nonzero(tail <= (FACTOR_TOLERANCE * norm) ** 2)
+        if fits.numel():
+            v = vh[: int(fits[0]) + 1].T.contiguous()
+            a = x @ v
+            if _frobenius(x, a, v) <= FACTOR_TOLERANCE * norm:
+                return FactoredInput(a, v.T.contiguous())
+        if k == k_max:
+            break
+        k = min(2 * k, k_max)
+    return x
+
+
+def _frobenius(x: torch.Tensor, a: torch.Tensor | None = None, v: torch.Tensor | None = None, rows: int = 4096) -> float:
+    """``||x - a v^T||_F`` (``||x||_F`` without ``a``), in float64, ``rows`` rows at a time."""
+    total = 0.0
+    for i in range(0, x.shape[0], rows):
+        r = x[i:i + rows] if a is None or v is None else x[i:i + rows] - a[i:i + rows] @ v.T
+        total += float(torch.linalg.vector_norm(r.double()) ** 2)
+    return total ** 0.5
+
+
 def principal_basis(
     x: torch.Tensor, dim: int, generator: torch.Generator, *, power_iterations: int = 3, oversample: int = 16
 ) -> torch.Tensor:
@@ -184,14 +239,23 @@ def principal_basis(
     exact SVD of the small :math:`\mathbf{Q}^\top \mathbf{X}`. Cost O(n d (dim + oversample)
     (2 q + 2)), no ``d x d`` matrix. Applied to released features it is post-processing.
     """
+    _, vh = _top_singular(x, dim, generator, power_iterations=power_iterations, oversample=oversample)
+    return vh[: min(int(dim), vh.shape[0])].T.contiguous()
+
+
+def _top_singular(
+    x: torch.Tensor, dim: int, generator: torch.Generator, *, power_iterations: int = 3, oversample: int = 16
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The randomized SVD of :func:`principal_basis`: the top ``dim`` singular values of ``x``
+    (estimates from below) and their right singular vectors ``[dim, d]``."""
     n, d = x.shape
     k = min(int(dim) + int(oversample), d, n)
     omega = torch.randn(d, k, generator=generator, device=x.device, dtype=x.dtype)
     q = torch.linalg.qr(x @ omega).Q
     for _ in range(int(power_iterations)):
         q = torch.linalg.qr(x @ torch.linalg.qr(x.T @ q).Q).Q
-    _, _, vh = torch.linalg.svd(q.T @ x, full_matrices=False)
-    return vh[: min(int(dim), vh.shape[0])].T.contiguous()
+    _, s, vh = torch.linalg.svd(q.T @ x, full_matrices=False)
+    return s[: int(dim)], vh[: int(dim)]
 
 
 def _check_number(
@@ -716,6 +780,8 @@ def _prepare_inputs(
     center = None if x.layout == torch.sparse_csr else raw.mean(dim=0).detach()
     if model != "gap":  # GAP's module keeps its own dropout over the aggregates
         model_kwargs["input_dropout"] = x.layout != torch.strided
+        if x.layout == torch.strided and projection is None:
+            x = _factored_input(x, None if kprop_features else raw, center)
     return _Inputs(graph, data, edge_index, x, center, projection, model_kwargs)
 
 
@@ -783,7 +849,7 @@ def _train_loop(
     of the best validation accuracy (ties: the lower validation loss, then the earlier epoch) are
     kept, then loaded into ``net`` (left in evaluation mode). Returns the best epoch, the epochs
     run, and whether Drop's bound stopped training."""
-    opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
+    opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay, foreach=True)  # bit-identical to the default, one kernel per step
     train_idx, val_idx = idx["train_mask"], idx["val_mask"]
     y_train, y_val = t.y_fit[train_idx], y[val_idx]
     best_key: tuple[float, float] | None = None

@@ -6,6 +6,7 @@ import torch
 
 import privgraph.training as training
 from privgraph.models import GCN, GIN, GraphSAGE
+from privgraph.models.sparse import FactoredInput
 from privgraph.training import InputCache, evaluate_utility, fit_ensemble, fit_node_classifier
 from tests.test_training import QUICK, two_communities
 
@@ -81,3 +82,52 @@ def test_an_evaluation_prepares_each_input_once(graph, monkeypatch):
     evaluate_utility(graph, graph, runs=2, seed_sequence=1, ensemble=2, **QUICK)
     # the clean graph's input, and the version's for the GNN, the floor and the public edges alone
     assert sorted(e for _, e in calls) == ["all", "all", "none", "public"]
+
+
+def test_a_factored_input_multiplies_as_the_matrix_it_stands_for():
+    g = torch.Generator().manual_seed(0)
+    raw = torch.full((50, 30), 0.5)
+    raw[torch.arange(50), torch.randint(0, 30, (50,), generator=g)] = torch.rand(50, generator=g) * 4 - 1.5
+    center = raw.mean(dim=0)
+    dense = raw - center
+    sparse_form = training._factored_input(dense, raw, center)
+    low = torch.randn(200, 3, generator=g) @ torch.randn(3, 30, generator=g)
+    low_form = training._factored_input(low - low.mean(0), None, low.mean(0))
+    assert isinstance(sparse_form, FactoredInput) and sparse_form.left.layout == torch.sparse_csr
+    assert isinstance(low_form, FactoredInput) and low_form.right.shape[0] <= 16
+    for form, x in ((sparse_form, dense), (low_form, low - low.mean(0))):
+        assert torch.allclose(form.dense(), x, atol=1e-5) and form.shape == x.shape
+        w = torch.randn(8, 30, generator=g, requires_grad=True)
+        h = form.linear(w)
+        (gw,) = torch.autograd.grad((h * h).sum(), w)
+        w2 = w.detach().clone().requires_grad_()
+        h2 = x @ w2.t()
+        (gw2,) = torch.autograd.grad((h2 * h2).sum(), w2)
+        rel = [float(torch.linalg.vector_norm(a - b) / torch.linalg.vector_norm(b)) for a, b in ((h, h2), (gw, gw2))]
+        assert max(rel) <= 1e-3, rel
+
+
+def test_only_a_cheaper_form_within_the_tolerance_replaces_the_input():
+    g = torch.Generator().manual_seed(1)
+    noise = torch.randn(200, 60, generator=g)  # full rank: no factors within 1e-4
+    assert training._factored_input(noise, None, noise.mean(0)) is noise
+    smooth = torch.randn(200, 5, generator=g) @ torch.randn(5, 60, generator=g) + 1e-6 * noise
+    form = training._factored_input(smooth, None, smooth.mean(0))
+    err = torch.linalg.vector_norm(form.dense() - smooth) / torch.linalg.vector_norm(smooth)
+    assert isinstance(form, FactoredInput) and float(err) <= training.FACTOR_TOLERANCE
+    assert form.right.shape[0] == 5  # the smallest rank within the tolerance
+    dense_values = torch.rand(200, 60, generator=g)  # no common value: the matrix itself
+    assert training._factored_input(dense_values, dense_values, dense_values.mean(0)) is dense_values
+
+
+def test_training_over_the_factored_input_is_training_over_the_matrix(graph, monkeypatch):
+    rng = np.random.default_rng(5)
+    x = np.full(graph.x.shape, 0.5, np.float32)  # a Piecewise-like release: one sampled coordinate
+    rows = np.arange(x.shape[0])
+    x[rows, rng.integers(0, x.shape[1], rows.size)] = np.where(graph.y == 1, 2.0, -1.0) + rng.normal(0, 1, rows.size)
+    release = graph.replace(x=x)
+    factored = fit_node_classifier(release, seed=3, edges="none", **QUICK)
+    monkeypatch.setattr(training, "_factored_input", lambda x, raw, center: x)
+    dense = fit_node_classifier(release, seed=3, edges="none", **QUICK)
+    assert factored.result["best_epoch"] == dense.result["best_epoch"]
+    assert np.allclose(factored.posteriors, dense.posteriors, atol=1e-4)

@@ -17,7 +17,13 @@ from torch_geometric.nn.conv import MessagePassing
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import add_remaining_self_loops, scatter
 
-from privgraph.models.sparse import _FixedSpMM, cached_pair, propagation_pair, sparse_csr_transpose
+from privgraph.models.sparse import (
+    FactoredInput,
+    _FixedSpMM,
+    cached_pair,
+    propagation_pair,
+    sparse_csr_transpose,
+)
 
 __all__ = ["GCN", "GraphConvolution", "GeneratorDropout", "NodeGNN"]
 
@@ -246,7 +252,9 @@ class GraphConvolution(MessagePassing):
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         n = x.size(0)
-        if x.layout == torch.sparse_csr and torch.is_grad_enabled() and not x.requires_grad:
+        if isinstance(x, FactoredInput):
+            h = x.linear(self.weight)
+        elif x.layout == torch.sparse_csr and torch.is_grad_enabled() and not x.requires_grad:
             # torch's backward of a CSR product re-transposes x every call; do it once
             h = _FixedSpMM.apply(self.weight.t(), x, self._sparse_transpose(x))
         else:

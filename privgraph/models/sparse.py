@@ -14,7 +14,8 @@ import torch
 from torch import Tensor
 from torch.nn import Module
 
-__all__ = ["cached_pair", "propagation_pair", "quiet_sparse_beta", "sparse_csr_transpose", "sparse_aware_linear"]
+__all__ = ["FactoredInput", "cached_pair", "propagation_pair", "quiet_sparse_beta", "sparse_csr_transpose",
+           "sparse_aware_linear"]
 
 
 @contextlib.contextmanager
@@ -196,13 +197,65 @@ class _FixedSpMM(torch.autograd.Function):
         return (ctx.op_t @ grad if ctx.needs_input_grad[0] else None), None, None
 
 
+class FactoredInput:
+    r"""A dense feature matrix :math:`\mathbf{X}` ``[n, d]`` held in a form that is cheaper to
+    multiply: :math:`\mathbf{X} = \mathbf{L} \mathbf{R} - \mathbf{1} \mathbf{s}^\top`, with
+    ``left`` :math:`\mathbf{L}` dense ``[n, k]`` or CSR ``[n, d]``, ``right`` :math:`\mathbf{R}`
+    ``[k, d]`` or None (the identity) and ``shift`` :math:`\mathbf{s}` ``[d]`` or None.
+
+    Two forms serve the evaluation: a released matrix that is one value almost everywhere (the
+    Piecewise Mechanism's: each row is constant but for its sampled coordinate), centred, is
+    CSR minus a shift, exactly; a smooth (propagated) matrix is its rank-``k`` factorisation
+    within a stated relative error. The first layer's product :meth:`linear` then costs
+    :math:`O(\mathrm{nnz} \cdot o)` or :math:`O((n + d) k o)` instead of :math:`O(n d o)`, and
+    autograd differentiates it as the product it stands for. Input dropout never applies to it.
+    """
+
+    layout = torch.strided  # what it stands for: a dense matrix
+
+    def __init__(self, left: Tensor, right: Tensor | None = None, shift: Tensor | None = None) -> None:
+        self.left, self.right, self.shift = left, right, shift
+        self.left_t = None
+        if left.layout == torch.sparse_csr:
+            self.left_t, _ = sparse_csr_transpose(left, None)
+        self.shape = torch.Size((left.shape[0], left.shape[1] if right is None else right.shape[1]))
+
+    @property
+    def device(self) -> torch.device:
+        return self.left.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.left.dtype
+
+    def size(self, dim: int | None = None) -> Any:
+        return self.shape if dim is None else self.shape[dim]
+
+    def linear(self, weight: Tensor) -> Tensor:
+        """``X @ weight.T`` (``weight`` ``[o, d]``), differentiable in ``weight``."""
+        w = weight if self.right is None else weight @ self.right.t()  # [o, k]
+        if self.left_t is not None:
+            h = _FixedSpMM.apply(w.t(), self.left, self.left_t) if torch.is_grad_enabled() else self.left @ w.t()
+        else:
+            h = self.left @ w.t()
+        return h if self.shift is None else h - self.shift @ weight.t()
+
+    def dense(self) -> Tensor:
+        """The matrix it stands for."""
+        left = self.left.to_dense() if self.left_t is not None else self.left
+        x = left if self.right is None else left @ self.right
+        return x if self.shift is None else x - self.shift
+
+
 def sparse_aware_linear(owner: Module, x: Tensor, weight: Tensor) -> Tensor:
-    """``x @ weight.T`` for dense or sparse (CSR/COO) ``x``.
+    """``x @ weight.T`` for dense or sparse (CSR/COO) ``x``, or a :class:`FactoredInput`.
 
     With a CSR ``x`` in a differentiable forward, the product's backward uses ``x``'s transpose,
     computed once and kept in ``owner._x_cache`` while ``owner.cached`` (torch's own backward of a
     CSR product transposes ``x`` on every call).
     """
+    if isinstance(x, FactoredInput):
+        return x.linear(weight)
     if x.layout == torch.sparse_coo:
         with quiet_sparse_beta():
             x = x.coalesce().to_sparse_csr()
