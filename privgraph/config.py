@@ -222,7 +222,7 @@ class EvaluateConfig(_Strict):
     aggr: Literal["mean", "gcn", "sum"] = Field(
         default="mean", description="mean | gcn (GCN), mean (GraphSAGE, GAT), sum (GIN: its default)")
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    patience: Int | None = Field(default=50, ge=1)
+    patience: Int | None = Field(default=25, ge=1)
     model: Literal["gcn", "sage", "gat", "gin"] = Field(
         default="gcn",
         description="GNN: GCN, GraphSAGE (mean), GAT (8 attention heads; hidden a multiple of 8) or GIN-0 (sum)",

@@ -483,7 +483,7 @@ def fit_node_classifier(
     dropout: float = 0.5,
     aggr: str | None = None,
     device: str = "auto",
-    patience: int | None = 50,
+    patience: int | None = 25,
     eval_y: np.ndarray | None = None,
     model: str = "gcn",
     kprop_features: int = 0,
@@ -515,7 +515,7 @@ def fit_node_classifier(
         hidden, epochs, lr, weight_decay, dropout, patience: the hidden width, the epoch cap,
             Adam's rate and L2 penalty, the dropout before each hidden layer and before the first
             one on sparse input only (:func:`_model_input`), the early-stopping patience
-            (``None``: every epoch runs) (defaults: 64, 200, 0.01, 5e-4, 0.5, 50).
+            (``None``: every epoch runs) (defaults: 64, 200, 0.01, 5e-4, 0.5, 25).
         aggr (str, optional): the model's aggregation (:class:`~privgraph.models.gcn.NodeGNN`;
             ``None``: the model's own).
         device (str): see :func:`choose_device` (default: ``"auto"``).
