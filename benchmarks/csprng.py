@@ -2,12 +2,18 @@
 
 1. Raw generators: one uniform double per entry (``Generator.random``) from the default
    (randomgen's ``AESCounter``: :func:`privgraph.seeding.noise_generator`), the same without AES-NI
-   (software AES, the same stream), ChaCha20 and ChaCha8, each as a ratio to PCG64 measured in the
-   same run; also ``integers`` and ``geometric`` draws (the discrete Laplace sampler's primitive).
+   (software AES, the same stream), ChaCha20 and ChaCha8, each as a ratio to PCG64; also
+   ``integers`` and ``geometric`` draws (the discrete Laplace sampler's primitive).
 2. Mechanisms: FeatureRR (100k x 128, 2 bins) and DPRR (a 100k-node SBM) privatized with PCG64,
-   the default and ChaCha20; the ratio to PCG64 is what the CSPRNG default costs.
+   the default and ChaCha20 (after an untimed run of each); the ratio to PCG64 is what the CSPRNG
+   default costs.
 
-Run: ``python benchmarks/csprng.py [--entries 10000000]``
+The generators of one draw (or one mechanism) run in turn, PCG64 first (pcg64, aescounter, ...,
+pcg64, aescounter, ...: ``--rounds`` of each, 3 by default): ``seconds`` is the median of each
+generator's runs and ``ratio_to_pcg64`` the median of its per-round ratios to PCG64's run of the
+same round, so machine load slows both sides alike.
+
+Run: ``python benchmarks/csprng.py [--entries 10000000] [--rounds 3]``
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ from privgraph.datasets.synthetic import sbm_graph
 from privgraph.mechanisms import build_mechanism
 from privgraph.seeding import noise_generator
 
-# the helpers of the first benchmark script: one way to time things
-from foundation_mechanisms import best_of  # type: ignore[import-not-found]
+# the benchmarks' one way to time a ratio: the thing and its baseline interleaved
+from interleaved import interleaved_times, median_ratio  # type: ignore[import-not-found]
+
 
 def _software_aes(seed: int) -> np.random.Generator:
     bg = AESCounter(seed=seed)
@@ -46,20 +53,29 @@ def _emit(record: dict) -> None:
     print(json.dumps(record), flush=True)
 
 
-def raw(entries: int) -> None:
+def _ratios(fns: dict[str, Callable[[], object]], rounds: int, warmup: bool) -> dict[str, tuple[float, float]]:
+    """Each generator's median seconds and median per-round ratio to PCG64 (``fns`` starts with it)."""
+    t = interleaved_times(fns, rounds=rounds, warmup=warmup)
+    base = t["samples"]["pcg64"]
+    return {name: (t["seconds"][name], median_ratio(samples, base)) for name, samples in t["samples"].items()}
+
+
+def raw(entries: int, rounds: int) -> None:
     draws = {
         "random": lambda g: g.random(entries),
         "integers": lambda g: g.integers(0, 1 << 40, size=entries),
         "geometric": lambda g: g.geometric(0.05, size=entries),
     }
     for what, draw in draws.items():
-        times = {name: best_of(lambda make=make: draw(make(1)))[0] for name, make in BIT_GENERATORS.items()}
-        for name, t in times.items():
+        # no warm-up: nothing compiles, and the medians drop a slow first round
+        times = _ratios({name: lambda make=make: draw(make(1)) for name, make in BIT_GENERATORS.items()},
+                        rounds, warmup=False)
+        for name, (t, ratio) in times.items():
             _emit({"bench": f"csprng/{what}", "generator": name, "entries": entries, "seconds": round(t, 4),
-                   "ratio_to_pcg64": round(t / times["pcg64"], 2)})
+                   "ratio_to_pcg64": round(ratio, 2), "rounds": rounds})
 
 
-def mechanisms() -> None:
+def mechanisms(rounds: int) -> None:
     x = np.random.default_rng(7).random((100_000, 128), dtype=np.float32)
     feature_rr = build_mechanism("feature_rr", {"epsilon": 1.0, "bins": 2})
     g = split_public_private(sbm_graph(100_000, num_classes=4, avg_degree=10.0, num_features=1, seed=3), 0.2, seed=1)
@@ -73,19 +89,20 @@ def mechanisms() -> None:
         "dprr sbm 100k": lambda rng: dprr.privatize_nodes(vpri, indptr, indices, vpri, rng),
     }
     for job, run in jobs.items():
-        times = {name: best_of(lambda make=make: run(make(1)))[0] for name, make in BIT_GENERATORS.items()
-                 if name in ("pcg64", "aescounter (default)", "chacha20")}
-        for name, t in times.items():
+        times = _ratios({name: lambda make=make: run(make(1)) for name, make in BIT_GENERATORS.items()
+                         if name in ("pcg64", "aescounter (default)", "chacha20")}, rounds, warmup=True)
+        for name, (t, ratio) in times.items():
             _emit({"bench": f"csprng/mechanism/{job}", "generator": name, "seconds": round(t, 4),
-                   "ratio_to_pcg64": round(t / times["pcg64"], 3)})
+                   "ratio_to_pcg64": round(ratio, 3), "rounds": rounds})
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--entries", type=int, default=10_000_000)
+    ap.add_argument("--rounds", type=int, default=3, help="timed runs of each generator, interleaved")
     args = ap.parse_args()
-    raw(args.entries)
-    mechanisms()
+    raw(args.entries, args.rounds)
+    mechanisms(args.rounds)
 
 
 if __name__ == "__main__":

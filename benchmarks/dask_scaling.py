@@ -12,19 +12,24 @@ went:
   their results gathered back);
 * ``task_s``: the tasks' own compute, summed over partitions (measured inside each task).
 
-Each executor first privatizes a small graph of the same kind (``--warmup-nodes``) in both
-layouts, so that its workers have imported privgraph and numba has compiled; then ``--repeats``
-timed runs, the best kept.
+Every executor (serial, and one Dask LocalCluster per ``--workers`` count, all up at once) first
+privatizes a small graph of the same kind (``--warmup-nodes``) in both layouts, so that its
+workers have imported privgraph and numba has compiled; then ``--repeats`` rounds (3 by default),
+each timing every executor and layout once in turn (serial in memory, serial partitioned, then
+each worker count), so that machine load slows the runs of a round alike. ``seconds`` and the
+breakdown are the medians over the rounds.
 
-``speedup`` is the serial time over the executor's; the output is checked byte-identical to the
-serial run's for every worker count (the same seeds, any scheduler). One JSON line per executor.
+``speedup`` is the serial in-memory time over the executor's, the median of the per-round ratios;
+the output is checked byte-identical to the serial run's for every worker count (the same seeds,
+any scheduler). One JSON line per executor and layout.
 
 ``--layout partitioned`` (or ``both``) times :func:`privgraph.partitioned.privatize_partitioned`
 instead: the graph is written once as a partitioned input (``ingest_s``, not counted), then each
 task reads its partition's files and writes its part of the release; ``client_peak_mb`` is the
 calling process's peak of traced allocations during one further run (tracemalloc; numpy's arrays
 included), against the in-memory layout's. Its output, read back, is checked equal to the serial
-in-memory run's, and ``speedup_vs_1`` is its 1-worker time over its n-worker time. Then the
+in-memory run's, and ``speedup_vs_1`` is its 1-worker time over its n-worker time (the median of
+the per-round ratios). Then the
 tasks write their part of the VERSION into a LocalStore's parts area (``store_write_s``) and the
 client commits it (``store_commit_s``: the id from the parts' checksums, hard links, graph.json;
 ``store_client_peak_mb``: its traced peak over both); the stored version, loaded, must be the
@@ -36,10 +41,12 @@ Run: ``python benchmarks/dask_scaling.py [--nodes 1000000] [--workers 1 2] [--pa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import hashlib
 import json
 import shutil
+import statistics
 import tempfile
 import time
 import tracemalloc
@@ -48,6 +55,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+# the benchmarks' one way to time a ratio: the thing and its baseline interleaved
+from interleaved import median_ratio  # type: ignore[import-not-found]
 
 
 def _timed(fn: Callable[..., Any], payload: Any, seed: Any, **shared: Any) -> tuple[float, Any]:
@@ -117,7 +127,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--layout", choices=["memory", "partitioned", "both"], default="both")
     ap.add_argument("--scratch", default=None, help="where the partitioned input and releases go (default: a temp dir)")
-    ap.add_argument("--repeats", type=int, default=2, help="timed runs per executor (best kept), after a warm-up")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="rounds, each timing every executor and layout once in turn (medians kept), after a warm-up")
     ap.add_argument("--warmup-nodes", type=int, default=20_000, help="the warm-up graph's size")
     ap.add_argument("--no-peak-memory", action="store_true", help="skip the extra run that traces the client's memory")
     ap.add_argument("--skip-serial-partitioned", action="store_true", help="time the partitioned layout on Dask only")
@@ -158,39 +169,47 @@ def main() -> None:
     def peak(run: Callable[[], Any]) -> dict[str, float]:
         return {} if args.no_peak_memory else {"client_peak_mb": _client_peak_mb(run)}
 
-    def measure(executor: Any) -> dict[str, Any]:
-        best: dict[str, Any] = {}
-        for _ in range(args.repeats):
-            wrapped = _Measured(executor)
-            start = time.perf_counter()
-            out = privatize_graph(graph, features=features, edges=edges, partitioning=partitioning,
-                                  root_seed=seed, executor=wrapped)
-            total = time.perf_counter() - start
-            rec = {"seconds": round(total, 3), "client_s": round(total - wrapped.map_s, 3),
-                   "map_s": round(wrapped.map_s, 3), "task_s": round(wrapped.task_s, 3), "output": _digest(out.graph)}
-            if not best or rec["seconds"] < best["seconds"]:
-                best = rec
-            del out
-        return {**best, **peak(lambda: privatize_graph(graph, features=features, edges=edges,
-                                                        partitioning=partitioning, root_seed=seed, executor=executor))}
+    def run_memory(executor: Any, digest: bool) -> dict[str, Any]:
+        """One timed in-memory run, with where its time went (and the output's digest)."""
+        wrapped = _Measured(executor)
+        start = time.perf_counter()
+        out = privatize_graph(graph, features=features, edges=edges, partitioning=partitioning,
+                              root_seed=seed, executor=wrapped)
+        total = time.perf_counter() - start
+        rec = {"seconds": total, "client_s": total - wrapped.map_s, "map_s": wrapped.map_s, "task_s": wrapped.task_s}
+        if digest:
+            rec["output"] = _digest(out.graph)
+        del out
+        return rec
 
-    def measure_partitioned(executor: Any) -> dict[str, Any]:
-        if not (scratch / "input").exists():
-            start = time.perf_counter()
-            write_partitioned_input(graph, partitioning, scratch / "input")
-            base["ingest_s"] = round(time.perf_counter() - start, 3)
-        source, out = scratch / "input", scratch / "release"
+    def finish_memory(executor: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
+        """The medians of the rounds, then the client's peak in one further run."""
+        rec: dict[str, Any] = {k: round(statistics.median(r[k] for r in runs), 3)
+                               for k in ("seconds", "client_s", "map_s", "task_s")}
+        rec["output"] = runs[0]["output"]
+        return {**rec, **peak(lambda: privatize_graph(graph, features=features, edges=edges,
+                                                       partitioning=partitioning, root_seed=seed, executor=executor))}
 
-        def once() -> float:
-            shutil.rmtree(out, ignore_errors=True)
-            start = time.perf_counter()
-            privatize_partitioned(source, out, features=features, edges=edges, root_seed=seed, executor=executor)
-            return time.perf_counter() - start
+    source, release = scratch / "input", scratch / "release"
 
-        seconds = min(once() for _ in range(args.repeats))
-        rec = {"seconds": round(seconds, 3), **peak(once), "output": _digest(load_partitioned_release(source, out))}
-        rec.update(store_parts(executor, source, out))
-        shutil.rmtree(out, ignore_errors=True)
+    def run_partitioned(executor: Any) -> dict[str, Any]:
+        """One timed run of the partitioned layout (the input written once, before the rounds)."""
+        shutil.rmtree(release, ignore_errors=True)
+        start = time.perf_counter()
+        privatize_partitioned(source, release, features=features, edges=edges, root_seed=seed, executor=executor)
+        return {"seconds": time.perf_counter() - start}
+
+    def finish_partitioned(executor: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
+        """The median of the rounds; then one further run (traced for the client's peak), its output
+        read back, and its parts written into a store."""
+        rec: dict[str, Any] = {"seconds": round(statistics.median(r["seconds"] for r in runs), 3)}
+        if args.no_peak_memory:
+            run_partitioned(executor)
+        else:
+            rec.update(peak(lambda: run_partitioned(executor)))
+        rec["output"] = _digest(load_partitioned_release(source, release))
+        rec.update(store_parts(executor, source, release))
+        shutil.rmtree(release, ignore_errors=True)
         return rec
 
     def store_parts(executor: Any, source: Path, out: Path) -> dict[str, Any]:
@@ -216,29 +235,47 @@ def main() -> None:
                 "stored_output": stored}
 
     layouts = ["memory", "partitioned"] if args.layout == "both" else [args.layout]
-    _warm_up(SerialExecutor(), small, features, edges, scratch)
-    serial = measure(SerialExecutor())
-    print(json.dumps({**base, "layout": "memory", "executor": "serial", "workers": 0, **serial, "speedup": 1.0}), flush=True)
-    one_worker: dict[str, float] = {}
+    # every executor up at once, so that the rounds can run them in turn
+    configs: list[tuple[str, str, int]] = [("memory", "serial", 0)]
+    for layout in layouts:
+        if layout == "partitioned" and not args.skip_serial_partitioned:
+            configs.append((layout, "serial", 0))
+        configs += [(layout, "dask", n) for n in args.workers]
     try:
-        for layout in layouts:
-            if layout == "partitioned" and not args.skip_serial_partitioned:
-                rec = measure_partitioned(SerialExecutor())
-                rec["speedup"] = round(serial["seconds"] / rec["seconds"], 2)
-                rec["same_output"] = rec["output"] == serial["output"] == rec["stored_output"]
-                print(json.dumps({**base, "layout": layout, "executor": "serial", "workers": 0, **rec}), flush=True)
+        with contextlib.ExitStack() as stack:
+            executors: dict[int, Any] = {0: SerialExecutor()}
             for n in args.workers:
-                with DaskExecutor(n_workers=n, threads_per_worker=1) as ex:
-                    _warm_up(ex, small, features, edges, scratch)
-                    rec = measure(ex) if layout == "memory" else measure_partitioned(ex)
-                rec["speedup"] = round(serial["seconds"] / rec["seconds"], 2)
-                one_worker.setdefault(layout, rec["seconds"])
-                rec["speedup_vs_1"] = round(one_worker[layout] / rec["seconds"], 2)
+                executors[n] = stack.enter_context(DaskExecutor(n_workers=n, threads_per_worker=1))
+            for ex in executors.values():
+                _warm_up(ex, small, features, edges, scratch)
+            if "partitioned" in layouts:
+                start = time.perf_counter()
+                write_partitioned_input(graph, partitioning, source)
+                base["ingest_s"] = round(time.perf_counter() - start, 3)
+            runs: dict[tuple[str, str, int], list[dict[str, Any]]] = {c: [] for c in configs}
+            for r in range(args.repeats):  # each round: every executor and layout once, in turn
+                for c in configs:
+                    layout, _, n = c
+                    runs[c].append(run_memory(executors[n], digest=r == 0) if layout == "memory"
+                                   else run_partitioned(executors[n]))
+            secs = {c: [x["seconds"] for x in v] for c, v in runs.items()}
+            serial_c = ("memory", "serial", 0)
+            serial = finish_memory(executors[0], runs[serial_c])
+            print(json.dumps({**base, "layout": "memory", "executor": "serial", "workers": 0, **serial, "speedup": 1.0,
+                              "rounds": args.repeats}), flush=True)
+            first: dict[str, tuple[str, str, int]] = {}  # each layout's first worker count on Dask
+            for c in configs[1:]:
+                layout, kind, n = c
+                rec = finish_memory(executors[n], runs[c]) if layout == "memory" else finish_partitioned(executors[n], runs[c])
+                rec["speedup"] = round(median_ratio(secs[serial_c], secs[c]), 2)
+                if kind == "dask":
+                    ref = first.setdefault(layout, c)
+                    rec["speedup_vs_1"] = round(median_ratio(secs[ref], secs[c]), 2)
                 rec["same_output"] = rec["output"] == serial["output"] == rec.get("stored_output", rec["output"])
-                print(json.dumps({**base, "layout": layout, "executor": "dask", "workers": n, **rec}), flush=True)
+                print(json.dumps({**base, "layout": layout, "executor": kind, "workers": n, **rec,
+                                  "rounds": args.repeats}), flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main()

@@ -4,16 +4,19 @@
   3)``, half of the edges private, EdgeRR's dendrogram over ``V_pri``) for the public, private and
   privHRG (all edges private) acceptance rules, after a burn-in of ``--burn-in`` steps per leaf.
   ``scratch_seconds`` is one from-scratch recomputation of every count and both likelihoods
-  (each edge's LCA by climbing, then Eq. 10), timed in the same run (best of 3);
-  ``ratio_scratch_to_step`` says how many incremental steps cost as much as one recomputation.
+  (each edge's LCA by climbing, then Eq. 10), interleaved with the timed steps: the ``--steps``
+  run as ``--pairs`` chunks (3 by default), each after one recomputation, so that machine load
+  slows both alike; ``scratch_seconds`` is the median recomputation and ``ratio_scratch_to_step``,
+  how many incremental steps cost as much as one recomputation, the median of the per-pair ratios.
 - ``hrg_sample``: sampling every private edge from a fitted EdgeRR release (seconds, best of 3)
   and its peak traced memory (``tracemalloc``, separate run) plus the process's peak RSS; the
   release is fitted with ``--sample-steps`` MCMC steps per leaf (sampling cost does not depend on
   the fit's quality), whose time is reported as ``fit_seconds``.
 
 - ``local``: a per-node edge mechanism (DPRR, Warner RR) over every node of ``V_pri`` in one
-  process (seconds, best of 3; peak traced memory in a separate run), with the ratio to drawing
-  one uniform per output report in the same run.
+  process (peak traced memory in a separate run), with the ratio to drawing one uniform per output
+  report: after an untimed run, the mechanism and the baseline alternate (``--pairs`` of each);
+  the seconds are the medians of each side, the ratio the median of the per-pair ratios.
 - ``hrg_convergence``: the PUBLIC convergence check of EdgeRR / privHRG
   (:mod:`privgraph.mechanisms.hrg.convergence`) on Cora (``rho = 0.2``, ``split_seed = 0``) and/or
   BA graphs (``--convergence cora ba10000``): the budgets tried with their R-hat and Geweke z,
@@ -28,12 +31,17 @@
   check kept) and its step counts.
   ``kept_check_seconds``: the same check again in the process (the kept record, as a
   comparison's later runs at one epsilon get it), with ``ratio_cold_to_kept``; with ``--real``,
-  ``fit_seconds_check_kept``: a second whole fit, its check kept.
+  ``fit_seconds_check_kept``: a second whole fit, its check kept. Cold (the kept records cleared)
+  and kept alternate, ``--check-pairs`` of each (1 by default: a cold check takes seconds to
+  minutes); with more, the seconds are the medians and the ratios the medians of the per-pair
+  ratios.
 - ``dask_speedup``: the whole edge stage of ``privatize_graph`` (per node partition for DPRR and
-  Warner RR, per chunk of internal nodes for EdgeRR's sampling) on a Dask LocalCluster with 1 and
-  2 workers (1 thread each), best of 3 after a warm-up, and ``speedup = t1 / t2``.
+  Warner RR, per chunk of internal nodes for EdgeRR's sampling) on Dask LocalClusters of 1 and
+  2 workers (1 thread each), both up at once: after a warm-up on each, the two alternate
+  (``--pairs`` of each); the seconds are the medians, ``speedup`` the median of the per-pair
+  ``t1 / t2``.
 
-Run: ``python benchmarks/edge_mechanisms.py [--sizes 1000 10000 100000] [--sample-sizes ... 1000000]``
+Run: ``python benchmarks/edge_mechanisms.py [--sizes 1000 10000 100000] [--sample-sizes ... 1000000] [--pairs 3]``
 ``python benchmarks/edge_mechanisms.py --skip mcmc sample local dask --convergence cora --real``
 """
 
@@ -48,6 +56,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+# the benchmarks' one way to time a ratio: the thing and its baseline interleaved
+from interleaved import paired_times  # type: ignore[import-not-found]
 
 from privgraph.graph import GraphData, in_sorted
 from privgraph.mechanisms.edges.edge_rr import EdgeRR
@@ -95,7 +106,7 @@ def edge_rr_dendrogram(graph: GraphData, rng: np.random.Generator, *, all_privat
     return Dendrogram.random(graph.num_nodes, v, pub, graph.edges_private, rng)
 
 
-def bench_mcmc(graph: GraphData, *, steps: int, burn_in: float, label: str = "ba") -> None:
+def bench_mcmc(graph: GraphData, *, steps: int, burn_in: float, label: str = "ba", pairs: int = REPEATS) -> None:
     """Steps/s of the public, private and privHRG rules on ``graph``, and the from-scratch ratio."""
     n = graph.num_nodes
     rng = np.random.default_rng(SEED)
@@ -108,11 +119,16 @@ def bench_mcmc(graph: GraphData, *, steps: int, burn_in: float, label: str = "ba
             "priv_hrg": lambda k: Phase("private", k, 0.0, a_pri),
         }[rule]
         run_mcmc(d, [phase(int(burn_in * d.n))], rng)  # burn-in (also warms the JIT)
-        t0 = time.perf_counter()
-        res = run_mcmc(d, [phase(steps)], rng)
-        seconds = time.perf_counter() - t0
-        scratch, _ = best_of(lambda: (d.recompute(), d.log_likelihood()))
-        per_step = seconds / steps
+        d.recompute()  # the recomputation's warm-up
+        d.log_likelihood()
+        chunk = max(steps // pairs, 1)  # the timed steps in `pairs` chunks, each after a recomputation
+        accepted = []
+
+        def chunk_steps() -> None:
+            accepted.append(sum(run_mcmc(d, [phase(chunk)], rng).accepted.values()))
+
+        t = paired_times(lambda: (d.recompute(), d.log_likelihood()), chunk_steps, pairs=pairs, warmup=False)
+        steps_run, seconds = chunk * pairs, sum(t["b"])
         emit({
             "bench": "hrg_mcmc",
             "graph": label,
@@ -120,13 +136,14 @@ def bench_mcmc(graph: GraphData, *, steps: int, burn_in: float, label: str = "ba
             "leaves": d.n,
             "edges": d.num_edges,
             "rule": rule,
-            "steps": steps,
+            "steps": steps_run,
             "seconds": round(seconds, 4),
-            "steps_per_s": round(steps / seconds),
-            "acceptance_rate": round(sum(res.accepted.values()) / steps, 4),
+            "steps_per_s": round(steps_run / seconds),
+            "acceptance_rate": round(sum(accepted) / steps_run, 4),
             "depth": d.depth(),
-            "scratch_seconds": round(scratch, 5),
-            "ratio_scratch_to_step": round(scratch / per_step, 1),
+            "scratch_seconds": round(t["a_seconds"], 5),
+            "ratio_scratch_to_step": round(t["ratio"] * chunk, 1),  # scratch_i / (chunk_i / chunk)
+            "pairs": t["pairs"],
         })
 
 
@@ -188,18 +205,21 @@ def _budget_summary(b: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def bench_convergence(graph: GraphData, mech: Any, *, label: str, real: bool = False, fit: bool = False) -> None:
+def bench_convergence(graph: GraphData, mech: Any, *, label: str, real: bool = False, fit: bool = False,
+                      pairs: int = 1) -> None:
     """The public check's cost and choice; with ``real``, the REAL chain's R-hat at that choice and
     one whole fit's seconds (developer measurements: computed from private edges, not stored)."""
     mechanism = type(mech).name
     schedule = getattr(mech, "schedule", "private")
-    clear_check_cache()  # a cold check: its chains run
-    t0 = time.perf_counter()
-    rec = mech.convergence_check(graph)
-    seconds = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    mech.convergence_check(graph)  # the same check again in the process: the kept record
-    kept = time.perf_counter() - t0
+    records = []
+
+    def cold() -> None:
+        clear_check_cache()  # a cold check: its chains run
+        records.append(mech.convergence_check(graph))
+
+    # cold, then the same check again in the process (the kept record), in turn
+    t = paired_times(cold, lambda: mech.convergence_check(graph), pairs=pairs, warmup=False)
+    rec, seconds, kept = records[0], t["a_seconds"], t["b_seconds"]
     out: dict[str, Any] = {
         "bench": "hrg_convergence", "graph": label, "mechanism": mechanism, "schedule": schedule,
         "epsilon": mech.epsilon, "leaves": rec["proxy"]["leaves"], "proxy": rec["proxy"]["kind"],
@@ -207,7 +227,7 @@ def bench_convergence(graph: GraphData, mech: Any, *, label: str, real: bool = F
         "passed_steps_per_leaf": rec["passed_steps_per_leaf"],
         "required_steps_per_leaf": rec["required_steps_per_leaf"], "check_seconds": round(seconds, 2),
         "proxy_steps": rec["proxy_steps_run"], "proxy_steps_per_s": round(rec["proxy_steps_run"] / seconds),
-        "kept_check_seconds": round(kept, 4), "ratio_cold_to_kept": round(seconds / max(kept, 1e-9)),
+        "kept_check_seconds": round(kept, 4), "ratio_cold_to_kept": round(t["ratio"]), "check_pairs": t["pairs"],
     }
     if "per_block" in rec:
         passed = [b["passed_steps_per_leaf"] for b in rec["per_block"]]
@@ -238,18 +258,21 @@ def bench_convergence(graph: GraphData, mech: Any, *, label: str, real: bool = F
     t0 = time.perf_counter()
     rr = convergence_check(target, kernel, min_steps_per_leaf=need, max_steps_per_leaf=need, seed=1)
     real_seconds = time.perf_counter() - t0
-    clear_check_cache()
-    t0 = time.perf_counter()
-    fitted = mech.fit(graph, np.random.default_rng(SEED))
-    fit_seconds = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    mech.fit(graph, np.random.default_rng(SEED + 1))  # a comparison's next run: the check is kept
-    fit_kept = time.perf_counter() - t0
+    fits = []
+
+    def fit_cold() -> None:
+        clear_check_cache()
+        fits.append(mech.fit(graph, np.random.default_rng(SEED)))
+
+    # a cold fit, then a comparison's next run (the check is kept), in turn
+    ft = paired_times(fit_cold, lambda: mech.fit(graph, np.random.default_rng(SEED + 1)), pairs=pairs, warmup=False)
+    fitted, fit_seconds, fit_kept = fits[0], ft["a_seconds"], ft["b_seconds"]
     emit({
         "bench": "hrg_convergence_real", "developer_only": True, "graph": label, "mechanism": mechanism,
         "schedule": schedule, "steps_per_leaf": need, "real": _budget_summary(rr["budgets"][0]),
         "real_seconds": round(real_seconds, 2), "fit_seconds": round(fit_seconds, 2),
-        "fit_seconds_check_kept": round(fit_kept, 2), "ratio_fit_cold_to_kept": round(fit_seconds / fit_kept, 2),
+        "fit_seconds_check_kept": round(fit_kept, 2), "ratio_fit_cold_to_kept": round(ft["ratio"], 2),
+        "check_pairs": ft["pairs"],
         "fit_steps": fitted.info["steps"], "fit_steps_per_leaf": fitted.info["steps_per_leaf"],
         "private_chain_geweke_z": {
             k: v["geweke_z"] for k, v in fitted.mcmc.to_dict()["convergence"].items()
@@ -257,7 +280,7 @@ def bench_convergence(graph: GraphData, mech: Any, *, label: str, real: bool = F
     })
 
 
-def bench_local(graph: GraphData, name: str, *, label: str = "ba") -> None:
+def bench_local(graph: GraphData, name: str, *, label: str = "ba", pairs: int = REPEATS) -> None:
     """One process: the per-node mechanism over all of V_pri, time and peak traced memory."""
     from privgraph.mechanisms import build_mechanism
     from privgraph.mechanisms.edges.dprr import private_csr
@@ -269,8 +292,9 @@ def bench_local(graph: GraphData, name: str, *, label: str = "ba") -> None:
     mech = build_mechanism(name, {"epsilon": eps})
     indptr, indices = private_csr(graph.edges_private, graph.num_nodes)
     run = lambda: mech.privatize_nodes(cand, indptr, indices, cand, np.random.default_rng(SEED))  # noqa: E731
-    seconds, reports = best_of(run)
-    base, _ = best_of(lambda: np.random.default_rng(SEED).random(reports.shape[1]))
+    reports = run()  # the output's size; the warm-up
+    t = paired_times(run, lambda: np.random.default_rng(SEED).random(reports.shape[1]), pairs=pairs, warmup=False)
+    seconds, base = t["a_seconds"], t["b_seconds"]
     tracemalloc.start()
     run()
     peak = tracemalloc.get_traced_memory()[1]
@@ -280,12 +304,12 @@ def bench_local(graph: GraphData, name: str, *, label: str = "ba") -> None:
         "private_nodes": int(cand.size), "private_edges_in": int(graph.edges_private.shape[1]),
         "reports": int(reports.shape[1]), "seconds": round(seconds, 4),
         "reports_per_s": round(reports.shape[1] / seconds), "baseline_uniform_seconds": round(base, 5),
-        "ratio_to_uniform": round(seconds / base, 1), "peak_traced_mib": round(peak / 2**20, 1),
+        "ratio_to_uniform": round(t["ratio"], 1), "pairs": t["pairs"], "peak_traced_mib": round(peak / 2**20, 1),
     })
 
 
 def bench_dask_speedup(graph: GraphData, name: str, params: dict[str, Any], *, parts: int = 8,
-                       label: str = "ba") -> None:
+                       label: str = "ba", pairs: int = REPEATS) -> None:
     """privatize_graph's edge stage with 1 and 2 Dask workers; EdgeRR is fitted inside (serial)
     so its figure includes the global fit (reported separately by hrg_sample)."""
     from privgraph.mechanisms import build_mechanism
@@ -295,39 +319,34 @@ def bench_dask_speedup(graph: GraphData, name: str, params: dict[str, Any], *, p
 
     mech = build_mechanism(name, params)
     partitioning = partition_graph(graph, parts, "hash")
-    times = {}
-    for workers in (1, 2):
-        with DaskExecutor(n_workers=workers, threads_per_worker=1) as ex:
-            run = lambda: privatize_graph(  # noqa: E731
-                graph, features=None, edges=mech, partitioning=partitioning,
-                root_seed=np.random.SeedSequence(SEED), executor=ex,
-            )
-            run()  # warm-up: workers import privgraph and numba compiles
-            times[workers], _ = best_of(run)
-    record = {
-        "bench": "dask_speedup", "mechanism": name, "graph": label, "n": graph.num_nodes,
-        "parts": parts, "seconds_1_worker": round(times[1], 3), "seconds_2_workers": round(times[2], 3),
-        "speedup": round(times[1] / times[2], 2),
-    }
-    if hasattr(mech, "privatize_nodes"):
-        # the per-node part alone: the map over partitions (scatter of the CSR included)
-        from privgraph.privatize import _per_node_reports
-        from privgraph.seeding import stage_seed
+    # both clusters up at once, so that their runs alternate (the idle one's workers wait)
+    with DaskExecutor(n_workers=1, threads_per_worker=1) as ex1, DaskExecutor(n_workers=2, threads_per_worker=1) as ex2:
+        def whole(ex: Any) -> Callable[[], Any]:
+            return lambda: privatize_graph(graph, features=None, edges=mech, partitioning=partitioning,
+                                           root_seed=np.random.SeedSequence(SEED), executor=ex)
 
-        per_node = {}
-        for workers in (1, 2):
-            with DaskExecutor(n_workers=workers, threads_per_worker=1) as ex:
-                run = lambda: _per_node_reports(  # noqa: E731
-                    graph, mech, "privatize_nodes", partitioning.parts,
-                    stage_seed(np.random.SeedSequence(SEED), "edges"), ex,
-                )
-                run()
-                per_node[workers], _ = best_of(run)
-        record.update({
-            "per_node_seconds_1_worker": round(per_node[1], 3),
-            "per_node_seconds_2_workers": round(per_node[2], 3),
-            "per_node_speedup": round(per_node[1] / per_node[2], 2),
-        })
+        # the warm-up: workers import privgraph and numba compiles
+        t = paired_times(whole(ex1), whole(ex2), pairs=pairs, warmup=True)
+        record = {
+            "bench": "dask_speedup", "mechanism": name, "graph": label, "n": graph.num_nodes,
+            "parts": parts, "seconds_1_worker": round(t["a_seconds"], 3), "seconds_2_workers": round(t["b_seconds"], 3),
+            "speedup": round(t["ratio"], 2), "pairs": t["pairs"],
+        }
+        if hasattr(mech, "privatize_nodes"):
+            # the per-node part alone: the map over partitions (scatter of the CSR included)
+            from privgraph.privatize import _per_node_reports
+            from privgraph.seeding import stage_seed
+
+            def per_node(ex: Any) -> Callable[[], Any]:
+                return lambda: _per_node_reports(graph, mech, "privatize_nodes", partitioning.parts,
+                                                 stage_seed(np.random.SeedSequence(SEED), "edges"), ex)
+
+            t = paired_times(per_node(ex1), per_node(ex2), pairs=pairs, warmup=True)
+            record.update({
+                "per_node_seconds_1_worker": round(t["a_seconds"], 3),
+                "per_node_seconds_2_workers": round(t["b_seconds"], 3),
+                "per_node_speedup": round(t["ratio"], 2),
+            })
     emit(record)
 
 
@@ -343,6 +362,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--local-sizes", type=int, nargs="*", default=[10_000, 100_000, 1_000_000],
                    help="BA graph sizes for DPRR / Warner RR")
     p.add_argument("--dask-size", type=int, default=300_000, help="BA graph size for the 1 vs 2 worker timing")
+    p.add_argument("--pairs", type=int, default=REPEATS,
+                   help="interleaved timed runs of each side of a ratio (MCMC, local, dask)")
+    p.add_argument("--check-pairs", type=int, default=1,
+                   help="interleaved cold and kept convergence checks (and fits, with --real)")
     p.add_argument("--skip", nargs="*", default=[], choices=["mcmc", "sample", "local", "dask"])
     p.add_argument("--convergence", nargs="*", default=[],
                    help="graphs for the public convergence check: 'cora' and/or 'ba<n>' (e.g. ba10000)")
@@ -363,14 +386,14 @@ def main(argv: list[str] | None = None) -> None:
 
     if "mcmc" not in args.skip:
         for n in args.sizes:
-            bench_mcmc(graph(n), steps=args.steps, burn_in=args.burn_in)
+            bench_mcmc(graph(n), steps=args.steps, burn_in=args.burn_in, pairs=args.pairs)
     if "sample" not in args.skip:
         for n in args.sample_sizes:
             bench_sampling(graph(n), fit_steps=args.sample_steps)
     if "local" not in args.skip:
         for n in args.local_sizes:
             for name in ("dprr", "warner_rr"):
-                bench_local(graph(n), name)
+                bench_local(graph(n), name, pairs=args.pairs)
     for name in args.convergence:
         g = dataset_graph(name) if name in ("cora", "facebook") else ba_graph(int(name[2:]), rho=0.2)
         for spec in args.convergence_mechanisms:
@@ -378,7 +401,7 @@ def main(argv: list[str] | None = None) -> None:
                 PrivHRG(epsilon=1.0, block_leaves=args.block_leaves) if spec == "priv_hrg"
                 else EdgeRR(epsilon=1.0, rounds=1, schedule=spec.split(":")[1], block_leaves=args.block_leaves)
             )
-            bench_convergence(g, mech, label=name, real=args.real, fit=args.fit)
+            bench_convergence(g, mech, label=name, real=args.real, fit=args.fit, pairs=args.check_pairs)
     if "dask" not in args.skip:
         g = graph(args.dask_size)
         for name, params in (
@@ -386,7 +409,7 @@ def main(argv: list[str] | None = None) -> None:
             ("warner_rr", {"epsilon": float(np.log(args.dask_size / 10))}),
             ("edge_rr", {"epsilon": 1.0, "rounds": 1}),  # steps: the public check's ("auto")
         ):
-            bench_dask_speedup(g, name, params)
+            bench_dask_speedup(g, name, params, pairs=args.pairs)
 
 
 if __name__ == "__main__":

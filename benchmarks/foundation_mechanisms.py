@@ -1,10 +1,12 @@
 """Timings of the foundation mechanisms, as JSON lines.
 
 FeatureRR on a 100,000 x 128 float32 uniform matrix (eps_f = 1, bins 2 and 8) and DPRR on a
-100,000-node sparse graph (average degree 10, 20 % of the edges private). Each measurement is the
-best of 3 repeats; the baseline is ``rng.random(number_of_output_entries)`` timed in the same run
-(best of 3), so ``ratio_to_uniform`` says how many uniform draws' worth of time one output entry
-costs. For DPRR the output entries are the directed reports of ``privatize_nodes``.
+100,000-node sparse graph (average degree 10, 20 % of the edges private). Each mechanism runs
+alternately with its baseline ``rng.random(number_of_output_entries)`` (mechanism, baseline,
+mechanism, baseline, ...: ``PAIRS`` = 3 of each, after an untimed warm-up run): ``seconds`` and
+``baseline_uniform_seconds`` are the medians of each side, and ``ratio_to_uniform``, the median of
+the per-pair ratios, says how many uniform draws' worth of time one output entry costs. For DPRR
+the output entries are the directed reports of ``privatize_nodes``.
 
 Run: ``python benchmarks/foundation_mechanisms.py``
 """
@@ -12,37 +14,27 @@ Run: ``python benchmarks/foundation_mechanisms.py``
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+# the benchmarks' one way to time a ratio: the thing and its baseline interleaved
+from interleaved import paired_times  # type: ignore[import-not-found]
+
 from privgraph.graph import GraphData
 from privgraph.mechanisms import DPRR, FeatureRR
 from privgraph.mechanisms.edges import private_csr
 
-REPEATS = 3
+PAIRS = 3
 SEED = 12345
 
 
-def best_of(fn: Callable[[], Any], repeats: int = REPEATS) -> tuple[float, Any]:
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
-
-
-def uniform_baseline(entries: int) -> float:
+def emit(bench: str, n: int, run: Callable[[], Any], entries: int, *, warmup: bool = True, **extra: Any) -> None:
+    """``run`` and ``rng.random(entries)`` timed alternately, then one JSON line."""
     rng = np.random.default_rng(SEED)
-    seconds, _ = best_of(lambda: rng.random(entries))
-    return seconds
-
-
-def emit(bench: str, n: int, seconds: float, entries: int, **extra: Any) -> None:
-    base = uniform_baseline(entries)
+    t = paired_times(run, lambda: rng.random(entries), pairs=PAIRS, warmup=warmup)
+    seconds = t["a_seconds"]
     print(
         json.dumps(
             {
@@ -50,8 +42,9 @@ def emit(bench: str, n: int, seconds: float, entries: int, **extra: Any) -> None
                 "n": n,
                 "seconds": round(seconds, 4),
                 "entries_per_s": round(entries / seconds),
-                "baseline_uniform_seconds": round(base, 4),
-                "ratio_to_uniform": round(seconds / base, 2),
+                "baseline_uniform_seconds": round(t["b_seconds"], 4),
+                "ratio_to_uniform": round(t["ratio"], 2),
+                "pairs": t["pairs"],
                 **extra,
             }
         ),
@@ -82,8 +75,7 @@ def bench_feature_rr() -> None:
     for bins in (2, 8):
         mech = FeatureRR(epsilon=1.0, bins=bins)
         rng = np.random.default_rng(SEED)
-        seconds, _ = best_of(lambda: mech.privatize_rows(x, rng))
-        emit(f"feature_rr_bins{bins}", rows, seconds, rows * d, d=d, epsilon=1.0)
+        emit(f"feature_rr_bins{bins}", rows, lambda: mech.privatize_rows(x, rng), rows * d, d=d, epsilon=1.0)
 
 
 def bench_dprr() -> None:
@@ -93,20 +85,22 @@ def bench_dprr() -> None:
     cand = graph.private_nodes()
     indptr, indices = private_csr(graph.edges_private, n)
     rng = np.random.default_rng(SEED)
-    seconds, reports = best_of(lambda: mech.privatize_nodes(cand, indptr, indices, cand, rng))
+    reports = mech.privatize_nodes(cand, indptr, indices, cand, rng)  # the entries' count; the warm-up
     extra = {
         "generator": generator,
         "edges_private": int(graph.edges_private.shape[1]),
         "v_pri": int(cand.size),
         "epsilon": 1.0,
     }
-    emit("dprr_privatize_nodes", n, seconds, int(reports.shape[1]), **extra)
-    seconds, out = best_of(lambda: mech.privatize(graph, rng))
+    emit("dprr_privatize_nodes", n, lambda: mech.privatize_nodes(cand, indptr, indices, cand, rng),
+         int(reports.shape[1]), warmup=False, **extra)
+    out = mech.privatize(graph, rng)  # the output's size; the warm-up
     emit(
         "dprr_privatize_graph",
         n,
-        seconds,
+        lambda: mech.privatize(graph, rng),
         int(reports.shape[1]),
+        warmup=False,
         noisy_edges_private=int(out.edges_private.shape[1]),
         **extra,
     )

@@ -7,14 +7,19 @@ Two parts, each measurement in its own child process (its peak resident memory i
   edge set on Facebook's 22,470 nodes, built by privgraph's counting-sort route
   (:func:`privgraph.models.sparse.propagation_pair`) and by the reference route it replaced
   (``sparse_coo_tensor(...).coalesce().to_sparse_csr()`` of each, with a flipped copy of the
-  edges), measured in the same run: edges -> seconds and peak GiB of each, and the ratios.
+  edges): edges -> seconds and peak GiB of each, and the ratios. The two routes' children run
+  alternately (counting sort, coalesce, counting sort, ...: ``--pairs`` of each, 3 by default), so
+  that machine load slows both alike: the seconds are the medians of each route, ``speedup`` the
+  median of the per-pair ratios, the peaks the first pair's.
 * ``propagate``: the normalised operator's build (:func:`privgraph.label_propagation.propagation_operator`
   against the former three-key lexsort and COO route, the same matrix checked), then label
   propagation's 50 products (eq. 4 of Zhou et al.; Correct and Smooth runs
   two such per base model and option) with 12 columns over the normalised operator of a random edge
   set on Facebook's nodes: :func:`privgraph.label_propagation.propagate` (torch CSR products, on
   ``--device``) against the plain scipy loop it replaced, in the same process: seconds, ratio,
-  largest difference.
+  largest difference. Each route and its reference alternate in that process (``--pairs`` of
+  each): the seconds are the medians, ``build_speedup`` and ``speedup`` the medians of the
+  per-pair ratios.
 * ``train``: a real release: MUSAE Facebook as the ``facebook`` pipeline ingests it (20% of the
   edges private, raw features), only the private edges privatized by ``--mechanisms`` at
   ``--epsilons`` (Warner RR and EdgeRand release about half of the 127 million pairs of private
@@ -30,18 +35,22 @@ query, and the time all of the queried nodes would take), with the peak memory a
 
 Run: ``PRIVGRAPH_DATA_ROOT=../shared/datasets python benchmarks/large_release.py [--part build propagate
 train] [--edges 1e6 4e6 16e6] [--mechanisms warner_rr edge_rand] [--epsilons 1 0.5 0.1] [--epochs 20]
-[--device cuda] [--attack-queries 3]``
+[--device cuda] [--attack-queries 3] [--pairs 3]``
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import resource
 import subprocess
 import sys
 import time
 from typing import Any
+
+# the benchmarks' one way to time a ratio: the thing and its baseline interleaved
+from interleaved import median_ratio, paired_times  # type: ignore[import-not-found]
 
 NODES = 22_470  # MUSAE Facebook
 
@@ -70,7 +79,7 @@ def _child_build(route: str, edges: int) -> dict[str, Any]:
             op = torch.sparse_coo_tensor(ei.flip(0), w, shape).coalesce().to_sparse_csr()
             op_t = torch.sparse_coo_tensor(ei, w, shape).coalesce().to_sparse_csr()
     seconds = time.perf_counter() - start
-    return {"seconds": round(seconds, 2), "peak_gib": _peak_gib(), "inputs_gib": before,
+    return {"seconds": round(seconds, 4), "peak_gib": _peak_gib(), "inputs_gib": before,
             "nnz": int(op._nnz()), "nnz_t": int(op_t._nnz())}
 
 
@@ -94,7 +103,7 @@ def _operator_reference(e: Any, w: Any) -> Any:
     return (sp.diags(inv_sqrt) @ a @ sp.diags(inv_sqrt)).tocsr()
 
 
-def _child_propagate(edges: int, device: str) -> dict[str, Any]:
+def _child_propagate(edges: int, device: str, pairs: int) -> dict[str, Any]:
     import numpy as np
     import torch
 
@@ -103,30 +112,37 @@ def _child_propagate(edges: int, device: str) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     e = rng.integers(0, NODES, (2, edges))
     w = np.where(rng.random(edges) < 0.01, 1.0, 0.5)  # a release: 1% public edges (weight 1), the rest released
-    start = time.perf_counter()
-    ref_op = _operator_reference(e, w)
-    reference_build_s = time.perf_counter() - start
-    start = time.perf_counter()
-    s = propagation_operator(NODES, e, w)
-    build_s = time.perf_counter() - start
+    out: dict[str, Any] = {}
+
+    def reference_build() -> None:
+        out["ref_op"] = _operator_reference(e, w)
+
+    def build() -> None:
+        out["s"] = propagation_operator(NODES, e, w)
+
+    tb = paired_times(reference_build, build, pairs=pairs, warmup=False)
+    s, ref_op = out.pop("s"), out.pop("ref_op")
     same_operator = bool(abs(s - ref_op).max() < 1e-15 and s.nnz == ref_op.nnz)
     del ref_op
     f0 = rng.random((NODES, 12))  # Correct and Smooth's three base models of four classes, side by side
-    start = time.perf_counter()
-    ref = f0.copy()
-    for _ in range(50):  # the reference: the plain scipy loop of eq. 4 (one thread)
-        ref = 0.9 * (s @ ref) + 0.1 * f0
-    scipy_s = time.perf_counter() - start
+
+    def scipy_loop() -> None:
+        ref = f0.copy()
+        for _ in range(50):  # the reference: the plain scipy loop of eq. 4 (one thread)
+            ref = 0.9 * (s @ ref) + 0.1 * f0
+        out["ref"] = ref
+
+    def torch_products() -> None:
+        out["got"] = propagate(s, f0, device=device)
+
     propagate(s, f0, iterations=1, device=device)  # warm-up (a GPU's context, the transfer's allocator)
-    start = time.perf_counter()
-    got = propagate(s, f0, device=device)
-    torch_s = time.perf_counter() - start
+    tp = paired_times(scipy_loop, torch_products, pairs=pairs, warmup=False)
     return {"nnz": int(s.nnz), "device": device, "threads": torch.get_num_threads(),
-            "build_s": round(build_s, 2), "reference_build_s": round(reference_build_s, 2),
-            "build_speedup": round(reference_build_s / build_s, 2), "same_operator": same_operator,
-            "scipy_s": round(scipy_s, 2),
-            "propagate_s": round(torch_s, 3), "speedup": round(scipy_s / torch_s, 2),
-            "max_abs_difference": float(np.abs(got - ref).max())}
+            "build_s": round(tb["b_seconds"], 2), "reference_build_s": round(tb["a_seconds"], 2),
+            "build_speedup": round(tb["ratio"], 2), "same_operator": same_operator,
+            "scipy_s": round(tp["a_seconds"], 2),
+            "propagate_s": round(tp["b_seconds"], 3), "speedup": round(tp["ratio"], 2), "pairs": pairs,
+            "max_abs_difference": float(np.abs(out["got"] - out["ref"]).max())}
 
 
 def _child_train(mechanism: str, epsilon: float, epochs: int, device: str, queries: int, post: bool) -> dict[str, Any]:
@@ -222,29 +238,39 @@ def main() -> None:
     ap.add_argument("--post-processing", action="store_true",
                     help="train part: then time the evaluation's post-processing candidates of a cell (label propagation "
                          "and Correct and Smooth over the release, three base models)")
+    ap.add_argument("--pairs", type=int, default=3,
+                    help="build and propagate: interleaved timed runs of each route and its reference")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         kind, *rest = args.child
         rec = (_child_build(rest[0], int(rest[1])) if kind == "build"
-               else _child_propagate(int(rest[0]), rest[1]) if kind == "propagate"
+               else _child_propagate(int(rest[0]), rest[1], int(rest[2])) if kind == "propagate"
                else _child_train(rest[0], float(rest[1]), int(rest[2]), rest[3], int(rest[4]), rest[5] == "1"))
         print(json.dumps(rec))
         return
     if "build" in args.part:
         for m in args.edges:
             line: dict[str, Any] = {"part": "build", "undirected_edges": int(m), "nodes": NODES}
-            for route in ("counting_sort", "coalesce"):
-                line[route] = _in_child(["build", route, str(int(m))])
+            runs: dict[str, list[dict[str, Any]]] = {"counting_sort": [], "coalesce": []}
+            for _ in range(args.pairs):  # the two routes' children in turn
+                for route, done in runs.items():
+                    done.append(_in_child(["build", route, str(int(m))]))
+            for route, done in runs.items():
+                failed = [r for r in done if "error" in r]
+                line[route] = failed[0] if failed else {
+                    **done[0], "seconds": round(statistics.median(r["seconds"] for r in done), 2)}
             a, b = line["counting_sort"], line["coalesce"]
             if "error" not in a and "error" not in b:
-                line["speedup"] = round(b["seconds"] / a["seconds"], 2)
+                line["speedup"] = round(median_ratio([r["seconds"] for r in runs["coalesce"]],
+                                                     [r["seconds"] for r in runs["counting_sort"]]), 2)
+                line["pairs"] = args.pairs
                 line["extra_peak_ratio"] = round((b["peak_gib"] - b["inputs_gib"]) / max(a["peak_gib"] - a["inputs_gib"], 1e-3), 2)
             print(json.dumps(line), flush=True)
     if "propagate" in args.part:
         for m in args.edges:
             rec = {"part": "propagate", "undirected_edges": int(m), "nodes": NODES, "iterations": 50, "columns": 12}
-            rec.update(_in_child(["propagate", str(int(m)), args.device]))
+            rec.update(_in_child(["propagate", str(int(m)), args.device, str(args.pairs)]))
             print(json.dumps(rec), flush=True)
     if "train" in args.part:
         for mech in args.mechanisms:
