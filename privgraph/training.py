@@ -184,7 +184,7 @@ def _factored_input(x: torch.Tensor, raw: torch.Tensor | None, center: torch.Ten
     where at most 1/10 of its entries differ from its most common value ``m`` (a Piecewise
     release), ``x = CSR(raw - m) - (center - m)``: exact. Otherwise (a propagated, smooth input):
     ``x ~ (x V) V^T`` for the top-``k`` right singular vectors ``V`` (:func:`principal_basis`'s
-    randomized SVD, of 128 vectors, doubled up to where the factors would cost 3/4 of the dense
+    randomized SVD, of 128 vectors, doubled up to where the factors would cost half the dense
     product), ``k`` the smallest rank whose residual is within :data:`FACTOR_TOLERANCE` of ``x``'s
     norm (checked). Post-processing of ``x``; deterministic (a fixed seed)."""
     n, d = x.shape
@@ -195,7 +195,7 @@ def _factored_input(x: torch.Tensor, raw: torch.Tensor | None, center: torch.Ten
                 return FactoredInput((raw - m).to_sparse_csr(), shift=center - m)
         return x
     norm = _frobenius(x)
-    k_max = (3 * n * d) // (4 * (n + d))  # the factors must cost under 3/4 of the dense product
+    k_max = (n * d) // (2 * (n + d))  # the factors must cost at most half the dense product
     g = torch.Generator(device=x.device).manual_seed(0)
     k = min(128, k_max)
     while k >= 16 and norm > 0:
@@ -880,13 +880,14 @@ def _train_loop(
             first = net.first_layer(x, edge_index)
         with torch.no_grad():
             out_val = (net(x, edge_index, first=first.detach()) if share else net(x, edge_index))[val_idx]
-            val_acc = (out_val.argmax(1) == y_val).float().mean()
-            val_loss = F.cross_entropy(out_val, y_val)
+            val_acc = float((out_val.argmax(1) == y_val).float().mean())
             # Drop: the accuracy against the noisy labels y' may not exceed Acc*
-            stopped = t.bound is not None and float(val_acc) > t.bound
+            stopped = t.bound is not None and val_acc > t.bound
+            # the loss breaks ties only: below the best accuracy it cannot change the choice
+            key = (val_acc, -float(F.cross_entropy(out_val, y_val))
+                   if best_key is None or val_acc >= best_key[0] else float("-inf"))
         if stopped and best_key is not None:
             break
-        key = (float(val_acc), -float(val_loss))
         if best_key is None or key > best_key:
             best_key, best_epoch = key, epoch
             best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}

@@ -91,13 +91,13 @@ def test_a_factored_input_multiplies_as_the_matrix_it_stands_for():
     center = raw.mean(dim=0)
     dense = raw - center
     sparse_form = training._factored_input(dense, raw, center)
-    low = torch.randn(200, 3, generator=g) @ torch.randn(3, 30, generator=g)
+    low = torch.randn(200, 3, generator=g) @ torch.randn(3, 60, generator=g)
     low_form = training._factored_input(low - low.mean(0), None, low.mean(0))
     assert isinstance(sparse_form, FactoredInput) and sparse_form.left.layout == torch.sparse_csr
     assert isinstance(low_form, FactoredInput) and low_form.right.shape[0] <= 16
     for form, x in ((sparse_form, dense), (low_form, low - low.mean(0))):
         assert torch.allclose(form.dense(), x, atol=1e-5) and form.shape == x.shape
-        w = torch.randn(8, 30, generator=g, requires_grad=True)
+        w = torch.randn(8, x.shape[1], generator=g, requires_grad=True)
         h = form.linear(w)
         (gw,) = torch.autograd.grad((h * h).sum(), w)
         w2 = w.detach().clone().requires_grad_()
