@@ -97,9 +97,11 @@ def _release(pipeline: str, sets: list[str], release_seed: int) -> tuple[Any, An
 
 
 def _candidates(cfg: Any, graph: Any, release: Any) -> list[tuple[str, Any, dict[str, Any]]]:
+    from privgraph.evaluation import label_noise
     from privgraph.training import DENOISING_OPTIONS, feature_only_kwargs, public_edges_kwargs, version_kwargs
 
-    kwargs = cfg.evaluate.train_kwargs()
+    # as version_metrics passes them: Drop's label budget from the pipeline's labels section
+    kwargs = {**(label_noise(cfg, None) if cfg.evaluate.drop else {}), **cfg.evaluate.train_kwargs()}
     out = [("gnn", release, version_kwargs(release, kwargs)), ("feature_only", release, feature_only_kwargs(kwargs))]
     public = public_edges_kwargs(release, kwargs)
     if public is not None:
