@@ -512,10 +512,9 @@ def fit_node_classifier(
         edges (str): ``"all"``, ``"public"``, ``"private"`` or ``"none"``: the feature-only floor
             (every closed neighbourhood is the node itself, so the same models become MLPs of the
             same architecture, initial parameters and dropout draws) (default: ``"all"``).
-        hidden, epochs, lr, weight_decay, dropout, patience: the hidden width, the epoch cap,
-            Adam's rate and L2 penalty, the dropout before each hidden layer and before the first
-            one on sparse input only (:func:`_model_input`), the early-stopping patience
-            (``None``: every epoch runs) (defaults: 64, 200, 0.01, 5e-4, 0.5, 25).
+        hidden, epochs, lr, weight_decay, dropout, patience: the hidden width, the epoch cap, Adam's
+            rate and L2 penalty, the dropout before each layer (the first: sparse input only,
+            :func:`_model_input`), the patience (``None``: no early stop) (64, 200, 0.01, 5e-4, 0.5, 25).
         aggr (str, optional): the model's aggregation (:class:`~privgraph.models.gcn.NodeGNN`;
             ``None``: the model's own).
         device (str): see :func:`choose_device` (default: ``"auto"``).
@@ -534,8 +533,7 @@ def fit_node_classifier(
             ``K_x`` only, ``K_y = 0`` (labels that were not randomized) (default: ``True``).
         feature_dim (int, optional): project DENSE features onto their first ``feature_dim``
             principal axes (:func:`principal_basis`; post-processing) (default: ``None``: off).
-        input_cache (InputCache, optional): reuse the model input prepared for ``graph`` by an
-            earlier training with the same input arguments (the result is the same either way).
+        input_cache (InputCache, optional): reuse inputs prepared for ``graph`` before (same result).
 
     Returns:
         TrainedClassifier: the model at the selected epoch and its ``result``: ``test_acc``,
@@ -564,9 +562,8 @@ def fit_node_classifier(
     # would make the version's shareable metrics move with one raw label (issue 24, leak 4)
     num_classes = output_classes(graph, label_classes)
     dev = choose_device(device)
-    prepare = dict(edges=edges, model=model, aggr=aggr, kprop_features=kprop_features, feature_dim=feature_dim,
-                   seed=seed if feature_dim is not None else None, dev=dev)
-    inp = (input_cache.get(graph, prepare) if input_cache is not None else _prepare_inputs(graph, **prepare))
+    inp = (input_cache or InputCache()).get(graph, dict(edges=edges, model=model, aggr=aggr, kprop_features=kprop_features,
+                                            feature_dim=feature_dim, seed=seed if feature_dim else None, dev=dev))
     y = inp.data.y.to(dev)
     idx = {name: torch.from_numpy(np.flatnonzero(getattr(inp.graph, name))).to(dev) for name in SPLIT_MASKS}
     targets = _training_targets(y, idx, num_classes, inp, dev, kprop_labels=kprop_labels, drop=drop,
@@ -1038,8 +1035,7 @@ def evaluate_utility(
 ) -> dict[str, Any]:
     """Train on a private graph and on its clean original, ``runs`` times each, and compare.
 
-    ``progress`` (optional) receives a :class:`~privgraph.progress.ProgressEvent` of the task
-    ``training`` when the loop starts and after each of the ``3 * runs`` trainings (k/N, ETA).
+    ``progress`` receives a ``training`` :class:`~privgraph.progress.ProgressEvent` at the start and per training.
 
     Both graphs must carry the same split (equal ``train_mask``, ``val_mask`` and ``test_mask``).
     Run ``i`` uses child ``i`` of ``seed_sequence`` (spawn key ``(..., i)``) for BOTH graphs, so
@@ -1115,13 +1111,12 @@ def evaluate_utility(
     from privgraph.correct_and_smooth import release_correct_and_smooth
 
     classes, device = output_classes(private, train_kwargs.get("label_classes")), choose_device(train_kwargs.get("device", "auto"))
-    clean_res, private_res, floor_res, public_res, smoothed = [], [], [], [], []
-    private_inputs, clean_inputs = InputCache(), InputCache()  # each input prepared once, not per training
+    clean_res, private_res, floor_res, public_res, smoothed, inputs = [], [], [], [], [], (InputCache(), InputCache())
     per_run = 2 + (clean is not None) + (public_kwargs is not None)
     tracker = ProgressTracker("training", per_run * int(runs), progress)
     for i, s in enumerate(seeds):
         if clean is not None:
-            clean_res.append(fit_ensemble(clean, seed=s, members=ensemble, input_cache=clean_inputs, **clean_kwargs)[0])
+            clean_res.append(fit_ensemble(clean, seed=s, members=ensemble, input_cache=inputs[1], **clean_kwargs)[0])
             tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
         bases: dict[str, np.ndarray] = {}
         for name, kwargs, out, what in (
@@ -1131,7 +1126,7 @@ def evaluate_utility(
             if kwargs is None:
                 continue
             result, bases[name] = fit_ensemble(private, seed=s, members=ensemble, eval_y=raw_y, progress=progress,
-                                               input_cache=private_inputs, **kwargs)
+                                               input_cache=inputs[0], **kwargs)
             out.append(result)
             tracker.advance(detail=f"{what}, run {i + 1}/{runs}")
         bases = {k: bases[k] for k in ("feature_only", "public_edges", "gnn") if k in bases}  # simpler first: ties
