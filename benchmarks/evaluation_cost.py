@@ -14,7 +14,8 @@ ratio, and the mean test accuracy of old and new over the runs (against the raw 
 seeds on both sides: a paired comparison). A last line per pipeline sums the candidates.
 
 Run: ``PRIVGRAPH_DATA_ROOT=../shared/datasets python benchmarks/evaluation_cost.py
-[--pipelines cora facebook] [--pairs 2] [--set evaluate.runs=1] [--set evaluate.ensemble=1]``
+[--pipelines cora facebook] [--pairs 2] [--set evaluate.runs=1] [--set evaluate.ensemble=1]
+[--candidates gnn feature_only]``
 """
 
 from __future__ import annotations
@@ -122,7 +123,8 @@ def _train(graph: Any, kwargs: dict[str, Any], seeds: list[Any], ensemble: int, 
     return time.perf_counter() - start, float(np.mean(accs))
 
 
-def measure(pipeline: str, sets: list[str], pairs: int, release_seed: int, eval_seed: int) -> list[dict[str, Any]]:
+def measure(pipeline: str, sets: list[str], pairs: int, release_seed: int, eval_seed: int,
+            only: list[str] | None = None) -> list[dict[str, Any]]:
     from privgraph.seeding import as_seed_sequence, partition_seeds
 
     cfg, graph, release = _release(pipeline, sets, release_seed)
@@ -131,6 +133,8 @@ def measure(pipeline: str, sets: list[str], pairs: int, release_seed: int, eval_
     seeds = partition_seeds(as_seed_sequence(eval_seed), runs)
     lines = []
     for name, g, kwargs in _candidates(cfg, graph, release):
+        if only and name not in only:
+            continue
         old, new = [], []
         for _ in range(pairs):
             with old_evaluation():
@@ -157,9 +161,11 @@ def main() -> None:
     ap.add_argument("--set", dest="sets", action="append", default=[], help="KEY.PATH=YAML value (repeatable)")
     ap.add_argument("--release-seed", type=int, default=1)
     ap.add_argument("--eval-seed", type=int, default=3)
+    ap.add_argument("--candidates", nargs="+", choices=["gnn", "feature_only", "public_edges", "clean"],
+                    help="only these candidates (default: all)")
     args = ap.parse_args()
     for pipeline in args.pipelines:
-        measure(pipeline, args.sets, args.pairs, args.release_seed, args.eval_seed)
+        measure(pipeline, args.sets, args.pairs, args.release_seed, args.eval_seed, args.candidates)
 
 
 if __name__ == "__main__":
