@@ -61,7 +61,7 @@ from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.params import check_int
 from privgraph.randomized_response import label_rr_keep_probability, label_rr_transition_matrix
 from privgraph.models import GAT, GCN, GIN, GAPClassifier, GraphSAGE, KProp
-from privgraph.models.sparse import FactoredInput, quiet_sparse_beta
+from privgraph.models.sparse import FactoredInput, PropagatedInput, quiet_sparse_beta
 from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import as_seed_sequence, partition_seeds, stage_seed
 
@@ -189,11 +189,8 @@ def _factored_input(x: torch.Tensor, raw: torch.Tensor | None, center: torch.Ten
     norm (checked). Post-processing of ``x``; deterministic (a fixed seed)."""
     n, d = x.shape
     if raw is not None:
-        m = float(raw.reshape(-1)[: 1 << 16].mode().values)
-        if torch.count_nonzero(raw != m).item() <= _SPARSE_DENSITY * raw.numel():
-            with quiet_sparse_beta():
-                return FactoredInput((raw - m).to_sparse_csr(), shift=center - m)
-        return x
+        form = _one_value_form(raw)
+        return x if form is None else FactoredInput(form.left, shift=center - form.mode)
     norm = _frobenius(x)
     k_max = (n * d) // (2 * (n + d))  # the factors must cost at most half the dense product
     g = torch.Generator(device=x.device).manual_seed(0)
@@ -215,6 +212,50 @@ def _factored_input(x: torch.Tensor, raw: torch.Tensor | None, center: torch.Ten
             break
         k = min(2 * k, k_max)
     return x
+
+
+@dataclasses.dataclass
+class _OneValueForm:
+    mode: float
+    left: torch.Tensor  # CSR(raw - mode)
+
+
+def _one_value_form(raw: torch.Tensor) -> _OneValueForm | None:
+    """``raw`` as ``CSR(raw - m) + m`` for its most common value ``m`` (of its first 65,536
+    entries), where at most 1/10 of its entries differ from ``m``; else None."""
+    m = float(raw.reshape(-1)[: 1 << 16].mode().values)
+    if torch.count_nonzero(raw != m).item() > _SPARSE_DENSITY * raw.numel():
+        return None
+    with quiet_sparse_beta():
+        return _OneValueForm(m, (raw - m).to_sparse_csr())
+
+
+#: the propagated input (:class:`~privgraph.models.sparse.PropagatedInput`) is used where its
+#: product costs at most this fraction of the dense product's multiply-adds: a CSR product of
+#: 64-128 columns does 10-35 times fewer per second than a dense one on a CPU (measured on Cora,
+#: docs/evaluation-cost.md)
+PROPAGATION_COST_SHARE = 1 / 24
+
+
+def _propagated_input(x: torch.Tensor, edge_index: torch.Tensor, steps: int) -> PropagatedInput | None:
+    """KProp's ``steps`` over features ``x`` that are one value ``m != 0`` almost everywhere (a
+    Piecewise or FeatureRR release), centred, as :class:`~privgraph.models.sparse.PropagatedInput`
+    ``P^K (CSR(x - m) + m) - 1 c^T``, ``c`` the column mean of ``P^K x``
+    (``(P^T)^K 1`` weighting ``x``'s rows); None where that is not cheaper than the dense
+    input (:data:`PROPAGATION_COST_SHARE`) or ``x`` has no such form. Exact up to float summation order."""
+    form = _one_value_form(x)
+    if form is None or form.mode == 0.0:
+        return None
+    n, d = x.shape
+    with torch.enable_grad():  # the operator's transpose serves the backward
+        op, op_t = KProp(steps, **_KPROP).operator(edge_index, n, x.dtype)
+    if steps * op.values().numel() + form.left.values().numel() > PROPAGATION_COST_SHARE * n * d:
+        return None
+    base = FactoredInput(form.left, shift=torch.full((d,), -form.mode, dtype=x.dtype, device=x.device))
+    weights = torch.ones(n, dtype=x.dtype, device=x.device)
+    for _ in range(steps):
+        weights = op_t @ weights
+    return PropagatedInput(base, op, op_t, steps, base.column_sums(weights) / n)
 
 
 def _frobenius(x: torch.Tensor, a: torch.Tensor | None = None, v: torch.Tensor | None = None, rows: int = 4096) -> float:
@@ -764,6 +805,10 @@ def _prepare_inputs(
     else:
         data = graph.to_pyg(edges)
     edge_index = data.edge_index.to(dev)
+    if kprop_features and model != "gap" and feature_dim is None:
+        propagated = _propagated_input(data.x.to(dev), edge_index, kprop_features)
+        if propagated is not None:
+            return _Inputs(graph, data, edge_index, propagated, propagated.center, None, {**model_kwargs, "input_dropout": False})
     raw = KProp(kprop_features, **_KPROP)(data.x.to(dev), edge_index) if kprop_features else data.x.to(dev)
     x = _model_input(raw) if kprop_features else _model_input(data.x).to(dev)
     if model == "gap":

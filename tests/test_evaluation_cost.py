@@ -5,8 +5,8 @@ import pytest
 import torch
 
 import privgraph.training as training
-from privgraph.models import GCN, GIN, GraphSAGE
-from privgraph.models.sparse import FactoredInput
+from privgraph.models import GCN, GIN, GraphSAGE, KProp
+from privgraph.models.sparse import FactoredInput, PropagatedInput
 from privgraph.training import InputCache, evaluate_utility, fit_ensemble, fit_node_classifier
 from tests.test_training import QUICK, two_communities
 
@@ -121,13 +121,63 @@ def test_only_a_cheaper_form_within_the_tolerance_replaces_the_input():
 
 
 def test_training_over_the_factored_input_is_training_over_the_matrix(graph, monkeypatch):
-    rng = np.random.default_rng(5)
-    x = np.full(graph.x.shape, 0.5, np.float32)  # a Piecewise-like release: one sampled coordinate
-    rows = np.arange(x.shape[0])
-    x[rows, rng.integers(0, x.shape[1], rows.size)] = np.where(graph.y == 1, 2.0, -1.0) + rng.normal(0, 1, rows.size)
-    release = graph.replace(x=x)
+    release = _one_coordinate_release(graph)
+    inp = training._prepare_inputs(release, edges="none", model="gcn", aggr=None, kprop_features=0, feature_dim=None,
+                                   seed=None, dev=torch.device("cpu"))
+    assert isinstance(inp.x, FactoredInput)
     factored = fit_node_classifier(release, seed=3, edges="none", **QUICK)
     monkeypatch.setattr(training, "_factored_input", lambda x, raw, center: x)
     dense = fit_node_classifier(release, seed=3, edges="none", **QUICK)
     assert factored.result["best_epoch"] == dense.result["best_epoch"]
     assert np.allclose(factored.posteriors, dense.posteriors, atol=1e-4)
+
+
+def _one_coordinate_release(graph, seed=5):
+    """A Piecewise-like release of 40 features: every entry 0.5 but one sampled coordinate per node."""
+    rng = np.random.default_rng(seed)
+    x = np.full((graph.x.shape[0], 40), 0.5, np.float32)
+    rows = np.arange(x.shape[0])
+    x[rows, rng.integers(0, x.shape[1], rows.size)] = np.where(graph.y == 1, 2.0, -1.0) + rng.normal(0, 1, rows.size)
+    return graph.replace(x=x)
+
+
+def test_a_propagated_input_multiplies_as_the_propagated_matrix(graph, monkeypatch):
+    monkeypatch.setattr(training, "PROPAGATION_COST_SHARE", 1.0)
+    data = _one_coordinate_release(graph).to_pyg("all")
+    form = training._propagated_input(data.x, data.edge_index, 3)
+    assert isinstance(form, PropagatedInput) and form.base.left.layout == torch.sparse_csr
+    propagated = KProp(3, **training._KPROP)(data.x, data.edge_index)
+    x = propagated - propagated.mean(dim=0)
+    assert torch.allclose(form.center, propagated.mean(dim=0), atol=1e-6)
+    assert torch.allclose(form.dense(), x, atol=1e-5) and form.shape == x.shape
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(8, x.shape[1], generator=g, requires_grad=True)
+    h = form.linear(w)
+    (gw,) = torch.autograd.grad((h * h).sum(), w)
+    w2 = w.detach().clone().requires_grad_()
+    h2 = x @ w2.t()
+    (gw2,) = torch.autograd.grad((h2 * h2).sum(), w2)
+    for a, b in ((h.detach(), h2.detach()), (gw, gw2)):
+        assert float(torch.linalg.vector_norm(a - b) / torch.linalg.vector_norm(b)) <= 1e-5
+
+
+def test_the_propagated_input_only_where_it_is_cheaper_and_exact(graph, monkeypatch):
+    data = _one_coordinate_release(graph).to_pyg("all")
+    monkeypatch.setattr(training, "PROPAGATION_COST_SHARE", 1e-9)  # dearer than the dense input
+    assert training._propagated_input(data.x, data.edge_index, 3) is None
+    monkeypatch.setattr(training, "PROPAGATION_COST_SHARE", 1.0)
+    assert training._propagated_input(torch.rand(data.x.shape), data.edge_index, 3) is None  # no common value
+    assert training._propagated_input(data.x - 0.5, data.edge_index, 3) is None  # sparse input keeps its own path
+
+
+def test_training_over_the_propagated_input_is_training_over_the_matrix(graph, monkeypatch):
+    monkeypatch.setattr(training, "PROPAGATION_COST_SHARE", 1.0)
+    release = _one_coordinate_release(graph)
+    propagated = fit_node_classifier(release, seed=3, kprop_features=2, **QUICK)
+    # a query (float64, dense KProp, the training centre) answers what was trained
+    assert np.allclose(propagated.query().numpy(), propagated.posteriors, atol=1e-4)
+    monkeypatch.setattr(training, "_propagated_input", lambda x, edge_index, steps: None)
+    dense = fit_node_classifier(release, seed=3, kprop_features=2, **QUICK)
+    assert propagated.result["best_epoch"] == dense.result["best_epoch"]
+    assert np.allclose(propagated.posteriors, dense.posteriors, atol=1e-4)
+    assert torch.allclose(propagated.center, dense.center, atol=1e-6)

@@ -18,7 +18,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import add_remaining_self_loops, scatter
 
 from privgraph.models.sparse import (
-    FactoredInput,
+    StructuredInput,
     _FixedSpMM,
     cached_pair,
     propagation_pair,
@@ -252,7 +252,7 @@ class GraphConvolution(MessagePassing):
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         n = x.size(0)
-        if isinstance(x, FactoredInput):
+        if isinstance(x, StructuredInput):
             h = x.linear(self.weight)
         elif x.layout == torch.sparse_csr and torch.is_grad_enabled() and not x.requires_grad:
             # torch's backward of a CSR product re-transposes x every call; do it once

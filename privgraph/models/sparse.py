@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 from torch.nn import Module
 
-__all__ = ["FactoredInput", "cached_pair", "propagation_pair", "quiet_sparse_beta", "sparse_csr_transpose",
+__all__ = ["FactoredInput", "PropagatedInput", "StructuredInput", "cached_pair", "propagation_pair", "quiet_sparse_beta", "sparse_csr_transpose",
            "sparse_aware_linear"]
 
 
@@ -197,9 +197,37 @@ class _FixedSpMM(torch.autograd.Function):
         return (ctx.op_t @ grad if ctx.needs_input_grad[0] else None), None, None
 
 
-class FactoredInput:
-    r"""A dense feature matrix :math:`\mathbf{X}` ``[n, d]`` held in a form that is cheaper to
-    multiply: :math:`\mathbf{X} = \mathbf{L} \mathbf{R} - \mathbf{1} \mathbf{s}^\top`, with
+class StructuredInput:
+    """A dense feature matrix ``[n, d]`` held in a form whose product with a weight is cheaper than
+    the matrix's (:class:`FactoredInput`, :class:`PropagatedInput`): what :func:`sparse_aware_linear`
+    and the first layers accept in place of a dense tensor. Input dropout never applies to it."""
+
+    layout = torch.strided  # what it stands for: a dense matrix
+    shape: torch.Size
+
+    @property
+    def device(self) -> torch.device:
+        raise NotImplementedError
+
+    @property
+    def dtype(self) -> torch.dtype:
+        raise NotImplementedError
+
+    def size(self, dim: int | None = None) -> Any:
+        return self.shape if dim is None else self.shape[dim]
+
+    def linear(self, weight: Tensor) -> Tensor:
+        """``X @ weight.T`` (``weight`` ``[o, d]``), differentiable in ``weight``."""
+        raise NotImplementedError
+
+    def dense(self) -> Tensor:
+        """The matrix it stands for."""
+        raise NotImplementedError
+
+
+class FactoredInput(StructuredInput):
+    r"""A dense feature matrix :math:`\mathbf{X}` ``[n, d]`` held as
+    :math:`\mathbf{X} = \mathbf{L} \mathbf{R} - \mathbf{1} \mathbf{s}^\top`, with
     ``left`` :math:`\mathbf{L}` dense ``[n, k]`` or CSR ``[n, d]``, ``right`` :math:`\mathbf{R}`
     ``[k, d]`` or None (the identity) and ``shift`` :math:`\mathbf{s}` ``[d]`` or None.
 
@@ -208,10 +236,8 @@ class FactoredInput:
     CSR minus a shift, exactly; a smooth (propagated) matrix is its rank-``k`` factorisation
     within a stated relative error. The first layer's product :meth:`linear` then costs
     :math:`O(\mathrm{nnz} \cdot o)` or :math:`O((n + d) k o)` instead of :math:`O(n d o)`, and
-    autograd differentiates it as the product it stands for. Input dropout never applies to it.
+    autograd differentiates it as the product it stands for.
     """
-
-    layout = torch.strided  # what it stands for: a dense matrix
 
     def __init__(self, left: Tensor, right: Tensor | None = None, shift: Tensor | None = None) -> None:
         self.left, self.right, self.shift = left, right, shift
@@ -228,11 +254,7 @@ class FactoredInput:
     def dtype(self) -> torch.dtype:
         return self.left.dtype
 
-    def size(self, dim: int | None = None) -> Any:
-        return self.shape if dim is None else self.shape[dim]
-
     def linear(self, weight: Tensor) -> Tensor:
-        """``X @ weight.T`` (``weight`` ``[o, d]``), differentiable in ``weight``."""
         w = weight if self.right is None else weight @ self.right.t()  # [o, k]
         if self.left_t is not None:
             h = _FixedSpMM.apply(w.t(), self.left, self.left_t) if torch.is_grad_enabled() else self.left @ w.t()
@@ -240,21 +262,70 @@ class FactoredInput:
             h = self.left @ w.t()
         return h if self.shift is None else h - self.shift @ weight.t()
 
+    def column_sums(self, weights: Tensor) -> Tensor:
+        """:math:`\mathbf{w}^\top \mathbf{X}` ``[d]`` for node weights ``weights`` ``[n]``."""
+        w = weights.to(self.dtype)
+        if self.left_t is not None:
+            total = self.left_t @ w
+        else:
+            total = w @ self.left
+            total = total if self.right is None else total @ self.right
+        return total if self.shift is None else total - w.sum() * self.shift
+
     def dense(self) -> Tensor:
-        """The matrix it stands for."""
         left = self.left.to_dense() if self.left_t is not None else self.left
         x = left if self.right is None else left @ self.right
         return x if self.shift is None else x - self.shift
 
 
+class PropagatedInput(StructuredInput):
+    r""":math:`\mathbf{X} = \mathbf{P}^K \mathbf{B} - \mathbf{1} \mathbf{c}^\top`: ``steps``
+    :math:`K` products with a sparse operator ``op`` :math:`\mathbf{P}` ``[n, n]`` (``op_t`` its
+    transpose, for the backward) over a ``base`` :math:`\mathbf{B}` (:class:`FactoredInput`),
+    centred by ``center`` :math:`\mathbf{c}` ``[d]``: LPGNN's KProp over released features, whose
+    ``n x d`` result is never formed. The product is linear, so
+    :math:`\mathbf{X}\mathbf{W}^\top = \mathbf{P}^K (\mathbf{B}\mathbf{W}^\top) -
+    \mathbf{1} (\mathbf{c}^\top \mathbf{W}^\top)`: exact up to float summation order, in
+    :math:`O((\mathrm{cost}(\mathbf{B}) + K\,\mathrm{nnz}(\mathbf{P}))\,o)` instead of
+    :math:`O(n d o)` (propagation in the hidden width).
+    """
+
+    def __init__(self, base: FactoredInput, op: Tensor, op_t: Tensor | None, steps: int, center: Tensor) -> None:
+        self.base, self.op, self.op_t, self.steps, self.center = base, op, op_t, int(steps), center
+        self.shape = base.shape
+
+    @property
+    def device(self) -> torch.device:
+        return self.base.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.base.dtype
+
+    def linear(self, weight: Tensor) -> Tensor:
+        h = self.base.linear(weight)
+        track = torch.is_grad_enabled() and h.requires_grad
+        if track and self.op_t is None:
+            raise ValueError("PropagatedInput: a differentiable product needs the operator's transpose op_t")
+        for _ in range(self.steps):
+            h = _FixedSpMM.apply(h, self.op, self.op_t) if track else self.op @ h
+        return h - self.center @ weight.t()
+
+    def dense(self) -> Tensor:
+        x = self.base.dense()
+        for _ in range(self.steps):
+            x = self.op @ x
+        return x - self.center
+
+
 def sparse_aware_linear(owner: Module, x: Tensor, weight: Tensor) -> Tensor:
-    """``x @ weight.T`` for dense or sparse (CSR/COO) ``x``, or a :class:`FactoredInput`.
+    """``x @ weight.T`` for dense or sparse (CSR/COO) ``x``, or a :class:`StructuredInput`.
 
     With a CSR ``x`` in a differentiable forward, the product's backward uses ``x``'s transpose,
     computed once and kept in ``owner._x_cache`` while ``owner.cached`` (torch's own backward of a
     CSR product transposes ``x`` on every call).
     """
-    if isinstance(x, FactoredInput):
+    if isinstance(x, StructuredInput):
         return x.linear(weight)
     if x.layout == torch.sparse_coo:
         with quiet_sparse_beta():
