@@ -5,8 +5,8 @@ seed), then each candidate model of the evaluation (the GNN over the release, th
 floor, the public edges alone, and the owner's clean graph) is trained for the pipeline's runs and
 ensemble twice: by the evaluation as it was before issue 43 (``old``: input dropout before the
 first layer on dense input, each input prepared per training, two first-layer products per epoch,
-the dense input as it is (KProp'd in the input width), LPGNN's KProp search in every run,
-early-stopping patience 50 where the pipeline sets none) and as it is now (``new``). Old and new alternate, A B A B, and the ratio
+the dense input as it is, early-stopping patience 50 where the pipeline sets none) and as it is
+now (``new``). Old and new alternate, A B A B, and the ratio
 is the median of the pairs' ratios, so that a load on the machine hits both sides of a pair alike.
 
 Each line: pipeline, candidate, runs, ensemble, seconds old and new (medians over the pairs), the
@@ -41,8 +41,8 @@ def old_evaluation() -> Iterator[None]:
     from privgraph import training
     from privgraph.models.gcn import NodeGNN
 
-    prepare, factored, get, shares, propagated = (training._prepare_inputs, training._factored_input, training.InputCache.get,
-                                                  NodeGNN.shares_first_layer, training._propagated_input)
+    prepare, factored, get, shares = (training._prepare_inputs, training._factored_input, training.InputCache.get,
+                                      NodeGNN.shares_first_layer)
 
     def prepare_with_input_dropout(graph: Any, **kwargs: Any) -> Any:
         inp = prepare(graph, **kwargs)
@@ -52,14 +52,12 @@ def old_evaluation() -> Iterator[None]:
 
     training._prepare_inputs = prepare_with_input_dropout
     training._factored_input = lambda x, raw, center: x
-    training._propagated_input = lambda x, edge_index, steps: None
     training.InputCache.get = lambda self, graph, kw: training._prepare_inputs(graph, **kw)
     NodeGNN.shares_first_layer = property(lambda self: False)
     try:
         yield
     finally:
         training._prepare_inputs, training._factored_input, training.InputCache.get = prepare, factored, get
-        training._propagated_input = propagated
         NodeGNN.shares_first_layer = shares
 
 
@@ -113,20 +111,15 @@ def _candidates(cfg: Any, graph: Any, release: Any) -> list[tuple[str, Any, dict
     return out
 
 
-def _train(graph: Any, kwargs: dict[str, Any], seeds: list[Any], ensemble: int, eval_y: np.ndarray,
-           search_once: bool = True) -> tuple[float, float]:
+def _train(graph: Any, kwargs: dict[str, Any], seeds: list[Any], ensemble: int, eval_y: np.ndarray) -> tuple[float, float]:
     """Seconds and mean test accuracy of one candidate over the runs (one input cache, as in
-    :func:`~privgraph.training.evaluate_utility`; LPGNN's KProp search in the first run only,
-    or, with ``search_once=False``, in every run as before issue 43)."""
-    from privgraph.training import InputCache, fit_ensemble, searched_once
+    :func:`~privgraph.training.evaluate_utility`)."""
+    from privgraph.training import InputCache, fit_ensemble
 
     cache = InputCache()
     start = time.perf_counter()
-    accs = []
-    for s in seeds:
-        result = fit_ensemble(graph, seed=s, members=ensemble, eval_y=eval_y, input_cache=cache, **kwargs)[0]
-        accs.append(result["test_acc"])
-        kwargs = searched_once(kwargs, result) if search_once else kwargs
+    accs = [fit_ensemble(graph, seed=s, members=ensemble, eval_y=eval_y, input_cache=cache, **kwargs)[0]["test_acc"]
+            for s in seeds]
     return time.perf_counter() - start, float(np.mean(accs))
 
 
@@ -145,7 +138,7 @@ def measure(pipeline: str, sets: list[str], pairs: int, release_seed: int, eval_
         old, new = [], []
         for _ in range(pairs):
             with old_evaluation():
-                old.append(_train(g, {**kwargs, **old_patience}, seeds, ensemble, graph.y, search_once=False))
+                old.append(_train(g, {**kwargs, **old_patience}, seeds, ensemble, graph.y))
             new.append(_train(g, kwargs, seeds, ensemble, graph.y))
         line = {"pipeline": pipeline, "set": sets, "candidate": name, "runs": runs, "ensemble": ensemble,
                 "pairs": pairs, "seconds_old": round(statistics.median(t for t, _ in old), 2),

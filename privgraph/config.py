@@ -241,7 +241,7 @@ class EvaluateConfig(_Strict):
     )
     kprop_search: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(
         default=None, min_length=1,
-        description="LPGNN's search, once per evaluation (in its first run): every (K_x, K_y) of this grid trained, the best by validation accuracy on the version's labels (e.g. [0, 2, 4, 8, 16]); every run trains the chosen cell",
+        description="LPGNN's search: every (K_x, K_y) of this grid trained, the best by validation accuracy on the version's labels (e.g. [0, 2, 4, 8, 16])",
     )
     kprop_search_labels: bool = Field(
         default=True, strict=True,
@@ -274,7 +274,7 @@ class EvaluateConfig(_Strict):
     @model_validator(mode="after")
     def _search_or_fixed_kprop(self) -> EvaluateConfig:
         if self.kprop_search and (self.kprop_features or self.kprop_labels):
-            raise ValueError("kprop_search chooses kprop_features and kprop_labels once per evaluation: leave them out")
+            raise ValueError("kprop_search chooses kprop_features and kprop_labels per run: leave them out")
         if not self.kprop_search and "kprop_search_labels" in self.model_fields_set:
             raise ValueError("kprop_search_labels applies to kprop_search: set kprop_search too")
         return self

@@ -85,7 +85,6 @@ __all__ = [
     "fit_ensemble",
     "member_seeds",
     "search_kprop",
-    "searched_once",
     "split_accuracies",
     "output_classes",
     "train_node_classifier",
@@ -1019,9 +1018,8 @@ def _utility_summary(
     shareable = {
         "runs": runs,
         "private": {**_summary([r["test_acc_own_labels"] for r in private_res]),
-                    # LPGNN's search: the [K_x, K_y] each run trained (chosen once: searched_once)
-                    **({"kprop": [r.get("kprop", private_res[0]["kprop"]) for r in private_res]}
-                       if "kprop" in private_res[0] else {})},
+                    # LPGNN's search: the [K_x, K_y] chosen per run on the version's own labels
+                    **({"kprop": [r["kprop"] for r in private_res]} if "kprop" in private_res[0] else {})},
         "feature_only": _summary([r["test_acc_own_labels"] for r in floor_res]),
         **extra,
         "selected": {**_summary([r["test_acc_own_labels"] for r in chosen]), "models": models},
@@ -1097,9 +1095,11 @@ def evaluate_utility(
     configuration alone; the result equals the shareable part of a run with the raw graph (same
     seeds), because no shareable figure reads ``clean``.
 
-    LPGNN's denoising options (:data:`DENOISING_OPTIONS`) apply to the PRIVATE graph only (its
-    ``kprop_search`` once, in run 1: :func:`searched_once`); the clean baseline is the same model
-    trained on the raw features and clean labels, as LPGNN compares with the non-private GNN.
+    LPGNN's denoising options (:data:`DENOISING_OPTIONS`: ``kprop_features``, ``kprop_labels``,
+    ``drop``, ``label_epsilon``, ``label_classes``) apply to the PRIVATE graph only; the clean
+    baseline is the same model (``model``, ``aggr``, ...) trained on the raw features and clean
+    labels, as LPGNN compares its private models with the non-private GNN. The difference of
+    the two accuracies is then the cost of privacy after denoising.
 
     Args:
         private (GraphData): the privatized graph.
@@ -1156,7 +1156,6 @@ def evaluate_utility(
     from privgraph.correct_and_smooth import release_correct_and_smooth
 
     classes, device = output_classes(private, train_kwargs.get("label_classes")), choose_device(train_kwargs.get("device", "auto"))
-    gnn_kwargs = version_kwargs(private, train_kwargs)
     clean_res, private_res, floor_res, public_res, smoothed, inputs = [], [], [], [], [], (InputCache(), InputCache())
     per_run = 2 + (clean is not None) + (public_kwargs is not None)
     tracker = ProgressTracker("training", per_run * int(runs), progress)
@@ -1166,7 +1165,7 @@ def evaluate_utility(
             tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
         bases: dict[str, np.ndarray] = {}
         for name, kwargs, out, what in (
-                ("gnn", gnn_kwargs, private_res, "private graph"),
+                ("gnn", version_kwargs(private, train_kwargs), private_res, "private graph"),
                 ("feature_only", feature_only_kwargs(train_kwargs), floor_res, "private graph without edges (feature-only floor)"),
                 ("public_edges", public_kwargs, public_res, "private graph, public edges only")):
             if kwargs is None:
@@ -1174,7 +1173,6 @@ def evaluate_utility(
             result, bases[name] = fit_ensemble(private, seed=s, members=ensemble, eval_y=raw_y, progress=progress,
                                                input_cache=inputs[0], **kwargs)
             out.append(result)
-            gnn_kwargs = searched_once(gnn_kwargs, result) if name == "gnn" else gnn_kwargs
             tracker.advance(detail=f"{what}, run {i + 1}/{runs}")
         bases = {k: bases[k] for k in ("feature_only", "public_edges", "gnn") if k in bases}  # simpler first: ties
         smoothed.append(release_correct_and_smooth(private, bases, classes, raw_y=raw_y, device=device))
@@ -1188,18 +1186,6 @@ def evaluate_utility(
     summary = _utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference, propagation,
                                [r for r in smoothed if r is not None])
     return {**summary, "ensemble": ensemble} if ensemble > 1 else summary
-
-
-def searched_once(kwargs: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
-    """The GNN's training arguments after a run whose ``result`` came from LPGNN's search
-    (``kwargs["kprop_search"]``, :func:`search_kprop`): the chosen ``[K_x, K_y]`` in place of
-    the search, so that the search runs once per evaluation, in its first run, on the version's
-    own validation labels, and every later run trains that cell with its own seed (LPGNN tunes
-    its hyper-parameters once, then repeats the runs). Other arguments: unchanged."""
-    if kwargs.get("kprop_search") is None:
-        return kwargs
-    rest = {k: v for k, v in kwargs.items() if k not in ("kprop_search", "kprop_search_labels")}
-    return {**rest, "kprop_features": int(result["kprop"][0]), "kprop_labels": int(result["kprop"][1])}
 
 
 def version_kwargs(version: GraphData, train_kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,6 @@ from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
 from privgraph.mechanisms.features.label_rr import LabelRR
 from privgraph.models import KProp
-from privgraph.seeding import as_seed_sequence, partition_seeds
 from privgraph.training import (
     OWNER_ONLY,
     DENOISING_OPTIONS,
@@ -423,17 +422,11 @@ def test_kprop_search_scores_cells_without_the_validation_labels_in_the_propagat
     events = []
     ev = evaluate_utility(rr_graph, noisy_graph, runs=2, seed_sequence=1, kprop_search=[0, 2], **{
         k: v for k, v in FAST.items()}, model="sage", progress=events.append)
-    # one search per evaluation (run 1's); run 2 trains the cell it chose, with run 2's seed
-    assert len(ev["private"]["kprop"]) == 2 and ev["private"]["kprop"][0] == ev["private"]["kprop"][1]
-    kx, ky = ev["private"]["kprop"][0]
-    seeds = partition_seeds(as_seed_sequence(1), 2)
-    again = fit_node_classifier(rr_graph, seed=seeds[1], kprop_features=kx, kprop_labels=ky, eval_y=noisy_graph.y,
-                                **{k: v for k, v in FAST.items()}, model="sage").result
-    assert ev["private"]["test_acc"][1] == again["test_acc_own_labels"]
+    assert len(ev["private"]["kprop"]) == 2 and all(len(k) == 2 for k in ev["private"]["kprop"])
     # the search reports each cell (a 20-min search showed no progress: issue 27), labelled by its
-    # K values only
+    # K values only; one search per run of the GNN over the version
     searches = [e for e in events if e.task == "kprop search"]
-    assert [(e.done, e.total) for e in searches] == [(k, 5) for k in range(6)]
+    assert [(e.done, e.total) for e in searches] == [(k, 5) for k in range(6)] * 2
     assert {e.detail for e in searches} == {"", "K_x=0, K_y=0", "K_x=0, K_y=2", "K_x=2, K_y=0", "K_x=2, K_y=2",
                                             "the chosen cell"}
     assert [e.done for e in events if e.task == "training"] == list(range(len(events) - len(searches)))
@@ -441,7 +434,7 @@ def test_kprop_search_scores_cells_without_the_validation_labels_in_the_propagat
         fit_node_classifier(rr_graph, kprop_search=[0, 2], kprop_labels=2, **kw)
     with pytest.raises(ValueError, match="non-empty list of steps"):
         fit_node_classifier(rr_graph, kprop_search=[], **kw)
-    with pytest.raises(ValueError, match="kprop_search chooses kprop_features and kprop_labels once"):
+    with pytest.raises(ValueError, match="kprop_search chooses kprop_features and kprop_labels per run"):
         EvaluateConfig(kprop_search=[0, 4], kprop_features=2)
     assert EvaluateConfig(kprop_search=[0, 4]).train_kwargs()["kprop_search"] == [0, 4]
     assert "kprop_search" not in EvaluateConfig().train_kwargs()
