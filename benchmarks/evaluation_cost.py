@@ -5,8 +5,8 @@ seed), then each candidate model of the evaluation (the GNN over the release, th
 floor, the public edges alone, and the owner's clean graph) is trained for the pipeline's runs and
 ensemble twice: by the evaluation as it was before issue 43 (``old``: input dropout before the
 first layer on dense input, each input prepared per training, two first-layer products per epoch,
-the dense input as it is, early-stopping patience 50 where the pipeline sets none) and as it is
-now (``new``). Old and new alternate, A B A B, and the ratio
+the dense input as it is (KProp'd in the input width), early-stopping patience 50 where the
+pipeline sets none) and as it is now (``new``). Old and new alternate, A B A B, and the ratio
 is the median of the pairs' ratios, so that a load on the machine hits both sides of a pair alike.
 
 Each line: pipeline, candidate, runs, ensemble, seconds old and new (medians over the pairs), the
@@ -41,8 +41,8 @@ def old_evaluation() -> Iterator[None]:
     from privgraph import training
     from privgraph.models.gcn import NodeGNN
 
-    prepare, factored, get, shares = (training._prepare_inputs, training._factored_input, training.InputCache.get,
-                                      NodeGNN.shares_first_layer)
+    prepare, factored, get, shares, propagated = (training._prepare_inputs, training._factored_input, training.InputCache.get,
+                                                  NodeGNN.shares_first_layer, training._propagated_input)
 
     def prepare_with_input_dropout(graph: Any, **kwargs: Any) -> Any:
         inp = prepare(graph, **kwargs)
@@ -52,12 +52,14 @@ def old_evaluation() -> Iterator[None]:
 
     training._prepare_inputs = prepare_with_input_dropout
     training._factored_input = lambda x, raw, center: x
+    training._propagated_input = lambda x, edge_index, steps: None
     training.InputCache.get = lambda self, graph, kw: training._prepare_inputs(graph, **kw)
     NodeGNN.shares_first_layer = property(lambda self: False)
     try:
         yield
     finally:
         training._prepare_inputs, training._factored_input, training.InputCache.get = prepare, factored, get
+        training._propagated_input = propagated
         NodeGNN.shares_first_layer = shares
 
 
