@@ -49,10 +49,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import numbers
-import threading
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -85,7 +83,6 @@ __all__ = [
     "select_by_validation",
     "fit_node_classifier",
     "fit_ensemble",
-    "map_trainings",
     "member_seeds",
     "search_kprop",
     "split_accuracies",
@@ -656,46 +653,6 @@ def split_accuracies(graph: GraphData, pred: np.ndarray, eval_y: np.ndarray | No
 _ENSEMBLE_TAG = 0x656E73
 
 
-#: trainings on the CPU over a graph of at most this many feature entries (n x d) run side by
-#: side, one per torch thread, each on ONE torch thread: a small graph's products hardly spread
-#: over threads (Cora's KProp search on 2 cores: 14.6 s on 2 threads, 11.0 s as 2 trainings of
-#: one thread each; docs/evaluation-cost.md), a large graph's do
-PARALLEL_INPUT_ENTRIES = 1 << 24
-_Item = TypeVar("_Item")
-_Trained = TypeVar("_Trained")
-
-
-def map_trainings(train: Callable[[_Item], _Trained], items: Sequence[_Item], graph: GraphData,
-                  kwargs: dict[str, Any], each: Callable[[_Item, _Trained], Any] | None = None) -> list[_Trained]:
-    """``[train(item) for item in items]`` (``each(item, result)`` called in this thread, in order,
-    as each result arrives), the trainings side by side where that is faster: on
-    the CPU (``kwargs["device"]``), two items or more, a graph of at most
-    :data:`PARALLEL_INPUT_ENTRIES` feature entries, and more than one torch thread, in that many
-    Python threads with one torch thread each (restored after). Each training draws from its own
-    generator and sums in one thread, so its result does not depend on the others or the order
-    (the same as one at a time on one torch thread)."""
-    workers = min(torch.get_num_threads(), len(items))
-    entries = 0 if graph.x is None else int(np.prod(graph.x.shape))
-    results: list[_Trained] = []
-
-    def collect(pairs: Iterable[tuple[_Item, _Trained]]) -> list[_Trained]:
-        for item, result in pairs:
-            results.append(result)
-            if each is not None:
-                each(item, result)
-        return results
-
-    if workers < 2 or entries > PARALLEL_INPUT_ENTRIES or choose_device(kwargs.get("device", "auto")).type != "cpu":
-        return collect((item, train(item)) for item in items)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with ThreadPoolExecutor(workers, thread_name_prefix="privgraph-training") as pool:
-            return collect(zip(items, pool.map(train, items)))
-    finally:
-        torch.set_num_threads(threads)
-
-
 def member_seeds(seed: int | np.random.SeedSequence, members: int) -> list[np.random.SeedSequence]:
     """The seeds of an ensemble's ``members``: member 0 trains with ``seed`` itself (so one member
     is exactly the single model), member ``j`` with ``seed``'s child ``(tag, j)``."""
@@ -718,19 +675,17 @@ def fit_ensemble(
     guarantee is the version's. One member: exactly :func:`fit_node_classifier`'s result."""
     members = check_int(members, "members", minimum=1)
     seeds = member_seeds(seed, members)
-    if members == 1 or kwargs.get("kprop_search") is not None:
-        first = fit_node_classifier(graph, seed=seeds[0], eval_y=eval_y, **kwargs)
-        if members == 1:
-            return first.result, first.posteriors
-    rest = {k: v for k, v in kwargs.items() if k not in ("kprop_search", "kprop_search_labels", "progress")}
-    if kwargs.get("kprop_search") is not None:
+    first = fit_node_classifier(graph, seed=seeds[0], eval_y=eval_y, **kwargs)
+    if members == 1:
+        return first.result, first.posteriors
+    rest = dict(kwargs)
+    rest.pop("kprop_search_labels", None)
+    if rest.pop("kprop_search", None) is not None:
         rest["kprop_features"], rest["kprop_labels"] = first.result["kprop"]
-        others = map_trainings(lambda s: fit_node_classifier(graph, seed=s, eval_y=eval_y, **rest), seeds[1:], graph, kwargs)
-    else:
-        first, *others = map_trainings(lambda s: fit_node_classifier(graph, seed=s, eval_y=eval_y, **rest), seeds, graph, kwargs)
+    rest.pop("progress", None)
     total = first.posteriors.astype(np.float64)
-    for other in others:
-        total += other.posteriors
+    for s in seeds[1:]:
+        total += fit_node_classifier(graph, seed=s, eval_y=eval_y, **rest).posteriors
     mean = total / members
     result = {**first.result, **split_accuracies(graph, mean.argmax(axis=1), eval_y), "ensemble": members}
     return result, mean.astype(np.float32)
@@ -759,14 +714,12 @@ def search_kprop(
     label_grid = grid if labels else [0]
     best: tuple[tuple[float, int, int], tuple[int, int]] | None = None
     tracker = ProgressTracker("kprop search", len(grid) * len(label_grid) + 1, progress)
-    cells = sorted(((kx, ky) for kx in grid for ky in label_grid), key=lambda k: (k[0] + k[1], k[0]))
-    scores = map_trainings(lambda cell: fit_node_classifier(graph, kprop_features=cell[0], kprop_labels=cell[1],
-                                                            propagate_val_labels=False, **args).result["val_acc"],
-                           cells, graph, args, each=lambda cell, _: tracker.advance(detail=f"K_x={cell[0]}, K_y={cell[1]}"))
-    for (kx, ky), val_acc in zip(cells, scores):
-        key = (val_acc, -(kx + ky), -kx)
+    for kx, ky in sorted(((kx, ky) for kx in grid for ky in label_grid), key=lambda k: (k[0] + k[1], k[0])):
+        scored = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, propagate_val_labels=False, **args)
+        key = (scored.result["val_acc"], -(kx + ky), -kx)
         if best is None or key > best[0]:
             best = (key, (kx, ky))
+        tracker.advance(detail=f"K_x={kx}, K_y={ky}")
     assert best is not None
     kx, ky = best[1]
     trained = fit_node_classifier(graph, kprop_features=kx, kprop_labels=ky, **args)
@@ -883,21 +836,19 @@ class InputCache:
     def __init__(self) -> None:
         self._graph: GraphData | None = None
         self._inputs: dict[tuple[Any, ...], _Inputs] = {}
-        self._lock = threading.Lock()  # trainings side by side (map_trainings) prepare each input once
 
     def get(self, graph: GraphData, prepare: dict[str, Any]) -> _Inputs:
         """:func:`_prepare_inputs` ``(graph, **prepare)``, from the cache when ``graph`` is the object
         it holds inputs of (another graph replaces them)."""
+        if graph is not self._graph:
+            self._graph, self._inputs = graph, {}
         seed = prepare["seed"]
         seed_key = None if seed is None else (
             (tuple(seed.spawn_key), seed.entropy) if isinstance(seed, np.random.SeedSequence) else int(seed))
         key = tuple((k, str(v)) for k, v in prepare.items() if k != "seed") + (seed_key,)
-        with self._lock:
-            if graph is not self._graph:
-                self._graph, self._inputs = graph, {}
-            if key not in self._inputs:
-                self._inputs[key] = _prepare_inputs(graph, **prepare)
-            return self._inputs[key]
+        if key not in self._inputs:
+            self._inputs[key] = _prepare_inputs(graph, **prepare)
+        return self._inputs[key]
 
 
 @dataclasses.dataclass

@@ -1,7 +1,5 @@
 """The evaluation's cost (issue 43): what makes it cheaper must not change what it computes."""
 
-import threading
-
 import numpy as np
 import pytest
 import torch
@@ -183,38 +181,3 @@ def test_training_over_the_propagated_input_is_training_over_the_matrix(graph, m
     assert propagated.result["best_epoch"] == dense.result["best_epoch"]
     assert np.allclose(propagated.posteriors, dense.posteriors, atol=1e-4)
     assert torch.allclose(propagated.center, dense.center, atol=1e-6)
-
-
-def test_trainings_side_by_side_give_what_one_at_a_time_gives(graph, monkeypatch):
-    """An ensemble's members and the KProp search's cells train in threads of one torch thread
-    each (map_trainings): the same results as one at a time on one torch thread."""
-    threads, names = torch.get_num_threads(), []
-    real = training.fit_node_classifier
-
-    def spy(*args, **kwargs):
-        names.append(threading.current_thread().name)
-        return real(*args, **kwargs)
-
-    try:
-        torch.set_num_threads(1)
-        alone = fit_ensemble(graph, seed=2, members=3, **QUICK)
-        search_alone = fit_ensemble(graph, seed=2, members=2, kprop_search=[0, 2], kprop_search_labels=False, **QUICK)
-        torch.set_num_threads(2)
-        monkeypatch.setattr(training, "fit_node_classifier", spy)
-        side = fit_ensemble(graph, seed=2, members=3, **QUICK)
-        search_side = fit_ensemble(graph, seed=2, members=2, kprop_search=[0, 2], kprop_search_labels=False, **QUICK)
-        assert torch.get_num_threads() == 2  # restored
-    finally:
-        torch.set_num_threads(threads)
-    assert alone[0] == side[0] and np.array_equal(alone[1], side[1])
-    assert search_alone[0] == search_side[0] and np.array_equal(search_alone[1], search_side[1])
-    assert sum(n.startswith("privgraph-training") for n in names) == 3 + 2  # members; the search's cells
-    # a large graph, or one torch thread: one at a time
-    monkeypatch.setattr(training, "PARALLEL_INPUT_ENTRIES", 0)
-    names.clear()
-    torch.set_num_threads(2)
-    try:
-        fit_ensemble(graph, seed=2, members=2, **QUICK)
-    finally:
-        torch.set_num_threads(threads)
-    assert names and not any(n.startswith("privgraph-training") for n in names)
