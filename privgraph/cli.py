@@ -62,6 +62,20 @@ def _default_store() -> str:
     return os.environ.get("PRIVGRAPH_STORE", DEFAULT_STORE)
 
 
+def _published_store(uri: str | None) -> Any:
+    """The store a reading command (``artifacts list / show / verify / gc``) reads: a directory
+    store that does not exist is a mistyped path, not an empty store (exit 2, as a missing S3
+    bucket is)."""
+    from privgraph.errors import ConfigError
+    from privgraph.storage import open_store
+    from privgraph.storage.local import LocalStore
+
+    st = open_store(uri or _default_store())
+    if isinstance(st, LocalStore) and not st.root.is_dir():
+        raise ConfigError(f"--store {uri or _default_store()}: no such directory ({st.root}); nothing was published there")
+    return st
+
+
 _PUBLIC_KEY_HELP = (
     "trust manifests sealed by this Ed25519 public key (64 hex; repeatable; see `privgraph artifacts "
     "public-key`); default: the owner's own key, found via --private-records"
@@ -224,8 +238,12 @@ def _ci_summary(pipeline: str, res: dict[str, Any] | None, code: int, seconds: f
     print(json.dumps(summary, sort_keys=True, default=str))
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if path:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(_ci_markdown(summary))
+        try:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(_ci_markdown(summary))
+        except OSError as exc:  # the run's outcome stands: a summary file is not the run
+            err.print(f"warning: the CI step summary was not written to $GITHUB_STEP_SUMMARY={escape(path)}: "
+                      f"{escape(exc.strerror or type(exc).__name__)}", highlight=False, soft_wrap=True)
 
 
 def _ci_markdown(summary: dict[str, Any]) -> str:
@@ -458,12 +476,11 @@ def artifacts_list(
     read or does not match its seal is left out and fails the command."""
     with _errors():
         from privgraph.errors import ArtifactIntegrityError
-        from privgraph.storage import open_store
 
         trusted = _trusted_keys(public_key, private_records)
         _note_untrusted(trusted)
         broken: list[str] = []
-        st = open_store(store or _default_store())
+        st = _published_store(store)
         rows = []
         for info in st.list_versions(pipeline, broken=broken):
             where = f"{info.pipeline}/{info.version}"
@@ -507,17 +524,18 @@ def artifacts_show(
     """Show a version's manifest: ledger, parameters, validation, metrics (after verifying its
     seal and every object)."""
     with _errors():
-        from privgraph.storage import open_store
 
         trusted = _trusted_keys(public_key, private_records)
         _note_untrusted(trusted)
-        st = open_store(store or _default_store())
+        st = _published_store(store)
         pipeline, version = st.find_version(version)
         # the seal, every object present with the manifest's checksum
         st.verify_version(pipeline, version, trusted=trusted, sealed=True)
         manifest = st.read_manifest(pipeline, version, trusted=trusted, sealed=True)
-    if as_json:
-        print(json.dumps(manifest, sort_keys=True))
+    if as_json:  # the manifest, and (beside it, not part of it) what this command checked
+        checked = {"seal": True, "objects": True, "signer": manifest["seal"]["public_key"],
+                   "signer_trusted": trusted is not None}
+        print(json.dumps({**manifest, "checked": checked}, sort_keys=True))
         return
     out.print(f"[bold]{escape(pipeline)}/{escape(version)}[/]  created {manifest.get('created', '?')}  code {manifest.get('code_version', '?')}")
     out.print(f"public input fingerprint {str(manifest.get('public_input_fingerprint', '?'))[:16]}...")
@@ -539,6 +557,10 @@ def artifacts_verify(
     store: str | None = typer.Option(None, "--store", help="artifact store URI"),
     public_key: list[str] | None = typer.Option(None, "--public-key", help=_PUBLIC_KEY_HELP),
     private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
+    accept_unchecked_signer: bool = typer.Option(
+        False, "--accept-unchecked-signer",
+        help="with no trusted key at hand, accept a seal checked only against the key it names (no edit since "
+             "signing, but not who signed); without it such a version is 'unchecked' and the command fails"),
 ) -> None:
     """Check stored versions: the owner's seal over the manifest (an edited ledger fails), the
     content hash in the version id, every object's sha256 and size, and that the manifest and
@@ -547,19 +569,19 @@ def artifacts_verify(
     be read fails too."""
     with _errors():
         from privgraph.errors import ArtifactIntegrityError, ConfigError
-        from privgraph.storage import open_store
 
         if (version is None) == (not all_versions):
             raise ConfigError("artifacts verify: give a VERSION or --all (not both)")
         trusted = _trusted_keys(public_key, private_records)
         _note_untrusted(trusted)
-        st = open_store(store or _default_store())
+        st = _published_store(store)
         unreadable: list[str] = []  # --all: a version whose manifest cannot be read fails too
         if version is not None:
             targets = [st.find_version(version)]
         else:
             targets = [(i.pipeline, i.version) for i in st.list_versions(broken=unreadable)]
         failed: list[str] = []
+        unchecked: list[str] = []  # sealed, but by a key nobody said to trust
         for what in unreadable:
             failed.append(what.split(":", 1)[0])
             err.print(f"[bold red]FAILED[/] {escape(' '.join(what.split()))} (its manifest cannot be read)", highlight=False,
@@ -571,13 +593,24 @@ def artifacts_verify(
                 failed.append(f"{pipeline}/{v}")
                 err.print(f"[bold red]FAILED[/] {escape(one_line(exc))}", highlight=False, soft_wrap=True)
                 continue
+            word, whose = (("ok", "a trusted key") if trusted is not None else
+                           ("ok", "signer not checked: accepted") if accept_unchecked_signer else
+                           ("unchecked", "signer not checked against a trusted key"))
+            if word == "unchecked":
+                unchecked.append(f"{pipeline}/{v}")
             out.print(
-                f"ok {escape(pipeline)}/{escape(v)} ({r['objects']} objects, {r['bytes']} bytes, "
-                f"sealed by {r['signer'][:16]}...)", highlight=False,
+                f"{word} {escape(pipeline)}/{escape(v)} ({r['objects']} objects, {r['bytes']} bytes, "
+                f"sealed by {r['signer'][:16]}..., {whose})", highlight=False,
             )
         if failed:
             raise ArtifactIntegrityError(
                 f"{len(failed)} of {len(targets) + len(unreadable)} versions failed verification: {', '.join(failed)}"
+            )
+        if unchecked:
+            raise ArtifactIntegrityError(
+                f"{len(unchecked)} version(s) intact but sealed by a key not checked against a trusted one "
+                f"({', '.join(unchecked)}): pass --public-key (the owner's, from `privgraph artifacts public-key`), "
+                "--private-records with the owner's key, or --accept-unchecked-signer"
             )
         if not targets:
             out.print("no versions")
@@ -613,11 +646,11 @@ def artifacts_gc(
         import datetime as dt
 
         from privgraph.errors import ConfigError
-        from privgraph.storage import gc_staged, open_store
+        from privgraph.storage import gc_staged
 
         if isinstance(min_age_hours, bool) or not min_age_hours >= 0:
             raise ConfigError(f"--min-age-hours must be >= 0, got {min_age_hours}")
-        removed = gc_staged(open_store(store or _default_store()), dt.timedelta(hours=min_age_hours), dry_run=dry_run)
+        removed = gc_staged(_published_store(store), dt.timedelta(hours=min_age_hours), dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"
     for p, v in removed:
         out.print(f"{verb} staged {escape(p)}/{v}", highlight=False)

@@ -328,3 +328,62 @@ def test_ci_summary_on_failure_and_success(tmp_path: Path) -> None:
     text = summary.read_text()
     assert res["version"] in text and "| edges | edge_dp | 2 |" in text
     assert not (stat.S_IMODE(summary.stat().st_mode) & 0o002)
+
+
+@pytest.mark.parametrize("where", ["a directory", "under a missing directory"])
+def test_a_ci_summary_that_cannot_be_written_changes_no_exit_code(tmp_path: Path, where: str) -> None:
+    """Issue 45 (2, 3): ``$GITHUB_STEP_SUMMARY`` unwritable: the run's exit code and JSON stand,
+    one warning line names the path, no traceback (it was exit 1 after a published run)."""
+    _graph(tmp_path / "data")
+    summary = tmp_path / "summary.md" if where == "a directory" else tmp_path / "missing" / "summary.md"
+    if where == "a directory":
+        summary.mkdir()
+    env = {"GITHUB_STEP_SUMMARY": str(summary)}
+    for over, code in (({"budget.features": 0.5}, 3), ({"seed": 3}, 0)):  # a refusal, then a published run
+        cfg = _write_config(tmp_path, _pipeline(tmp_path, **over))
+        r = _cli(["run", "p", "--config", str(cfg), "--no-evaluate", "--ci"], tmp_path, env)
+        assert r.returncode == code, r.stderr[-3000:]
+        assert json.loads(r.stdout.strip().splitlines()[-1])["exit_code"] == code
+        assert "Traceback" not in r.stderr, r.stderr[-3000:]
+        warnings = [line for line in r.stderr.splitlines() if "CI step summary was not written" in line]
+        assert len(warnings) == 1 and str(summary) in warnings[0], r.stderr[-2000:]
+
+
+def test_reading_commands_refuse_a_missing_store_and_an_unchecked_signer(tmp_path: Path) -> None:
+    """Issue 45 (7, 8, 9): ``list``, ``verify --all`` and ``gc`` on a mistyped ``--store`` fail
+    (exit 2) instead of reporting an empty store; without a trusted key ``verify`` does not say
+    "ok" about a ledger edited and re-signed with another key unless told to accept an unchecked
+    signer, and ``show --json`` says whether the signer was checked."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from privgraph.storage.manifest import manifest_bytes
+    from privgraph.storage.seal import seal_manifest
+
+    _graph(tmp_path / "data")
+    cfg = _write_config(tmp_path, _pipeline(tmp_path, seed=3))
+    r = _cli(["run", "p", "--config", str(cfg), "--no-evaluate", "--json"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    version = json.loads(r.stdout.strip().splitlines()[-1])["version"]
+    typo = str(tmp_path / "stroe")
+    for args in (["artifacts", "list"], ["artifacts", "verify", "--all"], ["artifacts", "gc"]):
+        r = _cli([*args, "--store", typo], tmp_path)
+        assert r.returncode == 2 and "no such directory" in r.stderr and typo in r.stderr, (args, r.stdout, r.stderr)
+    store, owner = ["--store", str(tmp_path / "store")], ["--private-records", str(tmp_path / "private")]
+    nobody = ["--private-records", str(tmp_path / "no-keys")]
+    r = _cli(["artifacts", "verify", version, *store, *owner], tmp_path)
+    assert r.returncode == 0 and f"ok p/{version}" in r.stdout and "a trusted key" in r.stdout, r.stdout + r.stderr
+    mpath = tmp_path / "store" / "p" / version / "manifest.json"
+    m = json.loads(mpath.read_text())
+    m["ledger"]["entries"][0]["guarantee"]["epsilon"] = 0.01  # the ledger claims more privacy
+    mpath.write_bytes(manifest_bytes(seal_manifest(m, Ed25519PrivateKey.generate())))  # re-signed by another key
+    r = _cli(["artifacts", "verify", version, *store, *nobody], tmp_path)
+    assert r.returncode == 2 and "ok " not in r.stdout and f"unchecked p/{version}" in r.stdout, r.stdout + r.stderr
+    assert "--accept-unchecked-signer" in r.stderr, r.stderr
+    r = _cli(["artifacts", "verify", version, *store, *nobody, "--accept-unchecked-signer"], tmp_path)
+    assert r.returncode == 0 and "signer not checked: accepted" in r.stdout, r.stdout + r.stderr
+    r = _cli(["artifacts", "verify", version, *store, *owner], tmp_path)  # the owner's key catches it
+    assert r.returncode == 2 and "not by a trusted key" in r.stderr, r.stdout + r.stderr
+    r = _cli(["artifacts", "show", version, *store, *nobody, "--json"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    shown = json.loads(r.stdout)
+    assert shown["checked"]["signer_trusted"] is False and shown["checked"]["signer"] == shown["seal"]["public_key"]
