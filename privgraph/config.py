@@ -150,10 +150,22 @@ class PartitionConfig(_Strict):
     )
 
 
+_DASK_ADDRESS = re.compile(r"^(?:(?:tcp|tls)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
+
+
 class DaskConfig(_Strict):
-    address: str | None = Field(default=None, description="an existing scheduler; else a LocalCluster")
+    address: str | None = Field(default=None, description="an existing scheduler (tcp://host:port or tls://host:port); else a LocalCluster")
     n_workers: Int = Field(default=2, ge=1)
     threads_per_worker: Int = Field(default=1, ge=1)
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str | None) -> str | None:
+        """A scheduler address Dask can dial: ``[tcp://|tls://]host:port``, the port 1-65535."""
+        match = None if v is None else _DASK_ADDRESS.match(v.strip())
+        if v is not None and (match is None or not 1 <= int(match.group(1)) <= 65535):
+            raise ValueError(f"expected tcp://host:port or tls://host:port (a port 1-65535), got {v!r}")
+        return v
 
 
 class LinkTellerAttack(_Strict):

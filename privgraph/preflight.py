@@ -14,12 +14,13 @@ documented exit code (2 misconfiguration, 4 the store does not answer).
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 from pathlib import Path
 
 from privgraph.accounting import BudgetPolicy, LedgerEntry, PrivacyLedger
 from privgraph.config import PipelineConfig
-from privgraph.errors import ConfigError, DatasetNotFoundError, ValidationFailedError
+from privgraph.errors import ClusterError, ConfigError, DatasetNotFoundError, ValidationFailedError
 from privgraph.storage import ArtifactStore, open_store
 from privgraph.private_files import mkdir_private
 from privgraph.storage.private_record import owner_key, owner_signing_key
@@ -155,6 +156,7 @@ def check_before_reading(cfg: PipelineConfig, store: str | None = None) -> Artif
         ValidationFailedError: the configured mechanisms exceed the budget caps (exit code 3).
         ConfigError, ArtifactError, DatasetNotFoundError: misconfiguration (exit code 2).
         StoreUnavailableError: the store does not answer or its disk is full (exit code 4).
+        ClusterError: ``dask.address`` names a scheduler that does not answer (exit code 4).
     """
     check_budget(cfg)
     uri = resolve_store(cfg, store)
@@ -164,6 +166,21 @@ def check_before_reading(cfg: PipelineConfig, store: str | None = None) -> Artif
         raise ConfigError(f"storage {uri!r}: {exc}") from None
     opened.check_writable()
     check_private_records(cfg.private_records)
+    _check_dask_scheduler(cfg)
     _check_dataset_files(cfg)
     _check_embed_weights(cfg)
     return opened
+
+
+def _check_dask_scheduler(cfg: PipelineConfig, timeout: float = 5.0) -> None:
+    """``dask.address`` (with the Dask executor) accepts a TCP connection: an unreachable
+    scheduler is refused here, before any data is read, not after it (exit code 4)."""
+    if cfg.executor != "dask" or cfg.dask.address is None:
+        return
+    hostport = cfg.dask.address.strip().split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ClusterError(f"dask.address {cfg.dask.address}: no Dask scheduler answers there "
+                           f"({exc.strerror or type(exc).__name__})") from None

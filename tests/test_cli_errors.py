@@ -170,6 +170,12 @@ RUN_CASES = [
          setup=lambda t: _a_file(t / "private")),
     Case("S3 endpoint unreachable", 4, "", over={"storage": "s3://bucket/x", "dataset.root": "/nonexistent"},
          setup=_dead_endpoint),
+    # the Dask scheduler (issue 45, item 1): its address when the configuration loads, its answer
+    # before any data is read (both were found after reading the data, one as an internal error)
+    Case("dask address not an address", 2, "expected tcp://host:port",
+         over={"executor": "dask", "dask.address": "not a url", "dataset.root": "/nonexistent"}),
+    Case("dask scheduler unreachable", 4, "dask.address tcp://127.0.0.1:1: no Dask scheduler answers there",
+         over={"executor": "dask", "dask.address": "tcp://127.0.0.1:1", "dataset.root": "/nonexistent"}),
     # the input data (exit 2)
     Case("empty graph", 2, "edges.csv", graph={"n": 0, "edges": []}),
     Case("features with no columns", 2, "x.npy", graph={"d": 0}),
