@@ -639,9 +639,11 @@ def artifacts_gc(
     min_age_hours: float = typer.Option(24.0, "--min-age-hours", help="only staged versions older than this"),
     dry_run: bool = typer.Option(False, "--dry-run", help="list what would be removed, remove nothing"),
     store: str | None = typer.Option(None, "--store", help="artifact store URI"),
+    private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
 ) -> None:
-    """Remove staged versions a killed run left behind (objects without a manifest) and the
-    parts areas of partitioned releases never committed; published versions are never touched."""
+    """Remove staged versions a killed run left behind (objects without a manifest), the parts
+    areas of partitioned releases never committed, and the raw partitioned input a killed run
+    left in the owner's staging area; published versions are never touched."""
     with _errors():
         import datetime as dt
 
@@ -650,11 +652,17 @@ def artifacts_gc(
 
         if isinstance(min_age_hours, bool) or not min_age_hours >= 0:
             raise ConfigError(f"--min-age-hours must be >= 0, got {min_age_hours}")
+        from privgraph.partitioned import sweep_staging
+
         removed = gc_staged(_published_store(store), dt.timedelta(hours=min_age_hours), dry_run=dry_run)
+        inputs = sweep_staging(Path(private_records) / "staging", dt.timedelta(hours=min_age_hours), dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"
     for p, v in removed:
         out.print(f"{verb} staged {escape(p)}/{v}", highlight=False)
-    out.print(f"{len(removed)} staged version(s) {verb}", highlight=False)
+    for d in inputs:
+        out.print(f"{verb} a killed run's partitioned input {escape(str(d))}", highlight=False)
+    out.print(f"{len(removed)} staged version(s) {verb}" + (f", {len(inputs)} staged input(s)" if inputs else ""),
+              highlight=False)
 
 
 def _print_ledger(ledger: dict[str, Any]) -> None:

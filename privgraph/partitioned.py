@@ -40,11 +40,15 @@ worker sees (a LocalCluster's, or a shared mount on a cluster).
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import hashlib
 import io
 import json
+import os
 import shutil
+import socket
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +69,7 @@ __all__ = [
     "load_partitioned_release",
     "privatize_partitioned",
     "privatize_through_files",
+    "sweep_staging",
     "runs_partitioned",
     "commit_release_parts",
     "store_partitioned_release",
@@ -427,6 +432,47 @@ def store_partitioned_release(source: str | Path, release: PartitionedRelease, a
         raise
 
 
+def _staging_prefix(host: str | None = None, pid: int | None = None) -> str:
+    """``.partitioned-<host>-<pid>-``: whose run a staging directory is (a name, not a secret)."""
+    host = (host or socket.gethostname()).replace("-", "_").replace(os.sep, "_")
+    return f".partitioned-{host}-{os.getpid() if pid is None else pid}-"
+
+
+def sweep_staging(staging: str | os.PathLike[str], min_age: dt.timedelta | None = None, *,
+                  dry_run: bool = False) -> list[Path]:
+    """Remove the staging directories of :func:`privatize_through_files` that a killed run left
+    behind in ``staging`` (they hold raw private rows): those of this host whose process is gone,
+    and, with ``min_age``, any older than that (another host's, or an unnamed one); a live run's
+    directory is younger than any sensible ``min_age`` (``artifacts gc``: a day). Returns the
+    directories removed (or, with ``dry_run``, that would be)."""
+    root = Path(staging)
+    if not root.is_dir():
+        return []
+    mine = _staging_prefix(pid=0)[: -len("0-")]
+    cutoff = None if min_age is None else time.time() - min_age.total_seconds()
+    removed = []
+    for d in sorted(root.glob(".partitioned-*")):
+        stale = cutoff is not None and d.stat().st_mtime < cutoff
+        if not stale and d.name.startswith(mine):
+            pid = d.name[len(mine):].split("-", 1)[0]
+            stale = pid.isdigit() and not _process_alive(int(pid))
+        if stale and d.is_dir():
+            if not dry_run:
+                shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: alive
+        return True
+    return True
+
+
 def privatize_through_files(
     graph: GraphData,
     *,
@@ -457,7 +503,8 @@ def privatize_through_files(
     fields = [f for f in _ROW_FIELDS if getattr(graph, f) is not None]
     _check_mechanisms({"fields": fields, "private_nodes": int(graph.private_nodes().size)}, features, edges, labels)
     mkdir_private(Path(staging))
-    with tempfile.TemporaryDirectory(dir=staging, prefix=".partitioned-") as tmp:
+    sweep_staging(staging)  # a killed run's raw input (kill -9 skips the cleanup below)
+    with tempfile.TemporaryDirectory(dir=staging, prefix=_staging_prefix()) as tmp:
         source = write_partitioned_input(graph, partitioning, Path(tmp) / "input")
         res = privatize_partitioned(source, Path(tmp) / "release", features=features, edges=edges, labels=labels,
                                     root_seed=root_seed, executor=executor, stage=stage)

@@ -393,3 +393,33 @@ def test_reading_commands_refuse_a_missing_store_and_an_unchecked_signer(tmp_pat
     assert r.returncode == 0, r.stderr
     shown = json.loads(r.stdout)
     assert shown["checked"]["signer_trusted"] is False and shown["checked"]["signer"] == shown["seal"]["public_key"]
+
+
+def test_a_killed_runs_staged_input_is_swept_by_the_next_run_and_by_gc(tmp_path: Path) -> None:
+    """Issue 45 (6): kill -9 during a ``partitions.layout: files`` run leaves the raw partitioned
+    input in ``<private_records>/staging/.partitioned-*``; the next run removes those of this
+    host whose process is gone, ``artifacts gc`` any older than ``--min-age-hours``."""
+    import socket as _socket
+
+    _graph(tmp_path / "data")
+    staging = tmp_path / "private" / "staging"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    host = _socket.gethostname().replace("-", "_")
+    killed = staging / f".partitioned-{host}-{int(dead.stdout)}-abc" / "input"
+    elsewhere = staging / ".partitioned-otherhost-1-def" / "input"  # another host's: not this run's to judge
+    for d in (killed, elsewhere):
+        d.mkdir(parents=True)
+        (d / "x.npy").write_bytes(b"raw private rows")
+    cfg = _write_config(tmp_path, _pipeline(tmp_path, seed=3, **{"partitions.layout": "files"}))
+    r = _cli(["run", "p", "--config", str(cfg), "--no-evaluate"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert not killed.parent.exists() and elsewhere.exists()
+    args = ["artifacts", "gc", "--store", str(tmp_path / "store"), "--private-records", str(tmp_path / "private")]
+    r = _cli([*args, "--min-age-hours", "1"], tmp_path)
+    assert r.returncode == 0 and elsewhere.exists(), r.stdout + r.stderr  # younger than an hour
+    two_hours_ago = elsewhere.parent.stat().st_mtime - 7200
+    os.utime(elsewhere.parent, (two_hours_ago, two_hours_ago))
+    r = _cli([*args, "--min-age-hours", "1"], tmp_path)
+    assert r.returncode == 0 and not elsewhere.parent.exists(), r.stdout + r.stderr
+    assert "1 staged input(s)" in r.stdout, r.stdout
+    assert sorted(p.name for p in staging.iterdir()) == []
