@@ -136,6 +136,12 @@ def _header_case(tmp: Path, edit: Callable[[Path], Any]) -> dict[str, str]:
     return {"PREFECT_API_URL": f"http://127.0.0.1:{_free_port()}/api"}
 
 
+def _parquet_edges(root: Path, **columns: list[Any]) -> None:
+    import pandas as pd
+
+    pd.DataFrame(columns).to_parquet(root / "edges.parquet", index=False)
+
+
 def _a_file(path: Path) -> None:
     path.write_text("not a directory\n")
 
@@ -198,6 +204,16 @@ RUN_CASES = [
     # a check after it would exit 4); these were found 10-25 s in, at ingest (issue 27)
     Case("edge list without dst", 2, "edges.csv: missing column(s) ['dst']", setup=lambda t: _header_case(
         t, lambda d: _write(d / "edges.csv", "src,target\n0,1\n"))),
+    # a Parquet edge list's column types, from its schema (issue 45: they were refused in the flow)
+    Case("Parquet float ids", 2, "edges.parquet: column 'src' has type double, expected integers",
+         over={"dataset.options.edges": "edges.parquet"},
+         setup=lambda t: _header_case(t, lambda d: _parquet_edges(d, src=[0.0, 1.0], dst=[1, 2], private=[True, False]))),
+    Case("Parquet string ids", 2, "edges.parquet: column 'dst' has type string, expected integers",
+         over={"dataset.options.edges": "edges.parquet"},
+         setup=lambda t: _header_case(t, lambda d: _parquet_edges(d, src=[0, 1], dst=["1", "2"], private=[True, False]))),
+    Case("Parquet string private flag", 2, "edges.parquet: column 'private' has type string, expected booleans",
+         over={"dataset.options.edges": "edges.parquet"},
+         setup=lambda t: _header_case(t, lambda d: _parquet_edges(d, src=[0, 1], dst=[1, 2], private=["yes", "no"]))),
     Case(".npz named x.npy", 2, "x.npy: cannot read as a .npy array: a .npz archive (zip)", setup=lambda t: _header_case(
         t, lambda d: (np.savez(d / "z.npz", a=np.zeros((30, 4))), (d / "x.npy").write_bytes((d / "z.npz").read_bytes())))),
     Case("0-byte y.npy", 2, "y.npy: cannot read as a .npy array: an empty file", setup=lambda t: _header_case(

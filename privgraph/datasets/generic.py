@@ -331,6 +331,24 @@ def _check_private_column(path: Path, columns: list[str], private_column: str | 
         raise GraphValidationError(f"{path}: no column {private_column!r} (private_column); columns: {columns}")
 
 
+def _check_edge_types(path: Path, private_column: str | None) -> None:
+    """A Parquet edge list's column types, from its schema (a typed format stores ids as
+    integers and the private flag as booleans or 0/1): what the loader would refuse later."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pq.ParquetFile(path, pre_buffer=False).schema_arrow
+    for col in ("src", "dst"):
+        t = schema.field(col).type
+        if not pa.types.is_integer(t):
+            raise GraphValidationError(f"{path}: column {col!r} has type {t}, expected integers")
+    if private_column is not None:
+        t = schema.field(private_column).type
+        if not (pa.types.is_boolean(t) or pa.types.is_integer(t)):
+            raise GraphValidationError(
+                f"{path}: column {private_column!r} has type {t}, expected booleans (true/false or 1/0)")
+
+
 def _label_columns_error(path: Path, columns: list[str]) -> GraphValidationError:
     return GraphValidationError(f"{path}: cannot read labels from columns {columns}; expected {' or '.join(LABEL_TABLE_SHAPES)}")
 
@@ -505,6 +523,8 @@ def check_generic_files(
     if missing:
         raise GraphValidationError(f"{edges_path}: missing column(s) {missing}; found columns {cols}")
     _check_private_column(edges_path, cols, private_column)
+    if _suffix(edges_path) in (".parquet", ".pq"):
+        _check_edge_types(edges_path, private_column)
     rows: dict[str, tuple[Path, int]] = {}
     if feat_path is not None:
         suffix = _suffix(feat_path)
