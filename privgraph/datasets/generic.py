@@ -342,11 +342,12 @@ def _check_edge_types(path: Path, private_column: str | None) -> None:
         t = schema.field(col).type
         if not pa.types.is_integer(t):
             raise GraphValidationError(f"{path}: column {col!r} has type {t}, expected integers")
-    if private_column is not None:
-        t = schema.field(private_column).type
+    flag = private_column or "private"  # the loader's default column, when present
+    if flag in schema.names:
+        t = schema.field(flag).type
         if not (pa.types.is_boolean(t) or pa.types.is_integer(t)):
             raise GraphValidationError(
-                f"{path}: column {private_column!r} has type {t}, expected booleans (true/false or 1/0)")
+                f"{path}: column {flag!r} has type {t}, expected booleans (true/false or 1/0)")
 
 
 def _label_columns_error(path: Path, columns: list[str]) -> GraphValidationError:
