@@ -33,6 +33,7 @@ __all__ = [
     "ValidationFailedError",
     "InfrastructureError",
     "StoreUnavailableError",
+    "StoreFullError",
     "OrchestrationError",
     "ClusterError",
     "exit_code_for",
@@ -117,6 +118,11 @@ class InfrastructureError(PrivgraphError):
 
 class StoreUnavailableError(InfrastructureError):
     """The artifact store (a directory, S3/MinIO) could not be reached or written after retries."""
+
+
+class StoreFullError(StoreUnavailableError):
+    """The artifact store's disk or quota is full: not transient, so never retried; nothing is
+    published and the staged objects are left for ``artifacts gc``."""
 
 
 class OrchestrationError(InfrastructureError):

@@ -8,6 +8,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from privgraph.errors import StoreFullError
 from privgraph.graph import GraphData
 from privgraph.storage import open_store
 from privgraph.partitioned import commit_release_parts
@@ -18,7 +19,13 @@ from privgraph.storage.private_record import owner_signing_key
 from privgraph.storage.staging import stage_version
 
 
-@task(name="stage", cache_policy=NO_CACHE, persist_result=False, retries=3, retry_delay_seconds=[2, 5, 15])
+def _transient(task: Any, task_run: Any, state: Any) -> bool:
+    """Retry a store failure unless no retry can pass it (a full disk)."""
+    return not isinstance(getattr(state, "data", None), StoreFullError)
+
+
+@task(name="stage", cache_policy=NO_CACHE, persist_result=False, retries=3, retry_delay_seconds=[2, 5, 15],
+      retry_condition_fn=_transient)
 def stage(store_uri: str, pipeline: str, graph: GraphData, created: dt.datetime | None = None,
           parts_area: PartsArea | None = None, parts: dict[str, dict[str, Any]] | None = None) -> PendingVersion:
     """Write the data objects (invisible to readers until the manifest is published); or, where
@@ -33,7 +40,8 @@ def stage(store_uri: str, pipeline: str, graph: GraphData, created: dt.datetime 
     return stage_version(open_store(store_uri), pipeline, graph_to_objects(graph), created=created)
 
 
-@task(name="publish", cache_policy=NO_CACHE, persist_result=False, retries=3, retry_delay_seconds=[2, 5, 15])
+@task(name="publish", cache_policy=NO_CACHE, persist_result=False, retries=3, retry_delay_seconds=[2, 5, 15],
+      retry_condition_fn=_transient)
 def publish(pending: PendingVersion, manifest: dict[str, Any], private_records: str) -> str:
     """Write manifest.json last, sealed under the owner's signing key (kept with the private
     records, never passed as a task parameter): from this moment the version exists."""

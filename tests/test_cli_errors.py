@@ -263,14 +263,34 @@ def test_s3_store_failure_is_one_line_before_any_data_is_read(case: Case, tmp_pa
 
 
 @pytest.fixture
-def full_disk(tmp_path: Path):
-    """A 1 MiB tmpfs filled to the last byte (needs root and mount rights; skipped without them)."""
+def small_disk(tmp_path: Path):
+    """A 1 MiB tmpfs (needs root and mount rights; skipped without them)."""
     mnt = tmp_path / "full"
     mnt.mkdir()
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True, text=True)
     if r.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs to fill: {r.stderr.strip() or r.returncode}")
     try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_disk_that_fills_while_storing_is_not_retried(tmp_path: Path, small_disk: Path) -> None:
+    """Issue 45: a store whose disk fills while the version is staged: exit 4 at once, one line
+    naming the store's path, no retry (it took 46 s of retries and did not name the path)."""
+    case = Case("disk fills while staging", 4, f"artifact store {small_disk / 'x'}: No space left on device",
+                over={"storage": str(small_disk / "x")}, graph={"n": 3000, "d": 128})
+    r = _check_failure(case, tmp_path, None)
+    assert "Retry 1/3" not in r.stderr and "retries" not in r.stderr.lower(), r.stderr[-3000:]
+    assert not list((small_disk / "x").rglob("manifest.json"))  # nothing published
+
+
+@pytest.fixture
+def full_disk(small_disk: Path):
+    """A 1 MiB tmpfs filled to the last byte (needs root and mount rights; skipped without them)."""
+    mnt = small_disk
+    if True:
         fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
         try:  # fill it: every block taken
             with pytest.raises(OSError, match="No space left"):
@@ -279,8 +299,6 @@ def full_disk(tmp_path: Path):
         finally:
             os.close(fd)
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
 @pytest.mark.parametrize("where", ["storage", "private_records"])
@@ -291,7 +309,7 @@ def test_a_full_disk_is_found_before_any_data_is_read(where: str, tmp_path: Path
     assert sorted(p.name for p in full_disk.rglob("*") if p.is_file()) == ["filler"]  # nothing left there
 
 
-def _check_failure(case: Case, tmp_path: Path, env: dict[str, str] | None) -> None:
+def _check_failure(case: Case, tmp_path: Path, env: dict[str, str] | None) -> subprocess.CompletedProcess:
     g = dict(case.graph)
     if (tmp_path / "data" / ".written").is_file():  # the case's setup wrote (and edited) the graph itself
         pass
@@ -315,6 +333,7 @@ def _check_failure(case: Case, tmp_path: Path, env: dict[str, str] | None) -> No
     assert store.is_file() or _stored_files(store) == []  # nothing published, nothing staged left behind
     records = tmp_path / "private"
     assert not records.is_dir() or not [p for p in records.rglob("*.json")]
+    return r
 
 
 def test_message_with_brackets_survives_rich(tmp_path: Path) -> None:

@@ -15,7 +15,13 @@ import os
 import tempfile
 from pathlib import Path
 
-from privgraph.errors import ArtifactError, ArtifactExistsError, ArtifactIntegrityError, StoreUnavailableError
+from privgraph.errors import (
+    ArtifactError,
+    ArtifactExistsError,
+    ArtifactIntegrityError,
+    StoreFullError,
+    StoreUnavailableError,
+)
 from privgraph.storage.base import ArtifactNameError, ArtifactStore
 
 __all__ = ["LocalStore"]
@@ -96,6 +102,15 @@ class LocalStore(ArtifactStore):
 
     # -- primitives -------------------------------------------------------------------------------
     def _put_new(self, key: str, data: bytes) -> None:
+        try:
+            self._write_new(key, data)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # not transient: no retry can pass it
+                raise StoreFullError(f"artifact store {self.root}: {exc.strerror} writing {key}; free space there "
+                                     "and run again (`privgraph artifacts gc` removes the staged objects)") from None
+            raise
+
+    def _write_new(self, key: str, data: bytes) -> None:
         final = self._path(key)
         final.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=final.parent)
