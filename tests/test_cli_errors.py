@@ -208,10 +208,10 @@ RUN_CASES = [
     Case("Parquet float ids", 2, "edges.parquet: column 'src' has type double, expected integers",
          over={"dataset.options.edges": "edges.parquet"},
          setup=lambda t: _header_case(t, lambda d: _parquet_edges(d, src=[0.0, 1.0], dst=[1, 2], private=[True, False]))),
-    Case("Parquet string ids", 2, "edges.parquet: column 'dst' has type string, expected integers",
+    Case("Parquet string ids", 2, "edges.parquet: column 'dst' has type large_string, expected integers",
          over={"dataset.options.edges": "edges.parquet"},
          setup=lambda t: _header_case(t, lambda d: _parquet_edges(d, src=[0, 1], dst=["1", "2"], private=[True, False]))),
-    Case("Parquet string private flag", 2, "edges.parquet: column 'private' has type string, expected booleans",
+    Case("Parquet string private flag", 2, "edges.parquet: column 'private' has type large_string, expected booleans",
          over={"dataset.options.edges": "edges.parquet"},
          setup=lambda t: _header_case(t, lambda d: _parquet_edges(d, src=[0, 1], dst=[1, 2], private=["yes", "no"]))),
     Case(".npz named x.npy", 2, "x.npy: cannot read as a .npy array: a .npz archive (zip)", setup=lambda t: _header_case(

@@ -263,7 +263,7 @@ class FactoredInput(StructuredInput):
         return h if self.shift is None else h - self.shift @ weight.t()
 
     def column_sums(self, weights: Tensor) -> Tensor:
-        """:math:`\mathbf{w}^\top \mathbf{X}` ``[d]`` for node weights ``weights`` ``[n]``."""
+        r""":math:`\mathbf{w}^\top \mathbf{X}` ``[d]`` for node weights ``weights`` ``[n]``."""
         w = weights.to(self.dtype)
         if self.left_t is not None:
             total = self.left_t @ w
