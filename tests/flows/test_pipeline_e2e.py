@@ -117,8 +117,9 @@ def test_cli_exceeded_budget_exits_3_and_publishes_nothing(tmp_path, data_root):
     r = _cli("run", "cora", "--config", str(cfg), "--no-evaluate", cwd=tmp_path)
     assert r.returncode == 3, r.stderr[-2000:]
     assert "Traceback" not in r.stderr and "features" in r.stderr
+    # refused before the store was touched: not even its directory exists (a reading command says so)
     r = _cli("artifacts", "list", "--store", str(tmp_path / "store"), "--json", cwd=tmp_path)
-    assert r.returncode == 0 and json.loads(r.stdout) == []
+    assert r.returncode == 2 and "nothing was published there" in r.stderr and not (tmp_path / "store").exists()
 
 
 def test_cli_run_against_s3(tmp_path, data_root, moto_endpoint):
