@@ -5,8 +5,9 @@ a worker, are ``<pipeline>-scheduled``: the two routes never re-register each ot
 concurrency limit of one run (:data:`ONE_RUN_AT_A_TIME`): a scheduled run that would start while
 the pipeline's previous run is still going is cancelled, not stacked. One ``serve`` per pipeline:
 a second one is refused while the first polls (:func:`check_not_served`). Stopped by SIGTERM or
-Ctrl-C, ``serve`` hands the runs it had claimed but not started back to the schedule
-(:func:`release_claimed_runs`) instead of leaving them Pending.
+Ctrl-C, ``serve`` ends the runs it was executing as Crashed (:func:`end_interrupted_runs`: their
+concurrency slot freed), hands the runs it had claimed but not started back to the schedule
+(:func:`release_claimed_runs`) instead of leaving them Pending, and pauses the schedules.
 """
 
 from __future__ import annotations
@@ -101,13 +102,70 @@ def release_claimed_runs(deployments: list[Any]) -> list[str]:
     return released
 
 
-def serve(deployments: list[Any]) -> list[str]:  # pragma: no cover - blocks until interrupted
-    """Serve the deployments from this process (a Prefect server must be reachable) until SIGTERM
-    or Ctrl-C; then release the runs it had claimed and return their names."""
-    from prefect import serve as prefect_serve
+def end_interrupted_runs(deployments: list[Any]) -> list[str]:
+    """The runs of ``deployments`` still Running or Cancelling after ``serve`` stopped (their
+    process went with it) set to Crashed, so that they release the deployment's concurrency slot
+    (a run left Running held it: every new run was cancelled until its lease expired); returns
+    their names. Nothing of such a run was published: the manifest is its last write."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterName,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.client.schemas.sorting import FlowRunSort
+    from prefect.states import Crashed
 
+    ended = []
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=[d.name for d in deployments])),
+            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
+                any_=[StateType.RUNNING, StateType.CANCELLING]))),
+            sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=200,
+        )
+        for run in runs:
+            client.set_flow_run_state(run.id, Crashed(message="privgraph serve was stopped while this run executed; "
+                                                              "nothing was published"))
+            ended.append(run.name)
+    return ended
+
+
+def serve(deployments: list[Any]) -> tuple[list[str], list[str]]:  # pragma: no cover - blocks until interrupted
+    """Serve the deployments from this process (a Prefect server must be reachable) until SIGTERM
+    or Ctrl-C; then stop the runs it started (Crashed, :func:`end_interrupted_runs`), hand back the
+    runs it had claimed (:func:`release_claimed_runs`) and pause the deployments' schedules.
+    Returns the names of the runs ended and of those handed back."""
+    import asyncio
+
+    runner = _quiet_runner_class()(pause_on_shutdown=True)
+    for d in deployments:
+        runner.add_deployment(d)
     try:
-        prefect_serve(*deployments)
-    except SystemExit:  # Prefect's SIGTERM handler stops the runner, then exits
+        asyncio.run(runner.start())
+    except KeyboardInterrupt:  # Ctrl-C: the runner's context has stopped it
         pass
-    return release_claimed_runs(deployments)
+    return end_interrupted_runs(deployments), release_claimed_runs(deployments)
+
+
+def _quiet_runner_class() -> type:
+    """Built on first use: ``prefect.runner`` is heavy to import."""
+    from prefect.runner import Runner
+
+    class QuietRunner(Runner):  # type: ignore[misc]
+        """Prefect's runner, whose SIGTERM stops it from inside its own event loop: the polling
+        ends, the runs it started are cancelled, and ``start`` returns (Prefect's own handler
+        calls ``sys.exit`` there: five tracebacks, and a run left Running)."""
+
+        def handle_sigterm(self, *args: Any, **kwargs: Any) -> None:
+            loop = getattr(self, "_loop", None)
+            if loop is None or not loop.is_running():
+                raise KeyboardInterrupt
+            self._logger.info("SIGTERM received: stopping (the runs of this process end as Crashed)")
+            loop.call_soon_threadsafe(lambda: loop.create_task(self.astop()))
+
+    return QuietRunner
+

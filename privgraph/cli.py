@@ -434,10 +434,15 @@ def serve(
         deployments = pipeline_deployments(cfg, names, str(config.resolve()), cron=cron, evaluate=evaluate)
         check_not_served(deployments)
         err.print(f"serving {escape(', '.join(d.name for d in deployments))}; Ctrl-C to stop", highlight=False)
-        released = serve_deployments(deployments)
+        ended, released = serve_deployments(deployments)
+        if ended:
+            err.print(f"stopped; {len(ended)} run(s) this process was executing ended as Crashed, nothing of them "
+                      f"published: {escape(', '.join(ended))}", highlight=False, soft_wrap=True)
         if released:
             err.print(f"stopped; {len(released)} claimed run(s) handed back to the schedule: {escape(', '.join(released))}",
                       highlight=False, soft_wrap=True)
+        err.print("stopped; the schedules of " + escape(", ".join(d.name for d in deployments)) + " are paused "
+                  "until the next `privgraph serve`", highlight=False, soft_wrap=True)
 
 
 def _check_cron(expr: str) -> None:

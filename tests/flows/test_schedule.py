@@ -353,3 +353,51 @@ def test_one_serve_per_pipeline_one_run_at_a_time_and_claimed_runs_released_on_s
         manifests = {json.loads(m.read_text())["version"]: json.loads(m.read_text())
                      for m in (tmp_path / "store" / "nightly").glob("*/manifest.json")}
         assert sorted(m.get("metrics") is None for m in manifests.values()) == [False, False, True], manifests.keys()
+
+
+@pytest.mark.server
+@pytest.mark.flow
+def test_sigterm_while_a_run_executes_ends_it_frees_the_slot_and_pauses_the_schedule(tmp_path: Path) -> None:
+    """Issue 45 (4, 5): SIGTERM to `serve` while one of its runs executes: `serve` exits 0 with no
+    traceback, the run ends (it stayed Running for good, and the concurrency slot it held cancelled
+    every new run for minutes), the deployment's schedule is paused as the README says, and the
+    next `serve` runs a new run at once."""
+    cfg = _fast_pipelines(tmp_path)
+    raw = yaml.safe_load(cfg.read_text())
+    raw["pipelines"]["nightly"]["evaluate"] = {"runs": 3, "epochs": 200, "patience": None, "ensemble": 3}  # tens of s
+    cfg.write_text(yaml.safe_dump(raw))
+    name = "privatize/nightly-served"
+    with prefect_server(tmp_path) as server, _client_of(server):
+        log = tmp_path / "serve-a.log"
+        with log.open("w") as out:
+            first = subprocess.Popen([str(BIN / "privgraph"), "serve", "nightly", "--config", str(cfg), "--cron", "0 0 1 1 *"],
+                                     cwd=tmp_path, env=server.client_env(), stdout=out, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        diag = lambda: f"\n--- serve ---\n{_tail(log)}\n--- prefect server ---\n{server.tail()}"  # noqa: E731
+        try:
+            _wait("serve polls the server", lambda: (asyncio.run(_deployment_exists(name))
+                  and getattr(asyncio.run(_deployment(name)).status, "value", None) == "READY"), diag)
+            run = asyncio.run(_create_run(asyncio.run(_deployment(name)).id))
+            _wait("the run executes", lambda: asyncio.run(_flow_run(run.id)).state_type.value == "RUNNING", diag)
+            time.sleep(2)
+            os.kill(first.pid, signal.SIGTERM)
+            assert first.wait(timeout=120) == 0, diag()
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(first.pid, signal.SIGKILL)
+            first.wait(timeout=30)
+        text = log.read_text()
+        assert "Traceback" not in text and "ProcessLookupError" not in text, diag()
+        state = asyncio.run(_flow_run(run.id)).state_type.value
+        assert state in ("CRASHED", "CANCELLED"), f"{state}{diag()}"
+        assert asyncio.run(_deployment(name)).paused, diag()
+        assert not list((tmp_path / "store").glob("nightly/*/manifest.json"))  # nothing of it published
+
+        with _serving(server, tmp_path, "again", "nightly", "--config", str(cfg), "--cron", "0 0 1 1 *",
+                      "--no-evaluate") as diag:
+            _wait("the next serve unpauses the schedule", lambda: not asyncio.run(_deployment(name)).paused, diag)
+            fresh = asyncio.run(_create_run(asyncio.run(_deployment(name)).id))
+            final = {"COMPLETED", "CANCELLED", "FAILED", "CRASHED"}
+            end = _wait("the new run ends", lambda: (lambda s: s if s in final else None)(
+                asyncio.run(_flow_run(fresh.id)).state_type.value), diag)
+            assert end == "COMPLETED", f"{end}: the slot of the stopped run was not released{diag()}"
