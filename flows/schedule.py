@@ -5,8 +5,8 @@ a worker, are ``<pipeline>-scheduled``: the two routes never re-register each ot
 concurrency limit of one run (:data:`ONE_RUN_AT_A_TIME`): a scheduled run that would start while
 the pipeline's previous run is still going is cancelled, not stacked. One ``serve`` per pipeline:
 a second one is refused while the first polls (:func:`check_not_served`). Stopped by SIGTERM or
-Ctrl-C, ``serve`` ends the runs it was executing as Crashed (:func:`end_interrupted_runs`: their
-concurrency slot freed), hands the runs it had claimed but not started back to the schedule
+Ctrl-C, ``serve`` cancels the runs it was executing (any left Running, their process gone, end
+Crashed: :func:`end_interrupted_runs`; either frees their concurrency slot), hands the runs it had claimed but not started back to the schedule
 (:func:`release_claimed_runs`) instead of leaving them Pending, and pauses the schedules.
 """
 
@@ -136,7 +136,8 @@ def end_interrupted_runs(deployments: list[Any]) -> list[str]:
 
 def serve(deployments: list[Any]) -> tuple[list[str], list[str]]:  # pragma: no cover - blocks until interrupted
     """Serve the deployments from this process (a Prefect server must be reachable) until SIGTERM
-    or Ctrl-C; then stop the runs it started (Crashed, :func:`end_interrupted_runs`), hand back the
+    or Ctrl-C; the runner cancels the runs it started (those still Running then end Crashed:
+    :func:`end_interrupted_runs`), then hand back the
     runs it had claimed (:func:`release_claimed_runs`) and pause the deployments' schedules.
     Returns the names of the runs ended and of those handed back."""
     import asyncio
@@ -164,7 +165,7 @@ def _quiet_runner_class() -> type:
             loop = getattr(self, "_loop", None)
             if loop is None or not loop.is_running():
                 raise KeyboardInterrupt
-            self._logger.info("SIGTERM received: stopping (the runs of this process end as Crashed)")
+            self._logger.info("SIGTERM received: stopping; the runs this process executes are cancelled")
             loop.call_soon_threadsafe(lambda: loop.create_task(self.astop()))
 
     return QuietRunner

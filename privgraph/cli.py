@@ -436,7 +436,7 @@ def serve(
         err.print(f"serving {escape(', '.join(d.name for d in deployments))}; Ctrl-C to stop", highlight=False)
         ended, released = serve_deployments(deployments)
         if ended:
-            err.print(f"stopped; {len(ended)} run(s) this process was executing ended as Crashed, nothing of them "
+            err.print(f"stopped; {len(ended)} run(s) left Running by this process ended as Crashed, nothing of them "
                       f"published: {escape(', '.join(ended))}", highlight=False, soft_wrap=True)
         if released:
             err.print(f"stopped; {len(released)} claimed run(s) handed back to the schedule: {escape(', '.join(released))}",
