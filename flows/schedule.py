@@ -74,9 +74,9 @@ def check_not_served(deployments: list[Any]) -> None:
                 )
 
 
-def release_claimed_runs(deployments: list[Any]) -> list[str]:
-    """Hand the runs of ``deployments`` that were claimed but not started (Pending) back to the
-    schedule (Scheduled, now), so that the next ``serve`` runs them; returns their names."""
+def _set_runs(deployments: list[Any], states: list[str], new_state: Any, *, force: bool) -> list[str]:
+    """Set every run of ``deployments`` whose state type is one of ``states`` to ``new_state()``;
+    returns their names."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         DeploymentFilter,
@@ -87,19 +87,28 @@ def release_claimed_runs(deployments: list[Any]) -> list[str]:
     )
     from prefect.client.schemas.objects import StateType
     from prefect.client.schemas.sorting import FlowRunSort
-    from prefect.states import Scheduled
 
-    released = []
+    names = []
     with get_client(sync_client=True) as client:
         runs = client.read_flow_runs(
             deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=[d.name for d in deployments])),
-            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PENDING]))),
+            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
+                any_=[StateType(s) for s in states]))),
             sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=200,
         )
         for run in runs:
-            client.set_flow_run_state(run.id, Scheduled(scheduled_time=dt.datetime.now(dt.timezone.utc)), force=True)
-            released.append(run.name)
-    return released
+            client.set_flow_run_state(run.id, new_state(), force=force)
+            names.append(run.name)
+    return names
+
+
+def release_claimed_runs(deployments: list[Any]) -> list[str]:
+    """Hand the runs of ``deployments`` that were claimed but not started (Pending) back to the
+    schedule (Scheduled, now), so that the next ``serve`` runs them; returns their names."""
+    from prefect.states import Scheduled
+
+    return _set_runs(deployments, ["PENDING"], lambda: Scheduled(scheduled_time=dt.datetime.now(dt.timezone.utc)),
+                     force=True)
 
 
 def end_interrupted_runs(deployments: list[Any]) -> list[str]:
@@ -107,31 +116,11 @@ def end_interrupted_runs(deployments: list[Any]) -> list[str]:
     process went with it) set to Crashed, so that they release the deployment's concurrency slot
     (a run left Running held it: every new run was cancelled until its lease expired); returns
     their names. Nothing of such a run was published: the manifest is its last write."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        DeploymentFilter,
-        DeploymentFilterName,
-        FlowRunFilter,
-        FlowRunFilterState,
-        FlowRunFilterStateType,
-    )
-    from prefect.client.schemas.objects import StateType
-    from prefect.client.schemas.sorting import FlowRunSort
     from prefect.states import Crashed
 
-    ended = []
-    with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(
-            deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=[d.name for d in deployments])),
-            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
-                any_=[StateType.RUNNING, StateType.CANCELLING]))),
-            sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=200,
-        )
-        for run in runs:
-            client.set_flow_run_state(run.id, Crashed(message="privgraph serve was stopped while this run executed; "
-                                                              "nothing was published"))
-            ended.append(run.name)
-    return ended
+    return _set_runs(deployments, ["RUNNING", "CANCELLING"],
+                     lambda: Crashed(message="privgraph serve was stopped while this run executed; nothing was published"),
+                     force=False)
 
 
 def serve(deployments: list[Any]) -> tuple[list[str], list[str]]:  # pragma: no cover - blocks until interrupted

@@ -288,6 +288,21 @@ async def _create_run(deployment_id: Any, pending: bool = False) -> Any:
         return await client.create_flow_run_from_deployment(deployment_id, state=Pending() if pending else None)
 
 
+def _serve_nightly(server: PrefectServer, tmp: Path, cfg: Path, log: Path) -> tuple[subprocess.Popen, Callable[[], str]]:
+    """`privgraph serve nightly` on a yearly cron (the scheduler starts nothing by itself during a
+    test), its output in ``log``; the process and a diagnostics callable."""
+    with log.open("w") as out:
+        proc = subprocess.Popen([str(BIN / "privgraph"), "serve", "nightly", "--config", str(cfg), "--cron", "0 0 1 1 *"],
+                                cwd=tmp, env=server.client_env(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    return proc, lambda: f"\n--- serve ---\n{_tail(log)}\n--- prefect server ---\n{server.tail()}"
+
+
+def _until_served(name: str, diag: Callable[[], str]) -> None:
+    """Wait (bounded) until the served deployment ``name`` is READY: its serve polls the server."""
+    _wait("the serve polls the server", lambda: (asyncio.run(_deployment_exists(name))
+          and getattr(asyncio.run(_deployment(name)).status, "value", None) == "READY"), diag)
+
+
 def _wait(what: str, check: Callable[[], Any], diag: Callable[[], str]) -> Any:
     deadline = time.monotonic() + WAIT_S
     while not (found := check()):
@@ -307,14 +322,9 @@ def test_one_serve_per_pipeline_one_run_at_a_time_and_claimed_runs_released_on_s
     name = "privatize/nightly-served"
     with prefect_server(tmp_path) as server, _client_of(server):
         log = tmp_path / "serve-a.log"
-        with log.open("w") as out:  # yearly: the scheduler starts nothing by itself during the test
-            first = subprocess.Popen([str(BIN / "privgraph"), "serve", "nightly", "--config", str(cfg), "--cron", "0 0 1 1 *"],
-                                     cwd=tmp_path, env=server.client_env(), stdout=out, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        diag = lambda: f"\n--- serve ---\n{_tail(log)}\n--- prefect server ---\n{server.tail()}"  # noqa: E731
+        first, diag = _serve_nightly(server, tmp_path, cfg, log)
         try:
-            _wait("the first serve polls the server", lambda: (asyncio.run(_deployment_exists(name))
-                  and getattr(asyncio.run(_deployment(name)).status, "value", None) == "READY"), diag)
+            _until_served(name, diag)
             second = subprocess.run([str(BIN / "privgraph"), "serve", "nightly", "--config", str(cfg), "--cron", "0 0 1 1 *"],
                                     cwd=tmp_path, env=server.client_env(), capture_output=True, text=True, timeout=120)
             assert second.returncode == 2, second.stdout + second.stderr + diag()
@@ -370,14 +380,9 @@ def test_sigterm_while_a_run_executes_ends_it_frees_the_slot_and_pauses_the_sche
     name = "privatize/nightly-served"
     with prefect_server(tmp_path) as server, _client_of(server):
         log = tmp_path / "serve-a.log"
-        with log.open("w") as out:
-            first = subprocess.Popen([str(BIN / "privgraph"), "serve", "nightly", "--config", str(cfg), "--cron", "0 0 1 1 *"],
-                                     cwd=tmp_path, env=server.client_env(), stdout=out, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        diag = lambda: f"\n--- serve ---\n{_tail(log)}\n--- prefect server ---\n{server.tail()}"  # noqa: E731
+        first, diag = _serve_nightly(server, tmp_path, cfg, log)
         try:
-            _wait("serve polls the server", lambda: (asyncio.run(_deployment_exists(name))
-                  and getattr(asyncio.run(_deployment(name)).status, "value", None) == "READY"), diag)
+            _until_served(name, diag)
             run = asyncio.run(_create_run(asyncio.run(_deployment(name)).id))
             _wait("the run executes", lambda: asyncio.run(_flow_run(run.id)).state_type.value == "RUNNING", diag)
             time.sleep(2)
