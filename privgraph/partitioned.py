@@ -432,23 +432,22 @@ def store_partitioned_release(source: str | Path, release: PartitionedRelease, a
         raise
 
 
-def _staging_prefix(host: str | None = None, pid: int | None = None) -> str:
-    """``.partitioned-<host>-<pid>-``: whose run a staging directory is (a name, not a secret)."""
-    host = (host or socket.gethostname()).replace("-", "_").replace(os.sep, "_")
-    return f".partitioned-{host}-{os.getpid() if pid is None else pid}-"
+def _staging_owner() -> str:
+    """``.partitioned-<host>-``: the start of this host's staging directories (a name, not a secret)."""
+    return f".partitioned-{socket.gethostname().replace('-', '_').replace(os.sep, '_')}-"
 
 
 def sweep_staging(staging: str | os.PathLike[str], min_age: dt.timedelta | None = None, *,
                   dry_run: bool = False) -> list[Path]:
-    """Remove the staging directories of :func:`privatize_through_files` that a killed run left
-    behind in ``staging`` (they hold raw private rows): those of this host whose process is gone,
-    and, with ``min_age``, any older than that (another host's, or an unnamed one); a live run's
-    directory is younger than any sensible ``min_age`` (``artifacts gc``: a day). Returns the
-    directories removed (or, with ``dry_run``, that would be)."""
+    """Remove the staging directories of :func:`privatize_through_files` (``<host>-<pid>-*``) that
+    a killed run left behind in ``staging`` (they hold raw private rows): those of this host whose
+    process is gone, and, with ``min_age``, any older than that (another host's, or an unnamed
+    one); a live run's directory is younger than any sensible ``min_age`` (``artifacts gc``: a
+    day). Returns the directories removed (or, with ``dry_run``, that would be)."""
     root = Path(staging)
     if not root.is_dir():
         return []
-    mine = _staging_prefix(pid=0)[: -len("0-")]
+    mine = _staging_owner()
     cutoff = None if min_age is None else time.time() - min_age.total_seconds()
     removed = []
     for d in sorted(root.glob(".partitioned-*")):
@@ -468,8 +467,8 @@ def _process_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # another user's: alive
-        return True
+    except PermissionError:  # another user's process: alive
+        pass
     return True
 
 
@@ -504,7 +503,7 @@ def privatize_through_files(
     _check_mechanisms({"fields": fields, "private_nodes": int(graph.private_nodes().size)}, features, edges, labels)
     mkdir_private(Path(staging))
     sweep_staging(staging)  # a killed run's raw input (kill -9 skips the cleanup below)
-    with tempfile.TemporaryDirectory(dir=staging, prefix=_staging_prefix()) as tmp:
+    with tempfile.TemporaryDirectory(dir=staging, prefix=f"{_staging_owner()}{os.getpid()}-") as tmp:
         source = write_partitioned_input(graph, partitioning, Path(tmp) / "input")
         res = privatize_partitioned(source, Path(tmp) / "release", features=features, edges=edges, labels=labels,
                                     root_seed=root_seed, executor=executor, stage=stage)
