@@ -209,13 +209,23 @@ def owned_prefect_test_harness(attempts: int = 3, wait_s: float = 120.0) -> Iter
     already in use") and the harness talks to the other process's server: a CI run saw the
     non-interference test read back another module's artifacts. Here the harness is entered,
     then its uvicorn process must be seen listening on the port; if it exits instead, the
-    harness is left and entered again on a new port.
+    harness is left and entered again on a new port. So is a harness whose own health check
+    met the other process on that port (a connection reset: Prefect retries only refusals).
     """
+    import httpx
     from prefect.server.api.server import SubprocessASGIServer
     from prefect.testing.utilities import prefect_test_harness
 
     for _ in range(attempts):
-        with prefect_test_harness(server_startup_timeout=None):
+        stack = contextlib.ExitStack()
+        try:
+            stack.enter_context(prefect_test_harness(server_startup_timeout=None))
+        except httpx.TransportError:
+            with contextlib.suppress(Exception):
+                SubprocessASGIServer._instances[None].stop()
+            stack.close()
+            continue
+        with stack:
             server = SubprocessASGIServer._instances[None]
             proc, port = server.server_process, server.port
             deadline = time.monotonic() + wait_s
