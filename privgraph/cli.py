@@ -9,6 +9,7 @@ a bug. Every failure prints one line, never a traceback (``PRIVGRAPH_DEBUG=1`` s
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import logging
 import os
@@ -139,12 +140,33 @@ class _NoTracebackForKnownErrors(logging.Filter):
         return True
 
 
-def _quiet_prefect() -> None:
-    """Call after importing Prefect: strip known-failure tracebacks from every Prefect log handler."""
-    flt = _NoTracebackForKnownErrors()
+class _OtherLibrariesBelowWarning(logging.Filter):
+    """Drops other libraries' records below WARNING (Dask's scheduler and nanny chatter,
+    great_expectations' notes); Prefect's and privgraph's own run logs pass."""
+
+    OWN = ("prefect", "privgraph", "flows", "tasks")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or record.name.split(".", 1)[0] in self.OWN
+
+
+def _quiet_prefect(verbose: bool = False) -> None:
+    """Call after importing Prefect: strip known-failure tracebacks from every Prefect log handler
+    and, unless ``verbose``, other libraries' INFO and DEBUG records."""
+    filters: list[logging.Filter] = [_NoTracebackForKnownErrors()]
+    if not verbose:
+        filters.append(_OtherLibrariesBelowWarning())
     for name in ("", "prefect", "prefect.flow_runs", "prefect.task_runs"):
         for h in logging.getLogger(name).handlers:
-            h.addFilter(flt)
+            for flt in filters:
+                if not any(type(f) is type(flt) for f in h.filters):
+                    h.addFilter(flt)
+            if verbose:
+                for f in [f for f in h.filters if isinstance(f, _OtherLibrariesBelowWarning)]:
+                    h.removeFilter(f)
+
+
+_VERBOSE_HELP = "also print other libraries' INFO logs (Dask's scheduler and workers, great_expectations)"
 
 
 _SHOW_PRIVATE_HELP = ("also print the owner's private evaluation (the clean graph's accuracy, the structure report, "
@@ -163,6 +185,7 @@ def run(
         help="machine-readable summary for CI: JSON on stdout (also on failure), markdown to $GITHUB_STEP_SUMMARY",
     ),
     show_private: bool = typer.Option(False, "--show-private", help=_SHOW_PRIVATE_HELP),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=_VERBOSE_HELP),
 ) -> None:
     """Run the privatize flow (and evaluate) for PIPELINE and publish a private version."""
     t0 = time.perf_counter()
@@ -179,7 +202,7 @@ def run(
             from flows.privatize import privatize_flow
             from flows.server import prefect_api
 
-            _quiet_prefect()
+            _quiet_prefect(verbose)
             status = f"running pipeline [bold]{escape(pipeline)}[/] (privatize -> validate -> evaluate -> store)"
             with prefect_api(), rich_progress(err, status=status, transient=True):
                 res = privatize_flow(pipeline=pipeline, config_path=str(config), store=store, evaluate=evaluate)
@@ -272,6 +295,7 @@ def evaluate(
     structure_plot: Path | None = typer.Option(
         None, "--structure-plot", help="also write the graph-utility report as a PNG here (private evaluation)"),
     show_private: bool = typer.Option(False, "--show-private", help=_SHOW_PRIVATE_HELP),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=_VERBOSE_HELP),
 ) -> None:
     """Train the GNN on a published version (shareable accuracy) and on the clean graph (the
     owner's private evaluation); print both."""
@@ -287,7 +311,7 @@ def evaluate(
         from flows.server import prefect_api
         from privgraph.progress import rich_progress
 
-        _quiet_prefect()
+        _quiet_prefect(verbose)
         with prefect_api(), rich_progress(err, status=f"evaluating {escape(pipeline)}/{escape(version)}", transient=True):
             res = evaluate_flow(pipeline=pipeline, version=version, config_path=str(config), store=store_uri)
         if structure_plot is not None:
@@ -316,6 +340,7 @@ def compare(
     config: Path = typer.Option(Path("pipelines.yaml"), "--config", "-c", help="pipelines file"),
     store: str | None = typer.Option(None, "--store", help="artifact store URI (default: the pipeline's storage)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (version, summary)"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=_VERBOSE_HELP),
 ) -> None:
     """Compare mechanisms: privatize one scope with each at each epsilon, train on each, and store
     the table (mean +- std, t-test of the target against the best other) and the plots as a
@@ -325,11 +350,11 @@ def compare(
 
         cfg = load_config(config)
         if cfg.graph_comparison(name) is not None:
-            return _graph_compare(name, config, as_json)
+            return _graph_compare(name, config, as_json, verbose)
         cfg.comparison(name)  # fail fast on config errors
         from flows.compare import compare_flow
 
-        res = _run_comparison_flow(f"running comparison [bold]{escape(name)}[/]", compare_flow,
+        res = _run_comparison_flow(f"running comparison [bold]{escape(name)}[/]", compare_flow, verbose,
                                    name=name, config_path=str(config), store=store)
     if _reported(res, as_json):
         return
@@ -358,13 +383,13 @@ def compare(
         out.print(t)
 
 
-def _run_comparison_flow(status: str, flow: Any, **kwargs: Any) -> dict[str, Any]:
+def _run_comparison_flow(status: str, flow: Any, verbose: bool, **kwargs: Any) -> dict[str, Any]:
     """Run a comparison flow against a temporary Prefect API with a progress bar; its result with
     ``seconds``."""
     from flows.server import prefect_api
     from privgraph.progress import rich_progress
 
-    _quiet_prefect()
+    _quiet_prefect(verbose)
     t0 = time.perf_counter()
     with prefect_api(), rich_progress(err, status=status, transient=True):
         res = flow(**kwargs)
@@ -381,11 +406,11 @@ def _reported(res: dict[str, Any], as_json: bool) -> bool:
     return False
 
 
-def _graph_compare(name: str, config: Path, as_json: bool) -> None:
+def _graph_compare(name: str, config: Path, as_json: bool, verbose: bool) -> None:
     """``privgraph compare`` of a graph-classification comparison (``graph_comparisons:``)."""
     from flows.compare import graph_compare_flow
 
-    res = _run_comparison_flow(f"running graph comparison [bold]{escape(name)}[/]", graph_compare_flow,
+    res = _run_comparison_flow(f"running graph comparison [bold]{escape(name)}[/]", graph_compare_flow, verbose,
                                name=name, config_path=str(config))
     if _reported(res, as_json):
         return
@@ -408,10 +433,13 @@ def serve(
     evaluate: bool = typer.Option(True, "--evaluate/--no-evaluate",
                                   help="--no-evaluate: publish on schedule without the evaluation (run `privgraph evaluate VERSION` later)"),
 ) -> None:
-    """Serve scheduled production runs of the privatize flow (needs a running Prefect server):
-    deployments ``<pipeline>-served``, one run of a pipeline at a time (a run that would start
-    while the previous one still runs is cancelled); one ``serve`` per pipeline; on SIGTERM or
-    Ctrl-C the runs it had claimed but not started go back to the schedule."""
+    """Serve scheduled production runs of the privatize flow (needs a running Prefect server).
+
+    Deployments ``<pipeline>-served``, one run of a pipeline at a time (a run that would start
+    while the previous one still runs is cancelled); one ``serve`` per pipeline. On SIGTERM or
+    Ctrl-C: the executing run is cancelled (nothing of it published), a run left Running ends as
+    Crashed, claimed runs go back to the schedule, and the schedules are paused until the next
+    ``serve``."""
     with _errors():
         from privgraph.config_loader import load_config
 
@@ -706,6 +734,17 @@ def _print_metrics(m: dict[str, Any], owner_only: dict[str, Any] | None = None) 
         for r in rows:
             a.add_row(*(escape(c) for c in r))
         out.print(a)
+
+
+def _reflowed(doc: str) -> str:
+    """A docstring's paragraphs, each on one line: the help text wraps them to the terminal."""
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n"))
+
+
+for _typer in (app, artifacts_app):
+    for _info in _typer.registered_commands:
+        if _info.help is None and _info.callback is not None and _info.callback.__doc__:
+            _info.help = _reflowed(_info.callback.__doc__)
 
 
 def main() -> None:  # pragma: no cover - console script entry

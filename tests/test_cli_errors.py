@@ -458,3 +458,54 @@ def test_a_killed_runs_staged_input_is_swept_by_the_next_run_and_by_gc(tmp_path:
     assert r.returncode == 0 and not elsewhere.parent.exists(), r.stdout + r.stderr
     assert "1 staged input(s)" in r.stdout, r.stdout
     assert sorted(p.name for p in staging.iterdir()) == []
+
+
+def test_other_libraries_info_logs_are_quiet_unless_verbose() -> None:
+    """Issue 46: the CLI's Prefect log handlers drop Dask's (and other libraries') INFO records;
+    ``--verbose`` brings them back; Prefect's run logs and every WARNING pass either way."""
+    import io
+    import logging
+
+    from privgraph import cli
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    old_level = root.level
+    root.setLevel(logging.INFO)
+
+    def emitted() -> list[str]:
+        stream.seek(0)
+        stream.truncate()
+        logging.getLogger("distributed.scheduler").info("Lost all workers")
+        logging.getLogger("great_expectations.data_context").info("Created temporary directory")
+        logging.getLogger("distributed.worker").warning("memory use is high")
+        logging.getLogger("prefect.task_runs").info("Finished in state Completed()")
+        return stream.getvalue().splitlines()
+
+    try:
+        cli._quiet_prefect()
+        assert emitted() == ["memory use is high", "Finished in state Completed()"]
+        cli._quiet_prefect()  # twice (compare runs several flows): still one filter of each kind
+        assert len(handler.filters) == 2
+        cli._quiet_prefect(verbose=True)
+        assert emitted() == ["Lost all workers", "Created temporary directory", "memory use is high",
+                             "Finished in state Completed()"]
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+
+
+def test_help_texts_are_reflowed_to_the_terminal() -> None:
+    """Issue 46: a command's docstring reaches ``--help`` as paragraphs, not as its source lines
+    (which broke sentences mid-line in the command list)."""
+    import os
+
+    env = {**os.environ, "COLUMNS": "200"}
+    r = subprocess.run([sys.executable, "-m", "privgraph.cli", "--help"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if " compare " in ln)
+    assert "and store the table" in line, r.stdout  # one line at 200 columns, not three
+    r = subprocess.run([sys.executable, "-m", "privgraph.cli", "serve", "--help"], capture_output=True, text=True, env=env)
+    assert "schedules are paused until the next" in " ".join(r.stdout.split()), r.stdout

@@ -48,6 +48,8 @@ def test_cli_run_publishes_a_private_cora_version(tmp_path, data_root):
     cfg = _config(tmp_path, data_root)
     r = _cli("run", "cora", "--config", str(cfg), "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
+    # quiet by default: Prefect's run logs, none of the Dask cluster's INFO chatter (--verbose)
+    assert "Task run 'privatize" in r.stderr and "distributed." not in r.stderr + r.stdout, r.stderr[-3000:]
     res = json.loads(r.stdout.strip().splitlines()[-1])
     version = res["version"]
     entries = sorted(
