@@ -37,7 +37,7 @@ ENTRYPOINT = "flows/privatize.py:privatize_flow"
 WORKDIR = "/opt/privgraph"  # the worker image's WORKDIR (infra/Dockerfile): code + pipelines.yaml
 #: the variable naming the directory a run moves into (the pull step, resolved by Prefect from the
 #: environment of `prefect deploy` or else of the worker): the image sets it to WORKDIR, a checkout
-#: exports its own path (README, "Without Docker")
+#: exports its own path (docs/production.md, "Without Docker")
 WORKDIR_VAR = "PRIVGRAPH_WORKDIR"
 CONFIG_PATH = "pipelines.yaml"  # relative to the working directory; compose mounts the production file there
 WORK_POOL = {"name": "privgraph-process", "type": "process"}
@@ -60,7 +60,7 @@ HEADER = """\
 # ignores `definitions`, it documents the pool that compose creates). The pull step moves into
 # $PRIVGRAPH_WORKDIR, where the entrypoint and pipelines.yaml are: the image sets it to its WORKDIR
 # (/opt/privgraph); from a checkout, `export PRIVGRAPH_WORKDIR="$PWD"` before `prefect deploy` and
-# `prefect worker start` (README, "Without Docker"). Nothing is built or pushed here.
+# `prefect worker start` (docs/production.md, "Without Docker"). Nothing is built or pushed here.
 """
 
 

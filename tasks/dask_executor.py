@@ -24,7 +24,7 @@ __all__ = ["WORKER_MALLOC_ENVIRON", "DaskExecutor", "open_executor"]
 #: run took 11.1 s in one process with Dask's setting and 8.0-8.4 s with glibc's own. These are
 #: the values glibc's adaptation settles at (mmap 32 MiB, trim twice that), set explicitly so
 #: that memory freed above 64 MiB still goes back to the system. A remote cluster's workers take
-#: their environment from whoever starts them (the README says which variables to set).
+#: their environment from whoever starts them (docs/production.md, "Running on a Dask cluster", says which variables to set).
 WORKER_MALLOC_ENVIRON = {
     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 64 * 2**20,
     "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": 32 * 2**20,

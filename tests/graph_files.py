@@ -1,4 +1,4 @@
-"""A graph written as a user's own files (the README's "Your own graph" shapes), so that tests run
+"""A graph written as a user's own files (docs/your-own-graph.md's shapes), so that tests run
 the real loader path: ``edges.csv`` (``src,dst,private``), ``features.npy``, ``labels.csv``
 (``id,label``; unlabelled nodes left out) and ``split.json`` (id lists)."""
 

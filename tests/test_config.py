@@ -51,7 +51,7 @@ def test_repo_pipelines_yaml_is_valid():
     cfg = load_config(REPO / "pipelines.yaml")
     cora = cfg.get("cora")
     assert cora.features.mechanism == "piecewise" and cora.features.epsilon == 1.0
-    assert cora.evaluate.kprop_features == 32  # README, "What a release is worth"
+    assert cora.evaluate.kprop_features == 32  # docs/results.md, "What a release is worth"
     assert cora.edges.mechanism == "dprr" and cora.edges.epsilon == 1.0
     assert cora.dataset.rho == 0.2
     assert cora.budget == {"features": 1.0, "edges": 2.0}  # edge-level DP: 2 x DPRR's per-node eps

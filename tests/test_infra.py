@@ -617,9 +617,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _readme_block(first_line: str) -> str:
-    """The README's bash code block whose first line starts with ``first_line``, as written."""
-    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+def _docs_block(first_line: str, doc: str = "docs/production.md") -> str:
+    """The bash code block of ``doc`` (the production guide, linked from the README) whose first
+    line starts with ``first_line``, as written."""
+    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / doc).read_text(), re.S)
     (block,) = [b for b in blocks if b.startswith(first_line)]
     return block
 
@@ -656,8 +657,8 @@ def _process(args: list[str], env: dict[str, str], log: Path, cwd: Path) -> Any:
 
 @pytest.mark.server
 def test_compose_commands_register_and_run_the_deployments(tmp_path: Path, compose: dict[str, Any]) -> None:
-    """prefect-deploy's script registers infra/prefect.yaml (twice: it is idempotent); the README's
-    "Without Docker" block, run verbatim from the checkout, deploys, starts a worker and runs
+    """prefect-deploy's script registers infra/prefect.yaml (twice: it is idempotent); the
+    "Without Docker" block of docs/production.md, run verbatim from the checkout, deploys, starts a worker and runs
     sbm-demo to a published version (its pull step hard-coded /opt/privgraph until issue 27, and
     this test ran a rewritten copy); the CI workflow's light trigger (REST API, no install) runs
     it again with that worker; the compose worker is the block's command."""
@@ -702,10 +703,10 @@ def test_compose_commands_register_and_run_the_deployments(tmp_path: Path, compo
             got = [(s.schedule.cron, s.schedule.timezone) for s in r.schedules]
             assert got == [(s["cron"], s["timezone"]) for s in d["schedules"]]
 
-        # 2. the README's "Without Docker" block, verbatim, from the repository root: it deploys
+        # 2. docs/production.md's "Without Docker" block, verbatim, from the repository root: it deploys
         #    again (the pull step resolved to this checkout), starts a worker and runs sbm-demo as
         #    shipped; the store and the owner's keys go to tmp_path through the environment
-        block = _readme_block("export PRIVGRAPH_WORKDIR=")
+        block = _docs_block("export PRIVGRAPH_WORKDIR=")
         records = ROOT / "private-records" / "sbm-demo"
         before = set(records.glob("*")) if records.is_dir() else set()
         run_env = {**env, "PRIVGRAPH_STORE": str(tmp_path / "store"), "PRIVGRAPH_HOME": str(tmp_path / "owner-home")}
@@ -742,8 +743,8 @@ def test_compose_commands_register_and_run_the_deployments(tmp_path: Path, compo
         assert code == 0, out[-6000:]
         assert "Flow run finished successfully in 'Completed'" in out, out[-6000:]
         versions = list((tmp_path / "store" / "sbm-demo").glob("*/manifest.json"))
-        assert len(versions) == 2, "the README block's run and the CI trigger's each published one version"
-        # the compose worker is the README's (the image has the venv on PATH and sets PRIVGRAPH_WORKDIR)
+        assert len(versions) == 2, "the docs block's run and the CI trigger's each published one version"
+        # the compose worker is the docs block's (the image has the venv on PATH and sets PRIVGRAPH_WORKDIR)
         lines = [[w for w in shlex.split(line) if w != "&"] for line in block.splitlines()]
         worker = next(w for w in lines if w[1:3] == ["worker", "start"])
         assert _command_words(compose["services"]["prefect-worker"])[:len(worker)] == ["prefect", *worker[1:]]

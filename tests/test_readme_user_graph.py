@@ -1,10 +1,11 @@
-"""The README's "Your own graph" worked example, run exactly as written.
+"""The "Your own graph" worked example (docs/your-own-graph.md, linked from the README), run
+exactly as written.
 
-The section's code blocks are read from README.md (not copied here): the export script, the
-pipeline file and the read-back script are written to a fresh directory under the names the
-section gives them, and the bash block's commands run there one by one with ``.venv/bin/``
-pointing at this interpreter's directory. A change to the README that breaks the example fails
-this test. Then the same files without labels and split: ``run --no-evaluate`` publishes and says
+The document's code blocks are read from docs/your-own-graph.md (not copied here): the export
+script, the pipeline file and the read-back script are written to a fresh directory under the
+names the document gives them, and the bash block's commands run there one by one with
+``.venv/bin/`` pointing at this interpreter's directory. A change to the document that breaks the
+example fails this test. Then the same files without labels and split: ``run --no-evaluate`` publishes and says
 that evaluation needs labels and a split, and ``run`` refuses in one line before privatizing.
 """
 
@@ -26,11 +27,13 @@ BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.flow
 
 
+#: the document that holds the worked example (the README links to it)
+DOC = REPO / "docs" / "your-own-graph.md"
+
+
 def _section() -> str:
-    text = (REPO / "README.md").read_text()
-    start = text.index("## Your own graph\n")
-    end = text.index("\n## ", start + 1)
-    return text[start:end]
+    text = DOC.read_text()
+    return text[text.index("# Your own graph\n"):]
 
 
 def _blocks(section: str) -> list[tuple[str, str]]:

@@ -397,7 +397,7 @@ def _read_features(path: Path) -> np.ndarray:
     return x
 
 
-#: the shapes a labels table may take (the README shows each with a two-line example)
+#: the shapes a labels table may take (docs/your-own-graph.md shows each with a two-line example)
 LABEL_TABLE_SHAPES = (
     "one column (row i is node i)",
     "columns id,label (matched by id, any order; ids not listed are unlabelled)",

@@ -1,7 +1,7 @@
 """A user's own graph, table-driven: every labels shape, unlabelled nodes, every split file shape
 and split fractions on every loader, and each failure mode with its one-line message and exit 2.
 
-The shapes are the README's ("Your own graph"); each case writes its files into tmp_path and loads
+The shapes are docs/your-own-graph.md's; each case writes its files into tmp_path and loads
 them through :func:`privgraph.datasets.load_dataset`, as an ingest does.
 """
 

@@ -371,7 +371,7 @@ def test_one_serve_per_pipeline_one_run_at_a_time_and_claimed_runs_released_on_s
 def test_sigterm_while_a_run_executes_ends_it_frees_the_slot_and_pauses_the_schedule(tmp_path: Path, to: str) -> None:
     """Issue 45 (4, 5): SIGTERM to `serve` while one of its runs executes: `serve` exits 0 with no
     traceback, the run ends (it stayed Running for good, and the concurrency slot it held cancelled
-    every new run for minutes), the deployment's schedule is paused as the README says, and the
+    every new run for minutes), the deployment's schedule is paused as docs/production.md says, and the
     next `serve` runs a new run at once."""
     cfg = _fast_pipelines(tmp_path)
     raw = yaml.safe_load(cfg.read_text())
