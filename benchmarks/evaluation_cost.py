@@ -38,11 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 @contextlib.contextmanager
 def old_evaluation() -> Iterator[None]:
     """The evaluation's training as before issue 43 (the reference implementation)."""
-    from privgraph import training
+    from privgraph import model_inputs
     from privgraph.models.gcn import NodeGNN
 
-    prepare, factored, get, shares, propagated = (training._prepare_inputs, training._factored_input, training.InputCache.get,
-                                                  NodeGNN.shares_first_layer, training._propagated_input)
+    prepare, factored, get, shares, propagated = (model_inputs._prepare_inputs, model_inputs._factored_input, model_inputs.InputCache.get,
+                                                  NodeGNN.shares_first_layer, model_inputs._propagated_input)
 
     def prepare_with_input_dropout(graph: Any, **kwargs: Any) -> Any:
         inp = prepare(graph, **kwargs)
@@ -50,16 +50,16 @@ def old_evaluation() -> Iterator[None]:
             inp.model_kwargs["input_dropout"] = True
         return inp
 
-    training._prepare_inputs = prepare_with_input_dropout
-    training._factored_input = lambda x, raw, center: x
-    training._propagated_input = lambda x, edge_index, steps: None
-    training.InputCache.get = lambda self, graph, kw: training._prepare_inputs(graph, **kw)
+    model_inputs._prepare_inputs = prepare_with_input_dropout
+    model_inputs._factored_input = lambda x, raw, center: x
+    model_inputs._propagated_input = lambda x, edge_index, steps: None
+    model_inputs.InputCache.get = lambda self, graph, kw: model_inputs._prepare_inputs(graph, **kw)
     NodeGNN.shares_first_layer = property(lambda self: False)
     try:
         yield
     finally:
-        training._prepare_inputs, training._factored_input, training.InputCache.get = prepare, factored, get
-        training._propagated_input = propagated
+        model_inputs._prepare_inputs, model_inputs._factored_input, model_inputs.InputCache.get = prepare, factored, get
+        model_inputs._propagated_input = propagated
         NodeGNN.shares_first_layer = shares
 
 
@@ -101,7 +101,8 @@ def _release(pipeline: str, sets: list[str], release_seed: int) -> tuple[Any, An
 
 def _candidates(cfg: Any, graph: Any, release: Any) -> list[tuple[str, Any, dict[str, Any]]]:
     from privgraph.evaluation import label_noise
-    from privgraph.training import DENOISING_OPTIONS, feature_only_kwargs, public_edges_kwargs, version_kwargs
+    from privgraph.training import DENOISING_OPTIONS
+    from privgraph.utility import feature_only_kwargs, public_edges_kwargs, version_kwargs
 
     # as version_metrics passes them: Drop's label budget from the pipeline's labels section
     kwargs = {**(label_noise(cfg, None) if cfg.evaluate.drop else {}), **cfg.evaluate.train_kwargs()}
@@ -115,8 +116,9 @@ def _candidates(cfg: Any, graph: Any, release: Any) -> list[tuple[str, Any, dict
 
 def _train(graph: Any, kwargs: dict[str, Any], seeds: list[Any], ensemble: int, eval_y: np.ndarray) -> tuple[float, float]:
     """Seconds and mean test accuracy of one candidate over the runs (one input cache, as in
-    :func:`~privgraph.training.evaluate_utility`)."""
-    from privgraph.training import InputCache, fit_ensemble
+    :func:`~privgraph.utility.evaluate_utility`)."""
+    from privgraph.model_inputs import InputCache
+    from privgraph.training import fit_ensemble
 
     cache = InputCache()
     start = time.perf_counter()

@@ -70,7 +70,7 @@ def main() -> None:
                 if dim is not None:  # the projection's own cost, timed apart ON THE TRAINING DEVICE
                     import torch
 
-                    from privgraph.training import principal_basis
+                    from privgraph.model_inputs import principal_basis
 
                     dev = torch.device(m.result["device"])
                     x = torch.from_numpy(release.x - release.x.mean(axis=0, keepdims=True)).to(dev)

@@ -26,7 +26,7 @@ from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.storage import open_store
 from privgraph.storage.private_record import input_identity, owner_signing_key, read_private_record
 from privgraph.storage.seal import public_key_hex
-from privgraph.training import OWNER_ONLY
+from privgraph.utility import OWNER_ONLY
 from tasks.evaluate import attacks, evaluate, graph_report
 from tasks.embed import ingest_with_features
 
@@ -48,7 +48,7 @@ def evaluate_flow(
     published version it must have the version's PUBLIC input fingerprint and, when the owner's
     private record of the version is on this machine, its keyed identity (HMAC under the owner's
     key). LPGNN's denoising options of the ``evaluate`` section apply to the private graph only
-    (see :func:`privgraph.training.evaluate_utility`).
+    (see :func:`privgraph.utility.evaluate_utility`).
 
     Returns ``metrics`` (shareable: computed from the stored version only, published as
     ``<pipeline>-metrics``: by this run for a published version, by the privatize run once it has

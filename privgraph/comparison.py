@@ -40,17 +40,8 @@ from privgraph.partition import Partitioning
 from privgraph.privatize import privatize_graph
 from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import partition_seeds, stage_seed
-from privgraph.training import (
-    DENOISING_OPTIONS,
-    choose_device,
-    feature_only_kwargs,
-    fit_node_classifier,
-    output_classes,
-    paired_test,
-    public_edges_kwargs,
-    select_by_validation,
-    version_kwargs,
-)
+from privgraph.training import choose_device, DENOISING_OPTIONS, fit_node_classifier, output_classes
+from privgraph.utility import feature_only_kwargs, paired_test, public_edges_kwargs, select_by_validation, version_kwargs
 
 __all__ = [
     "ComparisonResult",

@@ -63,7 +63,7 @@ def version_metrics(
     version: GraphData, cfg: PipelineConfig, manifest: dict[str, Any] | None, entropy: int | None,
     clean: GraphData | None = None, progress: ProgressCallback | None = None,
 ) -> dict[str, Any]:
-    """A version's metrics: :func:`~privgraph.training.evaluate_utility` with the pipeline's
+    """A version's metrics: :func:`~privgraph.utility.evaluate_utility` with the pipeline's
     ``evaluate`` settings, the label noise of its ledger (with Drop) and the seed child
     ``evaluate`` of ``entropy`` (the evaluate flow's, :func:`evaluation_entropy`).
 
@@ -72,13 +72,13 @@ def version_metrics(
     privatizes no feature, also the features (the floor is then public-only too).
 
     Without ``clean`` only the shareable metrics, from the stored version and public configuration
-    alone; with it, also the owner's figures (under :data:`~privgraph.training.OWNER_ONLY`), the
+    alone; with it, also the owner's figures (under :data:`~privgraph.utility.OWNER_ONLY`), the
     shareable ones unchanged.
     """
     noise = label_noise(cfg, manifest) if cfg.evaluate.drop else {}
     seed = stage_seed(as_seed_sequence(entropy), "evaluate")
     disclosure = declare_public(manifest["pipeline"] if manifest else "<staged>", cfg)
-    from privgraph.training import evaluate_utility  # torch: only where a model trains
+    from privgraph.utility import evaluate_utility  # torch: only where a model trains
 
     return evaluate_utility(version, clean, runs=cfg.evaluate.runs, seed_sequence=seed, progress=progress,
                             public_train=~disclosure.private_label_rows(version), ensemble=cfg.evaluate.ensemble,

@@ -9,7 +9,7 @@
   :func:`privgraph.privatize.privatize_graph` and :func:`privgraph.parallel.map_partitions`.
 
 Randomness: model parameters and dropout masks come from a :class:`torch.Generator` seeded from
-the ``numpy.random.Generator`` passed in (via :func:`privgraph.training._torch_seed`), batch order
+the ``numpy.random.Generator`` passed in (via :func:`privgraph.model_inputs._torch_seed`), batch order
 from numpy generators derived from it; torch's and numpy's global states are never touched. On the
 CPU the same seed gives the same result; on CUDA scatter additions may differ in the last bits.
 """

@@ -26,7 +26,7 @@ from privgraph.mechanisms import build_at_epsilon
 from privgraph.parallel import Executor
 from privgraph.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import as_generator, stage_seed
-from privgraph.training import paired_test
+from privgraph.utility import paired_test
 
 __all__ = [
     "FULL",

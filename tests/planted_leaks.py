@@ -21,9 +21,9 @@ def raw_label_share(setattr_: Setattr) -> None:
     """A shareable metric read from the RAW training labels when the evaluation has them (the
     share of class 0, to one decimal: it agrees by chance with the same share of the version's
     randomized labels, so a recomputation from the version alone matches it)."""
-    import privgraph.training as training
+    import privgraph.utility as utility
 
-    real = training.evaluate_utility
+    real = utility.evaluate_utility
 
     def leaky(private: Any, clean: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         out = real(private, clean, *args, **kwargs)
@@ -31,7 +31,7 @@ def raw_label_share(setattr_: Setattr) -> None:
         train = private.train_mask & (y >= 0)
         return {**out, "class0_share": round(float(np.mean(y[train] == 0)), 1)}
 
-    setattr_(training, "evaluate_utility", leaky)
+    setattr_(utility, "evaluate_utility", leaky)
 
 
 PLANTS: dict[str, Callable[[Setattr], None]] = {"raw_label_share": raw_label_share}

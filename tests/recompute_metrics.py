@@ -52,7 +52,7 @@ def recompute(config: str, pipeline: str, store: str, version: str, raw: str | N
     from privgraph.config_loader import load_config
     from privgraph.evaluation import evaluation_entropy, version_metrics
     from privgraph.storage import open_store
-    from privgraph.training import OWNER_ONLY
+    from privgraph.utility import OWNER_ONLY
 
     cfg = load_config(config).get(pipeline)
     st = open_store(store)

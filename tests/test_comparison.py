@@ -89,7 +89,8 @@ def test_every_cell_has_its_feature_only_floor(small):
     assert floors["dprr"] == floors["warner_rr"] and len(floors["dprr"]) == 2
     g, _ = small
     from privgraph.seeding import partition_seeds, stage_seed
-    from privgraph.training import feature_only_kwargs, fit_node_classifier
+    from privgraph.training import fit_node_classifier
+    from privgraph.utility import feature_only_kwargs
 
     ts = partition_seeds(stage_seed(np.random.SeedSequence(5), "train"), 2)[0]
     ref = fit_node_classifier(g, seed=ts, eval_y=g.y, **feature_only_kwargs(dict(TRAIN))).result["test_acc"]

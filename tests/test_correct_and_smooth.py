@@ -100,7 +100,7 @@ def test_every_evaluation_offers_it_as_a_candidate():
     """It runs in every evaluation over the models trained there (the floor, the public edges
     alone, the GNN), per run; the owner's record has it on the raw labels; recomputed from the
     version alone (no clean graph) it is the same."""
-    from privgraph.training import evaluate_utility
+    from privgraph.utility import evaluate_utility
 
     g = _two_communities(seed=4)
     kw = dict(runs=2, seed_sequence=5, public_train=np.ones(g.num_nodes, bool), hidden=8, epochs=5,

@@ -5,7 +5,8 @@ import pytest
 
 from privgraph.config import ComparisonConfig, EvaluateConfig, PipelineConfig
 from privgraph.seeding import as_seed_sequence
-from privgraph.training import evaluate_utility, fit_ensemble, fit_node_classifier, member_seeds, split_accuracies
+from privgraph.training import fit_ensemble, fit_node_classifier, member_seeds, split_accuracies
+from privgraph.utility import evaluate_utility
 from tests.test_training import QUICK, two_communities
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")

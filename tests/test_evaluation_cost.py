@@ -4,10 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-import privgraph.training as training
+import privgraph.model_inputs as model_inputs
 from privgraph.models import GCN, GIN, GraphSAGE, KProp
 from privgraph.models.sparse import FactoredInput, PropagatedInput
-from privgraph.training import InputCache, evaluate_utility, fit_ensemble, fit_node_classifier
+from privgraph.model_inputs import InputCache
+from privgraph.training import fit_ensemble, fit_node_classifier
+from privgraph.utility import evaluate_utility
 from tests.test_training import QUICK, two_communities
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
@@ -40,8 +42,8 @@ def test_input_dropout_off_leaves_the_first_layer_alone(input_dropout):
 def test_dense_input_trains_without_input_dropout_sparse_input_with_it(graph):
     dev = torch.device("cpu")
     args = dict(edges="all", model="gcn", aggr=None, kprop_features=0, feature_dim=None, seed=None, dev=dev)
-    dense = training._prepare_inputs(graph, **args)
-    sparse = training._prepare_inputs(_bag_of_words(graph), **args)
+    dense = model_inputs._prepare_inputs(graph, **args)
+    sparse = model_inputs._prepare_inputs(_bag_of_words(graph), **args)
     assert dense.x.layout == torch.strided and dense.model_kwargs["input_dropout"] is False
     assert sparse.x.layout == torch.sparse_csr and sparse.model_kwargs["input_dropout"] is True
 
@@ -72,13 +74,13 @@ def test_the_input_cache_changes_no_result(graph):
 
 def test_an_evaluation_prepares_each_input_once(graph, monkeypatch):
     calls = []
-    real = training._prepare_inputs
+    real = model_inputs._prepare_inputs
 
     def counting(g, **kwargs):
         calls.append((id(g), kwargs["edges"]))
         return real(g, **kwargs)
 
-    monkeypatch.setattr(training, "_prepare_inputs", counting)
+    monkeypatch.setattr(model_inputs, "_prepare_inputs", counting)
     evaluate_utility(graph, graph, runs=2, seed_sequence=1, ensemble=2, **QUICK)
     # the clean graph's input, and the version's for the GNN, the floor and the public edges alone
     assert sorted(e for _, e in calls) == ["all", "all", "none", "public"]
@@ -102,9 +104,9 @@ def test_a_factored_input_multiplies_as_the_matrix_it_stands_for():
     raw[torch.arange(50), torch.randint(0, 30, (50,), generator=g)] = torch.rand(50, generator=g) * 4 - 1.5
     center = raw.mean(dim=0)
     dense = raw - center
-    sparse_form = training._factored_input(dense, raw, center)
+    sparse_form = model_inputs._factored_input(dense, raw, center)
     low = torch.randn(200, 3, generator=g) @ torch.randn(3, 60, generator=g)
-    low_form = training._factored_input(low - low.mean(0), None, low.mean(0))
+    low_form = model_inputs._factored_input(low - low.mean(0), None, low.mean(0))
     assert isinstance(sparse_form, FactoredInput) and sparse_form.left.layout == torch.sparse_csr
     assert isinstance(low_form, FactoredInput) and low_form.right.shape[0] <= 16
     for form, x in ((sparse_form, dense), (low_form, low - low.mean(0))):
@@ -115,23 +117,23 @@ def test_a_factored_input_multiplies_as_the_matrix_it_stands_for():
 def test_only_a_cheaper_form_within_the_tolerance_replaces_the_input():
     g = torch.Generator().manual_seed(1)
     noise = torch.randn(200, 60, generator=g)  # full rank: no factors within 1e-4
-    assert training._factored_input(noise, None, noise.mean(0)) is noise
+    assert model_inputs._factored_input(noise, None, noise.mean(0)) is noise
     smooth = torch.randn(200, 5, generator=g) @ torch.randn(5, 60, generator=g) + 1e-6 * noise
-    form = training._factored_input(smooth, None, smooth.mean(0))
+    form = model_inputs._factored_input(smooth, None, smooth.mean(0))
     err = torch.linalg.vector_norm(form.dense() - smooth) / torch.linalg.vector_norm(smooth)
-    assert isinstance(form, FactoredInput) and float(err) <= training.FACTOR_TOLERANCE
+    assert isinstance(form, FactoredInput) and float(err) <= model_inputs.FACTOR_TOLERANCE
     assert form.right.shape[0] == 5  # the smallest rank within the tolerance
     dense_values = torch.rand(200, 60, generator=g)  # no common value: the matrix itself
-    assert training._factored_input(dense_values, dense_values, dense_values.mean(0)) is dense_values
+    assert model_inputs._factored_input(dense_values, dense_values, dense_values.mean(0)) is dense_values
 
 
 def test_training_over_the_factored_input_is_training_over_the_matrix(graph, monkeypatch):
     release = _one_coordinate_release(graph)
-    inp = training._prepare_inputs(release, edges="none", model="gcn", aggr=None, kprop_features=0, feature_dim=None,
+    inp = model_inputs._prepare_inputs(release, edges="none", model="gcn", aggr=None, kprop_features=0, feature_dim=None,
                                    seed=None, dev=torch.device("cpu"))
     assert isinstance(inp.x, FactoredInput)
     factored = fit_node_classifier(release, seed=3, edges="none", **QUICK)
-    monkeypatch.setattr(training, "_factored_input", lambda x, raw, center: x)
+    monkeypatch.setattr(model_inputs, "_factored_input", lambda x, raw, center: x)
     dense = fit_node_classifier(release, seed=3, edges="none", **QUICK)
     assert factored.result["best_epoch"] == dense.result["best_epoch"]
     assert np.allclose(factored.posteriors, dense.posteriors, atol=1e-4)
@@ -147,11 +149,11 @@ def _one_coordinate_release(graph, seed=5):
 
 
 def test_a_propagated_input_multiplies_as_the_propagated_matrix(graph, monkeypatch):
-    monkeypatch.setattr(training, "PROPAGATION_COST_SHARE", 1.0)
+    monkeypatch.setattr(model_inputs, "PROPAGATION_COST_SHARE", 1.0)
     data = _one_coordinate_release(graph).to_pyg("all")
-    form = training._propagated_input(data.x, data.edge_index, 3)
+    form = model_inputs._propagated_input(data.x, data.edge_index, 3)
     assert isinstance(form, PropagatedInput) and form.base.left.layout == torch.sparse_csr
-    propagated = KProp(3, **training._KPROP)(data.x, data.edge_index)
+    propagated = KProp(3, **model_inputs._KPROP)(data.x, data.edge_index)
     x = propagated - propagated.mean(dim=0)
     assert torch.allclose(form.center, propagated.mean(dim=0), atol=1e-6)
     assert torch.allclose(form.dense(), x, atol=1e-5) and form.shape == x.shape
@@ -160,20 +162,20 @@ def test_a_propagated_input_multiplies_as_the_propagated_matrix(graph, monkeypat
 
 def test_the_propagated_input_only_where_it_is_cheaper_and_exact(graph, monkeypatch):
     data = _one_coordinate_release(graph).to_pyg("all")
-    monkeypatch.setattr(training, "PROPAGATION_COST_SHARE", 1e-9)  # dearer than the dense input
-    assert training._propagated_input(data.x, data.edge_index, 3) is None
-    monkeypatch.setattr(training, "PROPAGATION_COST_SHARE", 1.0)
-    assert training._propagated_input(torch.rand(data.x.shape), data.edge_index, 3) is None  # no common value
-    assert training._propagated_input(data.x - 0.5, data.edge_index, 3) is None  # sparse input keeps its own path
+    monkeypatch.setattr(model_inputs, "PROPAGATION_COST_SHARE", 1e-9)  # dearer than the dense input
+    assert model_inputs._propagated_input(data.x, data.edge_index, 3) is None
+    monkeypatch.setattr(model_inputs, "PROPAGATION_COST_SHARE", 1.0)
+    assert model_inputs._propagated_input(torch.rand(data.x.shape), data.edge_index, 3) is None  # no common value
+    assert model_inputs._propagated_input(data.x - 0.5, data.edge_index, 3) is None  # sparse input keeps its own path
 
 
 def test_training_over_the_propagated_input_is_training_over_the_matrix(graph, monkeypatch):
-    monkeypatch.setattr(training, "PROPAGATION_COST_SHARE", 1.0)
+    monkeypatch.setattr(model_inputs, "PROPAGATION_COST_SHARE", 1.0)
     release = _one_coordinate_release(graph)
     propagated = fit_node_classifier(release, seed=3, kprop_features=2, **QUICK)
     # a query (float64, dense KProp, the training centre) answers what was trained
     assert np.allclose(propagated.query().numpy(), propagated.posteriors, atol=1e-4)
-    monkeypatch.setattr(training, "_propagated_input", lambda x, edge_index, steps: None)
+    monkeypatch.setattr(model_inputs, "_propagated_input", lambda x, edge_index, steps: None)
     dense = fit_node_classifier(release, seed=3, kprop_features=2, **QUICK)
     assert propagated.result["best_epoch"] == dense.result["best_epoch"]
     assert np.allclose(propagated.posteriors, dense.posteriors, atol=1e-4)

@@ -9,7 +9,8 @@ from privgraph.attacks import linkteller_scores
 from privgraph.config import ConfigError
 from privgraph.config_loader import load_config
 from privgraph.graph import GraphData
-from privgraph.training import fit_node_classifier, principal_basis
+from privgraph.model_inputs import principal_basis
+from privgraph.training import fit_node_classifier
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 

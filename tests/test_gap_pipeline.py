@@ -23,7 +23,8 @@ from privgraph.models import GAPClassifier
 from privgraph.partition import partition_graph
 from privgraph.privatize import privatize_graph
 from privgraph.storage.graph_io import graph_to_objects, objects_to_graph
-from privgraph.training import evaluate_utility, fit_node_classifier, version_kwargs
+from privgraph.training import fit_node_classifier
+from privgraph.utility import evaluate_utility, version_kwargs
 
 
 def _sbm(rho: float = 0.5, n: int = 400) -> GraphData:

@@ -93,7 +93,7 @@ def test_every_evaluation_shows_the_reference_and_the_value_of_the_release():
     """Noise features and no released private edge: the public data alone carries everything.
     The reference is a candidate of the chosen model (ties to the simpler), so the chosen model is
     never below it on validation, and the value of the release is reported with its test."""
-    from privgraph.training import evaluate_utility
+    from privgraph.utility import evaluate_utility
 
     g = _two_communities()
     m = evaluate_utility(g, g, runs=3, seed_sequence=5, public_train=np.ones(g.num_nodes, bool),
@@ -116,7 +116,7 @@ def test_with_public_features_the_floor_is_public_only_too():
     features and labels); without public features, or with a private training label, it stays
     label propagation."""
     from privgraph.public_reference import FLOOR_METHOD, per_run_reference
-    from privgraph.training import evaluate_utility
+    from privgraph.utility import evaluate_utility
 
     g = _two_communities()
     rng = np.random.default_rng(4)
@@ -165,7 +165,7 @@ def test_the_published_table_and_the_step_summary_show_it():
     from privgraph.report import metrics_markdown
 
     g = _two_communities()
-    from privgraph.training import evaluate_utility
+    from privgraph.utility import evaluate_utility
 
     m = evaluate_utility(g, None, runs=2, seed_sequence=5, public_train=np.ones(g.num_nodes, bool),
                          hidden=8, epochs=5, patience=None, device="cpu")
@@ -203,7 +203,7 @@ def test_release_propagation_uses_informative_released_edges():
 
 
 def test_the_chosen_model_includes_release_propagation():
-    from privgraph.training import evaluate_utility
+    from privgraph.utility import evaluate_utility
 
     g = _two_communities(seed=4)
     m = evaluate_utility(g, None, runs=2, seed_sequence=5, public_train=np.ones(g.num_nodes, bool),

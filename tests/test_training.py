@@ -3,13 +3,9 @@ import pytest
 import torch
 
 from privgraph.graph import GraphData
-from privgraph.training import (
-    OWNER_ONLY,
-    _model_input,
-    choose_device,
-    evaluate_utility,
-    train_node_classifier,
-)
+from privgraph.model_inputs import _model_input
+from privgraph.training import choose_device, train_node_classifier
+from privgraph.utility import evaluate_utility, OWNER_ONLY
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 
@@ -228,7 +224,8 @@ def test_the_feature_only_floor_is_the_same_model_without_edges(graph):
     itself); on a graph whose private edges are all its edges it equals ``edges="public"``
     exactly. evaluate_utility reports it beside the GNN, the per-run choice by validation
     accuracy, and the paired t-test between the two."""
-    from privgraph.training import fit_node_classifier, paired_test
+    from privgraph.training import fit_node_classifier
+    from privgraph.utility import paired_test
 
     g = graph.replace(edges_public=np.zeros((2, 0), np.int64), edges_private=graph.edges("all"))
     none = fit_node_classifier(g, seed=3, edges="none", **FAST).result

@@ -17,14 +17,9 @@ from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
 from privgraph.mechanisms.features.label_rr import LabelRR
 from privgraph.models import KProp
-from privgraph.training import (
-    OWNER_ONLY,
-    DENOISING_OPTIONS,
-    _denoised_labels,
-    drop_bound,
-    evaluate_utility,
-    train_node_classifier,
-)
+from privgraph.label_denoising import _denoised_labels, drop_bound
+from privgraph.training import DENOISING_OPTIONS, train_node_classifier
+from privgraph.utility import evaluate_utility, OWNER_ONLY
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 
@@ -342,20 +337,20 @@ def test_drop_forward_corrects_through_the_label_channel(rr_graph, noisy_graph, 
     """Drop's loss propagates softmax(f) T (T: label RR's transition matrix at label_epsilon), not
     softmax(f): a run with the identity in place of T (monkeypatched) trains differently, and
     without label_epsilon there is no correction (T = I) at all."""
-    import privgraph.training as training
+    import privgraph.label_denoising as label_denoising
     from privgraph.randomized_response import label_rr_transition_matrix
 
     kw = {**FAST, "model": "sage", "eval_y": noisy_graph.y, "seed": 2, **DROP}
     corrected = train_node_classifier(rr_graph, **kw)
     t = label_rr_transition_matrix(1.0, 2)
     assert t[0, 0] == pytest.approx(math.e / (math.e + 1)) and np.allclose(t.sum(axis=1), 1.0)
-    monkeypatch.setattr(training, "label_rr_transition_matrix", lambda eps, c: np.eye(c))
+    monkeypatch.setattr(label_denoising, "label_rr_transition_matrix", lambda eps, c: np.eye(c))
     identity = train_node_classifier(rr_graph, **kw)
     assert (corrected["train_acc"], corrected["val_acc"], corrected["best_epoch"]) != (
         identity["train_acc"], identity["val_acc"], identity["best_epoch"])
     monkeypatch.undo()
     no_eps = {k: v for k, v in kw.items() if k != "label_epsilon"}
-    monkeypatch.setattr(training, "label_rr_transition_matrix", lambda eps, c: pytest.fail("T without label_epsilon"))
+    monkeypatch.setattr(label_denoising, "label_rr_transition_matrix", lambda eps, c: pytest.fail("T without label_epsilon"))
     train_node_classifier(rr_graph, **no_eps)
 
 

@@ -158,7 +158,7 @@ def homophilous_graph() -> GraphData:
 def test_pipeline_releases_counts_and_the_evaluation_decodes_them_above_the_floor(homophilous_graph: GraphData) -> None:
     from privgraph.partition import partition_graph
     from privgraph.privatize import privatize_graph
-    from privgraph.training import evaluate_utility
+    from privgraph.utility import evaluate_utility
 
     g = homophilous_graph
     m = NeighbourClassCounts(epsilon=4.0, encoder_epochs=50)
