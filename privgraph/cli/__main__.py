@@ -1,0 +1,5 @@
+"""``python -m privgraph.cli``: the ``privgraph`` command."""
+
+from privgraph.cli import main
+
+main()

@@ -1,0 +1,85 @@
+"""How a failed command ends: one line on stderr and its documented exit code (``_errors``), and
+the filters that keep Prefect's log handlers free of known-failure tracebacks and of other
+libraries' INFO chatter (``_quiet_prefect``)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+
+import typer
+from rich.markup import escape
+
+from privgraph.cli.console import err
+from privgraph.errors import exit_code_for, one_line
+
+EXIT_INTERNAL = 1  # an unexpected exception: a bug in privgraph
+_LAST_ERROR: dict[str, str] = {}  # the last failure's one line, for `run --ci`
+
+
+def _failure(exc: BaseException) -> tuple[int, str]:
+    """The exit code and the one-line message of a failed command."""
+    code = exit_code_for(exc)
+    if code is None:
+        return EXIT_INTERNAL, (
+            f"internal error: {type(exc).__name__}: {one_line(exc)} "
+            "(a bug in privgraph; PRIVGRAPH_DEBUG=1 shows the traceback)"
+        )
+    return code, one_line(exc)
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    """Turn any failure into one line on stderr and its documented exit code."""
+    try:
+        yield
+    except (typer.Exit, typer.Abort):
+        raise
+    except KeyboardInterrupt:
+        err.print("interrupted", highlight=False)
+        raise typer.Exit(130) from None
+    except Exception as exc:
+        if os.environ.get("PRIVGRAPH_DEBUG"):
+            raise
+        code, msg = _failure(exc)
+        _LAST_ERROR["message"] = msg
+        err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code) from None
+
+
+class _NoTracebackForKnownErrors(logging.Filter):
+    """Prefect logs a failed run's exception with its traceback; a known failure gets one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None and exit_code_for(record.exc_info[1]) is not None:
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+class _OtherLibrariesBelowWarning(logging.Filter):
+    """Drops other libraries' records below WARNING (Dask's scheduler and nanny chatter,
+    great_expectations' notes); Prefect's and privgraph's own run logs pass."""
+
+    OWN = ("prefect", "privgraph", "flows", "tasks")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or record.name.split(".", 1)[0] in self.OWN
+
+
+def _quiet_prefect(verbose: bool = False) -> None:
+    """Call after importing Prefect: strip known-failure tracebacks from every Prefect log handler
+    and, unless ``verbose``, other libraries' INFO and DEBUG records."""
+    filters: list[logging.Filter] = [_NoTracebackForKnownErrors()]
+    if not verbose:
+        filters.append(_OtherLibrariesBelowWarning())
+    for name in ("", "prefect", "prefect.flow_runs", "prefect.task_runs"):
+        for h in logging.getLogger(name).handlers:
+            for flt in filters:
+                if not any(type(f) is type(flt) for f in h.filters):
+                    h.addFilter(flt)
+            if verbose:
+                for f in [f for f in h.filters if isinstance(f, _OtherLibrariesBelowWarning)]:
+                    h.removeFilter(f)
