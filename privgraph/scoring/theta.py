@@ -37,6 +37,7 @@ from privgraph.scoring import importance as _imp, sensitivity as _sens
 from privgraph.params import check_real_vector
 from privgraph.scoring.cache import ScoreCache, fingerprint
 from privgraph.scoring.config import ScoresConfig, _real, as_scores_config
+from privgraph.scoring.public_subset import PublicRows, PublicSubset, public_rows, randomize_private_labels
 from privgraph.seeding import as_generator, as_seed_sequence, noise_generator, stage_seed
 
 __all__ = [
@@ -166,8 +167,78 @@ def _from_payload(payload: Mapping[str, Any], key: str) -> ScoreResult | None:
     return ScoreResult(theta, alpha, beta, provenance, guarantee, cache_hit=True, cache_key=key)
 
 
+def _check_graph(graph: Any) -> None:
+    """A GraphData or PublicRows view, with features."""
+    if not isinstance(graph, (GraphData, PublicRows)):
+        raise TypeError(f"graph must be a GraphData or PublicRows, got {type(graph).__name__}")
+    whole = graph if isinstance(graph, GraphData) else graph.graph
+    if whole.x is None:
+        raise ValueError("compute_scores: graph.x is None (an unattributed graph has no features to score)")
+
+
+def _check_embedding(cfg: ScoresConfig, embed: Any, embed_id: Any, masked_rows: Any) -> bool:
+    """``embed``, ``embed_id`` and (for ``sensitivity.faces``) ``masked_rows``; returns ``faces``."""
+    if embed is not None and not callable(embed):
+        raise TypeError(f"embed must be a callable [n, ...] -> [n, d], got {embed!r}")
+    if embed_id is not None and not isinstance(embed_id, str):
+        raise TypeError(f"embed_id must be a string, got {embed_id!r}")
+    faces = cfg.sensitivity is not None and cfg.sensitivity.faces is not None and cfg.gamma < 1.0
+    if faces and masked_rows is None:
+        raise ValueError("compute_scores: sensitivity.faces needs the face-masked embeddings of the public "
+                         "images (masked_rows): an image dataset with an embed stage")
+    return faces
+
+
+def _public_view(graph: GraphData | PublicRows, cfg: ScoresConfig, private_labels: np.ndarray | None) -> PublicRows:
+    """The declared-public rows: ``graph`` itself when it is a view, else THE selection of them."""
+    if isinstance(graph, GraphData):
+        return public_rows(graph, cfg.public_nodes, use_labels=cfg.reads_labels, private_labels=private_labels)
+    if private_labels is not None:
+        raise ValueError("compute_scores: a PublicRows view carries its private labels; pass private_labels "
+                         "with a whole graph only")
+    return graph
+
+
+def _check_sensitive_columns(cfg: ScoresConfig, rows: GraphData, faces: bool) -> None:
+    """The sensitive columns of beta (Eq. 5) exist in the public rows' input columns."""
+    if cfg.gamma < 1.0 and not faces:
+        bad = [c for c in cfg.sensitivity.sensitive_columns if c >= rows.x.shape[1]]  # type: ignore[union-attr]
+        if bad:
+            raise ValueError(f"sensitivity.sensitive_columns: {bad[:5]} out of range for {rows.x.shape[1]} input columns")
+
+
+def _importance_inputs(
+    cfg: ScoresConfig, subset: PublicSubset
+) -> tuple[np.ndarray | None, np.ndarray | None, str | None]:
+    """``(background rows, explained rows, model file SHA-256)``: the SHAP samples (drawn with the
+    PUBLIC ``scores.shap`` child of ``selection_seed``) or the model file's digest."""
+    imp = cfg.importance
+    if cfg.reads_labels:
+        selection = np.random.SeedSequence(cfg.public_nodes.selection_seed)  # public-row choices only
+        bg, ex = _imp.sample_shap_rows(
+            subset.size, imp.background_size, imp.explain_size, as_generator(stage_seed(selection, "scores.shap"))
+        )
+        return bg, ex, None
+    if cfg.gamma > 0.0:
+        model_file = Path(imp.model_path).expanduser()  # type: ignore[arg-type]
+        if not model_file.is_file():
+            raise FileNotFoundError(f"importance.model_path: no such file {str(model_file)!r}")
+        return None, None, hashlib.sha256(model_file.read_bytes()).hexdigest()
+    return None, None, None
+
+
+def _store(store: ScoreCache, key: str, result: ScoreResult) -> None:
+    """Write ``result`` (its scores, provenance and label charge) under ``key``."""
+    alpha, beta, guarantee = result.alpha, result.beta, result.guarantee
+    store.put(key, {
+        "schema": 1, "theta": result.theta.tolist(), "alpha": None if alpha is None else alpha.tolist(),
+        "beta": None if beta is None else beta.tolist(), "provenance": result.provenance,
+        "guarantee": None if guarantee is None else guarantee.to_dict(),
+    })
+
+
 def compute_scores(
-    graph: GraphData | _imp.PublicRows,
+    graph: GraphData | PublicRows,
     config: ScoresConfig | Mapping[str, Any],
     *,
     seed: Any,
@@ -180,19 +251,12 @@ def compute_scores(
 ) -> ScoreResult:
     r"""alpha (Eq. 6), beta (Eq. 5) and theta (Eq. 7, normalised) for FeatureRR, from public data.
 
-    Steps: restrict the input to the public node subset (the view
-    :func:`~privgraph.scoring.importance.public_rows` makes, which refuses private labels unless
-    ``charge_epsilon`` is set; a pipeline passes its declaration's view, so nothing else of the
-    input is in reach); the surrogate's labels (:func:`_surrogate_labels`: private ones
-    randomized with LabelRR when charged); alpha (:func:`_alpha`: a logistic-regression surrogate
-    on the subset, or a model file); beta (:func:`_beta`: masking the sensitive columns or the
-    faces, on the subset's rows only); theta by Eq. 7.
-
-    Randomness: the ``random`` rule's draw and the SHAP samples come from the PUBLIC
-    ``public_nodes.selection_seed`` (children ``scores.subset``, ``scores.shap``), never from the
-    secret ``seed``, which drives only LabelRR when private labels are charged (``scores.labels``):
-    theta is published, and anyone holding the public rows could test candidate noise seeds
-    against it.
+    Steps: the public rows (:func:`~privgraph.scoring.public_subset.public_rows`'s view; it
+    refuses private labels unless ``charge_epsilon`` is set); the surrogate's labels (private ones
+    randomized by LabelRR when charged); alpha (a surrogate on the subset, or a model file); beta
+    (masking the sensitive columns or the faces, on the subset's rows); theta by Eq. 7. The
+    ``random`` draw and the SHAP samples use the PUBLIC ``public_nodes.selection_seed``; the secret
+    ``seed`` drives only LabelRR (reasoning: docs/configuration.md, "Scores: randomness").
 
     Args:
         graph: the declared-public rows (:meth:`privgraph.disclosure.Disclosure.public_rows`: what a
@@ -213,47 +277,16 @@ def compute_scores(
         :class:`ScoreResult`. When ``guarantee`` is not None the caller MUST record it in the
         ledger (scope LABELS), also when the result came from the cache.
     """
-    if not isinstance(graph, (GraphData, _imp.PublicRows)):
-        raise TypeError(f"graph must be a GraphData or PublicRows, got {type(graph).__name__}")
-    whole = graph if isinstance(graph, GraphData) else graph.graph
-    if whole.x is None:
-        raise ValueError("compute_scores: graph.x is None (an unattributed graph has no features to score)")
+    _check_graph(graph)
     cfg = as_scores_config(config)
-    if embed is not None and not callable(embed):
-        raise TypeError(f"embed must be a callable [n, ...] -> [n, d], got {embed!r}")
-    if embed_id is not None and not isinstance(embed_id, str):
-        raise TypeError(f"embed_id must be a string, got {embed_id!r}")
-    faces = cfg.sensitivity is not None and cfg.sensitivity.faces is not None and cfg.gamma < 1.0
-    if faces and masked_rows is None:
-        raise ValueError("compute_scores: sensitivity.faces needs the face-masked embeddings of the public "
-                         "images (masked_rows): an image dataset with an embed stage")
+    faces = _check_embedding(cfg, embed, embed_id, masked_rows)
     unnamed = (embed is not None and embed_id is None) or (faces and masked_id is None)
     store = None if unnamed else _resolve_cache(cache)
-    pn, imp = cfg.public_nodes, cfg.importance
-    selection = np.random.SeedSequence(pn.selection_seed)  # public-row choices only
-    if isinstance(graph, GraphData):
-        view = _imp.public_rows(graph, pn, use_labels=cfg.reads_labels, private_labels=private_labels)
-    elif private_labels is not None:
-        raise ValueError("compute_scores: a PublicRows view carries its private labels; pass private_labels "
-                         "with a whole graph only")
-    else:
-        view = graph
+    view = _public_view(graph, cfg, private_labels)
     subset, rows = view.subset, view.graph  # from here on, only the public rows are in reach
-    if cfg.gamma < 1.0 and not faces:
-        bad = [c for c in cfg.sensitivity.sensitive_columns if c >= rows.x.shape[1]]  # type: ignore[union-attr]
-        if bad:
-            raise ValueError(f"sensitivity.sensitive_columns: {bad[:5]} out of range for {rows.x.shape[1]} input columns")
+    _check_sensitive_columns(cfg, rows, faces)
     y_used, y_eval, guarantee = _surrogate_labels(rows, subset, cfg, as_seed_sequence(seed))
-    bg = ex = model_sha = None
-    if cfg.reads_labels:
-        bg, ex = _imp.sample_shap_rows(
-            subset.size, imp.background_size, imp.explain_size, as_generator(stage_seed(selection, "scores.shap"))
-        )
-    elif cfg.gamma > 0.0:
-        model_file = Path(imp.model_path).expanduser()  # type: ignore[arg-type]
-        if not model_file.is_file():
-            raise FileNotFoundError(f"importance.model_path: no such file {str(model_file)!r}")
-        model_sha = hashlib.sha256(model_file.read_bytes()).hexdigest()
+    bg, ex, model_sha = _importance_inputs(cfg, subset)
     key = None
     if store is not None:
         key = fingerprint({
@@ -273,17 +306,14 @@ def compute_scores(
         raise ValueError(f"alpha has {alpha.shape[0]} entries but beta has {beta.shape[0]} (embedding dimensions differ)")
     theta = theta_from_scores(alpha, beta, cfg.gamma)
     provenance = _provenance(cfg, subset, imp_prov, sens_prov, theta, guarantee)
+    result = ScoreResult(theta, alpha, beta, provenance, guarantee, cache_hit=False, cache_key=key)
     if store is not None and key is not None:
-        store.put(key, {
-            "schema": 1, "theta": theta.tolist(), "alpha": None if alpha is None else alpha.tolist(),
-            "beta": None if beta is None else beta.tolist(), "provenance": provenance,
-            "guarantee": None if guarantee is None else guarantee.to_dict(),
-        })
-    return ScoreResult(theta, alpha, beta, provenance, guarantee, cache_hit=False, cache_key=key)
+        _store(store, key, result)
+    return result
 
 
 def _provenance(
-    cfg: ScoresConfig, subset: _imp.PublicSubset, imp_prov: dict[str, Any], sens_prov: dict[str, Any],
+    cfg: ScoresConfig, subset: PublicSubset, imp_prov: dict[str, Any], sens_prov: dict[str, Any],
     theta: np.ndarray, guarantee: Guarantee | None,
 ) -> dict[str, Any]:
     """The public record of how theta was made (the manifest's ``scores``): no seed, no node id."""
@@ -305,7 +335,7 @@ def _provenance(
 
 
 def _surrogate_labels(
-    rows: GraphData, subset: _imp.PublicSubset, cfg: ScoresConfig, root: np.random.SeedSequence,
+    rows: GraphData, subset: PublicSubset, cfg: ScoresConfig, root: np.random.SeedSequence,
 ) -> tuple[np.ndarray | None, np.ndarray | None, Guarantee | None]:
     """The labels the importance surrogate sees: ``(y_used, y_eval, guarantee)``. Trained on the
     subset, ``y_used`` holds its public labels and, when charged, its private ones randomized by
@@ -334,7 +364,7 @@ def _surrogate_labels(
             "compute_scores: charging private labels needs the PUBLIC number of classes: set "
             "public_nodes.num_classes or graph.meta['num_classes'] (never counted from the labels)"
         )
-    y_used, guarantee = _imp.randomize_private_labels(
+    y_used, guarantee = randomize_private_labels(
         y_sub, subset.private_labels, epsilon=pn.charge_epsilon,  # type: ignore[arg-type]  (set: else refused)
         num_classes=int(c), rng=noise_generator(stage_seed(root, "scores.labels")),
     )
