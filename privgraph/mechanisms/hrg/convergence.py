@@ -1,13 +1,11 @@
 r"""The PUBLIC convergence check that sets the MCMC length of EdgeRR and privHRG.
 
-Why. The dendrogram MCMC of EdgeRR (paper 002, Alg. 2, Eq. 12-14) and privHRG is charged as an
-exponential mechanism (:math:`\varepsilon_{e1}`), whose law is the chain's STATIONARY law. After a
-finite number of steps the output's law is the chain's law at that step, which equals the
-stationary law only approximately; a chain that has not mixed (Geweke z of -14 and -19 were seen
-with 50 + 50 steps per leaf on Cora) is not the exponential mechanism in any useful sense. Alg. 2
-stops "if converged", which read off the private chain would be a data-dependent (unprotected)
-stopping rule. This module instead chooses the length from PUBLIC data only, before the private
-chain runs, and returns a record that can be published.
+The dendrogram MCMC of EdgeRR (paper 002, Alg. 2, Eq. 12-14) and privHRG is charged as an
+exponential mechanism (:math:`\varepsilon_{e1}`), whose law is the chain's STATIONARY law, and
+Alg. 2's "if converged", read off the private chain, would be an unprotected data-dependent
+stopping rule. This module chooses the length from PUBLIC data only, before the private chain
+runs, and returns a record that can be published (reasoning: docs/guarantees.md, "Why a public
+check sets the chain's length").
 
 What it reads. The leaf set (:math:`V_{pri}`, or the nodes with an edge: treated as public), the
 public edges, the mechanism's public schedule and coefficient
@@ -17,19 +15,8 @@ record is published, and a published function of a small secret seed would let a
 candidate seeds). It never reads a private edge, nor the private edge count.
 
 The proxy target (same leaves, same acceptance rule, a public stand-in for the private edges):
-
-- EdgeRR (:func:`edge_rr_proxy`, ``"public_edges"``): the public edges among the leaves play the
-  public role exactly as in the real chain AND the private role (those with both ends private
-  leaves; :class:`~privgraph.mechanisms.hrg.dendrogram.Dendrogram` ``allow_shared``). When fewer
-  than :math:`\lceil |V_{pri}| / 2 \rceil` such edges exist (every node of :math:`V_{pri}` has a
-  private edge, so :math:`|E_{pri}| \ge |V_{pri}| / 2` is a PUBLIC lower bound), edges of a
-  synthetic preferential-attachment tree on the private leaves top the private role up to it.
-- privHRG (:func:`priv_hrg_proxy`, ``"synthetic_preferential_attachment"``): every edge is
-  private, so the private role is a Barabasi-Albert graph on the same leaves with a configured,
-  public mean degree (:data:`DEFAULT_PROXY_MEAN_DEGREE`), never the private edge count. A
-  heavy-tailed stand-in, because degree heterogeneity, not density, is what slows the chain
-  (measured on Cora's 2708 nodes at privHRG's coefficient: an Erdos-Renyi graph of the same size
-  passes at 1000 steps per leaf, the real graph at 32000, this BA graph at 64000).
+:mod:`~privgraph.mechanisms.hrg.proxy` (EdgeRR: the public edges among the leaves in both roles;
+privHRG: a synthetic preferential-attachment graph of a configured, public mean degree).
 
 What is certified. The check runs ONE kernel: the joint chain's (EdgeRR ``joint``:
 :math:`a_{pub} = 1, a_{pri} = \varepsilon_{e1}/(2\Delta_e)`; its length is certified), or the
@@ -49,34 +36,8 @@ fail a stationary chain a third of the time at :math:`|z| < 2`). The first passi
 :math:`s^*` gives ``required_steps_per_leaf`` :math:`= \lceil` :data:`SAFETY_FACTOR`
 :math:`\cdot s^* \rceil`: what ``"auto"`` runs and what a configured number must reach.
 
-Measurements behind the constants (Cora, ``rho = 0.2``, ``split_seed = 0``: 1328 leaves in
-:math:`V_{pri}`, 1331 public edges among them, 1056 private; :math:`\varepsilon_{e1} = 0.5`;
-2-core machine; ``benchmarks/edge_mechanisms.py --convergence``):
-
-- EdgeRR ``joint``: the proxy's :math:`\hat R` stays at 2.5-2.9 from 125 to 32000 steps per leaf,
-  then 1.93 (64000), 1.44 (128000), 1.26 (256000; 520 s for the 4 chains): the joint chain, at
-  temperature 1 on the public likelihood, does not mix on Cora within any practical budget (it
-  needed 16000, 32000 and 64000 steps per leaf on random graphs with 55, 118 and 281 leaves), and
-  the check refuses it at the default cap; the REAL joint chain agrees (R-hat 3.1 at the old
-  50 + 50, 1.99 at 16000, 2.18 at 32000, 1.54 at 64000);
-- EdgeRR ``alternating`` (one private phase): the proxy passes at 8000 (7-14 s for the 4
-  chains), so ``"auto"`` runs 16000 per private phase; the REAL private kernel (developer
-  measurement, not published) passes at 4000 and has R-hat 1.015 at 16000;
-- privHRG (2708 leaves, the BA proxy of mean degree 4): the proxy passes at 64000 (R-hat 1.14 at
-  16000, 1.07 at 32000, 1.03 at 64000; 320 s), so ``"auto"`` runs 128000; the real chain passes
-  at 32000 (1.087 at 16000, 1.049 at 32000): the proxy is the slower of the two;
-- a 10^4-node BA graph (m = 3, ``rho = 0.2``, 6252 leaves): the ``alternating`` proxy does not
-  pass within the default cap (R-hat 1.07 at 32000, 1.13 at 64000; 391 s), while the real private
-  kernel (on another random 20 % split of the same graph) passes at 16000: the proxy's private
-  role (about 11.2k public edges among the leaves) is about twice as dense as the private graph
-  (about 6.0k edges), which slows it; raise
-  ``convergence_max_steps_per_leaf`` to release there;
-- with ``block_leaves = 256`` (:mod:`~privgraph.mechanisms.hrg.blocks`: one chain and one check
-  per public block) the same 10^4-node graph passes in 4.5 s (32 blocks, each at 1000-2000 steps
-  per leaf), MUSAE Facebook's 15,946 leaves in 41 s (64 blocks, 1000-16000) and a 10^5-node BA
-  graph's 63,561 leaves in 59 s (256 blocks);
-- no chain of Cora's size passed below 1000 steps per leaf, not even on an Erdos-Renyi graph
-  (:math:`\hat R` 1.40 at 250, 1.22 at 500, 1.02 at 1000): :data:`MIN_STEPS_PER_LEAF`.
+The measurements behind the constants (Cora, a 10^4-node BA graph, blocks):
+docs/guarantees.md, "The convergence check's measurements".
 
 What this does NOT show: :math:`\hat R` compares chains on the proxy's log-likelihood, a scalar
 summary; it supports convergence of the proxy chain and, through the proxy's likeness, of the
@@ -84,15 +45,14 @@ private one; it does not prove that the private chain is at its stationary law a
 steps. The guarantee says so.
 
 All randomness comes from ``numpy.random.SeedSequence(seed)`` children: ``(0,)`` the proxy's
-synthetic edges, ``(1, c)`` chain ``c``. The result is deterministic given the public inputs and the seed, whatever the
-number of threads.
+synthetic edges, ``(1, c)`` chain ``c``. The result is deterministic given the public inputs and
+the seed, whatever the number of threads.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import copy
-import dataclasses
 import hashlib
 import json
 import math
@@ -104,15 +64,20 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import numba
 from scipy.special import ndtri
 from scipy.stats import rankdata
 
-from privgraph.graph import in_sorted, sorted_unique
 from privgraph.params import check_int
 from privgraph.mechanisms.hrg.blocks import LeafBlocks, run_blocks
-from privgraph.mechanisms.hrg.dendrogram import Dendrogram
 from privgraph.mechanisms.hrg.mcmc import Phase, convergence_stats, run_mcmc
+from privgraph.mechanisms.hrg.proxy import (
+    DEFAULT_PROXY_MEAN_DEGREE,
+    Proxy,
+    check_seed,
+    edge_rr_proxy,
+    priv_hrg_proxy,
+    synthetic_edges,
+)
 
 __all__ = [
     "RHAT_THRESHOLD",
@@ -148,25 +113,17 @@ WARMUP_FRACTION = 0.5
 SAFETY_FACTOR = 2.0
 #: The documented minimum of the steps per leaf of any certified EdgeRR/privHRG chain (the joint
 #: chain, one private phase, privHRG's chain), refused at construction below it; also the check's
-#: first budget. Measured (module docs): no chain on a graph of Cora's size passed the check with
+#: first budget. Measured (docs/guarantees.md): no chain on a graph of Cora's size passed the check with
 #: fewer, not even on a structureless Erdos-Renyi graph (R-hat 1.40 at 250, 1.22 at 500, 1.02 at
 #: 1000 steps per leaf, privHRG's coefficient, 2708 leaves); the real chains needed 4000 or more.
 MIN_STEPS_PER_LEAF = 1000
 #: The default cap of the check's doubling budgets (steps per leaf). A check that has not passed
 #: by then refuses the release.
 MAX_STEPS_PER_LEAF = 64_000
-#: The public mean degree of privHRG's synthetic proxy (an assumption about the private graph's
-#: density, configurable; not read from the data).
-DEFAULT_PROXY_MEAN_DEGREE = 4.0
 #: At most this many trace points per chain are compared (evenly thinned).
 _POINTS = 1000
 #: Trace points recorded per chain over the first budget (more over later ones).
 _TRACE_POINTS_FIRST = 400
-
-
-def check_seed(value: Any, name: str = "convergence_seed") -> int:
-    """A public seed: an int (not bool) ``>= 0``."""
-    return check_int(value, name, minimum=0)
 
 
 def check_convergence_settings(chains: Any, max_steps_per_leaf: Any, seed: Any) -> tuple[int, int, int]:
@@ -251,205 +208,6 @@ def split_rhat(traces: np.ndarray) -> float | None:
     folded = np.abs(split - np.median(split))
     tail = _rhat_plain(_rank_normal(folded))
     return float(max(bulk, tail))
-
-
-# -- proxies ---------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True, eq=False)
-class Proxy:
-    """A target for the check: a dendrogram's leaves and the edges in the public/private roles.
-
-    Attributes:
-        num_nodes: node count of the graph.
-        leaf_nodes: int64 ``[n]`` sorted leaf ids.
-        edges_public, edges_private: int64 ``[2, m]`` edges in the two roles (may share pairs).
-        private_leaf: boolean ``[n]`` mask of the private leaves, or ``None`` (all).
-        info: JSON-able public description (kind, sizes, how it was built).
-        public_leaf: boolean ``[n]`` mask of the public leaves, or ``None`` (the leaves with one
-            of ``edges_public``); a block's proxy carries the whole graph's, as its real chain does.
-    """
-
-    num_nodes: int
-    leaf_nodes: np.ndarray
-    edges_public: np.ndarray
-    edges_private: np.ndarray
-    private_leaf: np.ndarray | None
-    info: dict[str, Any]
-    public_leaf: np.ndarray | None = None
-
-    def dendrogram(self, rng: np.random.Generator) -> Dendrogram:
-        """A random starting dendrogram over the proxy (randomness from ``rng`` only)."""
-        return Dendrogram.random(
-            self.num_nodes, self.leaf_nodes, self.edges_public, self.edges_private, rng,
-            private_leaf=self.private_leaf, allow_shared=True, public_leaf=self.public_leaf,
-        )
-
-
-def _empty() -> np.ndarray:
-    return np.zeros((2, 0), dtype=np.int64)
-
-
-@numba.njit(cache=True)
-def _preferential_attachment(n, m, u):  # pragma: no cover - jitted
-    """Barabasi-Albert on ``0..n-1``: a clique on the first ``m + 1`` nodes, then node ``t`` joins
-    ``m`` earlier nodes, each the end of a uniformly chosen earlier edge end (``u``: pre-drawn
-    uniforms, one per attempt); a repeated pick is dropped. Returns ``(src, dst, count)``."""
-    k0 = min(n, m + 1)
-    cap = k0 * (k0 - 1) // 2 + max(n - k0, 0) * m
-    src = np.empty(cap, dtype=np.int64)
-    dst = np.empty(cap, dtype=np.int64)
-    ends = np.empty(2 * cap + 1, dtype=np.int64)
-    cnt = 0
-    for i in range(k0):
-        for j in range(i + 1, k0):
-            src[cnt] = i
-            dst[cnt] = j
-            ends[2 * cnt] = i
-            ends[2 * cnt + 1] = j
-            cnt += 1
-    picked = np.empty(max(m, 1), dtype=np.int64)
-    q = 0
-    for t in range(k0, n):
-        total = 2 * cnt
-        got = 0
-        for _ in range(m):
-            v = ends[min(int(u[q] * total), total - 1)]
-            q += 1
-            dup = False
-            for z in range(got):
-                if picked[z] == v:
-                    dup = True
-            if dup:
-                continue
-            picked[got] = v
-            got += 1
-        for z in range(got):
-            src[cnt] = picked[z]
-            dst[cnt] = t
-            ends[2 * cnt] = picked[z]
-            ends[2 * cnt + 1] = t
-            cnt += 1
-    return src, dst, cnt
-
-
-def synthetic_edges(
-    num_nodes: int, leaf_nodes: np.ndarray, mean_degree: float, rng: np.random.Generator
-) -> np.ndarray:
-    r"""A public synthetic graph on ``leaf_nodes``: Barabasi-Albert preferential attachment with
-    :math:`m = \max(1, \mathrm{round}(\bar d / 2))` edges per new node (mean degree about
-    :math:`2m`, power-law degrees with exponent 3), nodes in a random order.
-
-    Why this model: the MCMC's mixing is governed by the degree heterogeneity more than by the
-    density (measured on Cora's 2708 nodes, privHRG's coefficient at eps_1 = 0.5, 4 chains: an
-    Erdos-Renyi graph of Cora's size passes R-hat < 1.05 at 1000 steps per leaf, this BA graph
-    (mean degree 4) at 64000, the real Cora graph at 32000); a structureless stand-in would be
-    optimistic.
-    ``O(n m)`` time and memory; randomness from ``rng`` only.
-
-    Returns:
-        np.ndarray: int64 ``[2, k]`` graph node ids, ``u < v``, sorted, no duplicates.
-    """
-    leaf_nodes = np.asarray(leaf_nodes, dtype=np.int64)
-    n = int(leaf_nodes.size)
-    if n < 2:
-        return _empty()
-    m = max(1, int(round(float(mean_degree) / 2.0)))
-    perm = rng.permutation(n)
-    u = rng.random(max(n - m - 1, 0) * m + 1)
-    src, dst, cnt = _preferential_attachment(np.int64(n), np.int64(m), u)
-    a = leaf_nodes[perm[src[:cnt]]]
-    b = leaf_nodes[perm[dst[:cnt]]]
-    keys = sorted_unique(np.minimum(a, b) * np.int64(num_nodes) + np.maximum(a, b))
-    return np.stack([keys // num_nodes, keys % num_nodes]).astype(np.int64)
-
-
-def _union(a: np.ndarray, b: np.ndarray, num_nodes: int) -> np.ndarray:
-    keys = sorted_unique(np.concatenate([a[0] * np.int64(num_nodes) + a[1], b[0] * np.int64(num_nodes) + b[1]]))
-    return np.stack([keys // num_nodes, keys % num_nodes]).astype(np.int64)
-
-
-def edge_rr_proxy(
-    num_nodes: int,
-    leaf_nodes: np.ndarray,
-    edges_public: np.ndarray,
-    private_leaf: np.ndarray | None,
-    seed: int = 0,
-    public_leaf: np.ndarray | None = None,
-) -> Proxy:
-    r"""EdgeRR's public proxy: the public edges among the leaves in both roles (module docs).
-
-    Args:
-        num_nodes (int): node count of the graph.
-        leaf_nodes (np.ndarray): the dendrogram's sorted leaves (public).
-        edges_public (np.ndarray): int64 ``[2, m]`` public edges among the leaves.
-        private_leaf (np.ndarray, optional): mask of the private leaves (``None``: all).
-        seed (int, optional): the PUBLIC seed (child ``(0,)`` draws the top-up edges).
-        public_leaf (np.ndarray, optional): the public leaves (default: the ends of
-            ``edges_public``; a block's proxy passes the whole graph's flags).
-    """
-    seed = check_seed(seed)
-    leaf_nodes = np.asarray(leaf_nodes, dtype=np.int64)
-    pub = np.asarray(edges_public, dtype=np.int64).reshape(2, -1)
-    n = int(leaf_nodes.size)
-    mask = np.ones(n, dtype=bool) if private_leaf is None else np.asarray(private_leaf, dtype=bool)
-    priv_nodes = leaf_nodes[mask]
-    both = in_sorted(pub[0], priv_nodes) & in_sorted(pub[1], priv_nodes) if pub.size else np.zeros(0, bool)
-    role = pub[:, both]
-    floor = (int(priv_nodes.size) + 1) // 2
-    topped = 0
-    if role.shape[1] < floor and priv_nodes.size >= 2:
-        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
-        extra = synthetic_edges(num_nodes, priv_nodes, 2.0, rng)
-        keys_role = role[0] * np.int64(num_nodes) + role[1]
-        keys_extra = extra[0] * np.int64(num_nodes) + extra[1]
-        extra = extra[:, ~in_sorted(keys_extra, sorted_unique(keys_role))]
-        need = floor - role.shape[1]
-        if extra.shape[1] > need:
-            extra = extra[:, np.sort(rng.choice(extra.shape[1], size=need, replace=False))]
-        topped = int(extra.shape[1])
-        role = _union(role, extra, num_nodes)
-    info = {
-        "kind": "public_edges",
-        "description": (
-            "the public edges among the leaves play the public role as in the real chain and the "
-            "private role (those between two private leaves); topped up with edges of a synthetic "
-            "preferential-attachment tree on the private leaves to ceil(|V_pri| / 2), the public "
-            "lower bound of |E_pri|, when fewer"
-        ),
-        "leaves": n,
-        "private_leaves": int(priv_nodes.size),
-        "public_role_edges": int(pub.shape[1]),
-        "private_role_edges": int(role.shape[1]),
-        "synthetic_edges": topped,
-    }
-    return Proxy(int(num_nodes), leaf_nodes, pub, role, None if private_leaf is None else mask, info,
-                 None if public_leaf is None else np.asarray(public_leaf, dtype=bool))
-
-
-def priv_hrg_proxy(
-    num_nodes: int, leaf_nodes: np.ndarray, mean_degree: float = DEFAULT_PROXY_MEAN_DEGREE, seed: int = 0
-) -> Proxy:
-    r"""privHRG's public proxy: a synthetic preferential-attachment graph on the same leaves with
-    the configured public mean degree (:func:`synthetic_edges`); nothing of it read from the data."""
-    seed = check_seed(seed)
-    leaf_nodes = np.asarray(leaf_nodes, dtype=np.int64)
-    n = int(leaf_nodes.size)
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0,)))
-    edges = synthetic_edges(num_nodes, leaf_nodes, mean_degree, rng)
-    info = {
-        "kind": "synthetic_preferential_attachment",
-        "description": (
-            "a Barabasi-Albert graph on the same leaves (m = max(1, round(mean_degree / 2)) edges "
-            "per new node, random node order), mean_degree configured and public; the private "
-            "edge count is never read"
-        ),
-        "leaves": n,
-        "private_leaves": n,
-        "mean_degree": float(mean_degree),
-        "public_role_edges": 0,
-        "private_role_edges": int(edges.shape[1]),
-        "synthetic_edges": int(edges.shape[1]),
-    }
-    return Proxy(int(num_nodes), leaf_nodes, _empty(), edges, None, info)
 
 
 # -- the check -------------------------------------------------------------------------------------
@@ -598,19 +356,12 @@ def _check_key(proxy: Proxy, kernel: Phase, *settings: Any) -> str:
     return h.hexdigest()
 
 
-def _run_check(
-    proxy: Proxy, kernel: Phase, seed: int, chains: int, min_steps: int, max_steps: int, rhat_threshold: float,
-    safety_factor: float, schedule_info: dict[str, Any] | None, threads: int,
-    on_budget: Callable[[dict[str, Any]], None] | None,
+def _new_record(
+    proxy: Proxy, kernel: Phase, chains: int, min_steps: int, max_steps: int, rhat_threshold: float,
+    safety_factor: float, schedule_info: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """The check itself (:func:`convergence_check`, arguments validated there)."""
-    n = int(proxy.leaf_nodes.size)
-    budgets: list[int] = []
-    s = min_steps
-    while s <= max_steps:
-        budgets.append(s)
-        s *= 2
-    record: dict[str, Any] = {
+    """The check's record before any budget has run: its method, inputs and settings, not passed."""
+    return {
         "method": (
             f"{chains} chains from independent random dendrograms on a PUBLIC proxy target, each "
             f"continued through budgets doubling from {min_steps} steps per leaf; rank-normalized "
@@ -638,6 +389,21 @@ def _run_check(
             "not prove that the private chain is at its stationary law after the recorded steps"
         ),
     }
+
+
+def _run_check(
+    proxy: Proxy, kernel: Phase, seed: int, chains: int, min_steps: int, max_steps: int, rhat_threshold: float,
+    safety_factor: float, schedule_info: dict[str, Any] | None, threads: int,
+    on_budget: Callable[[dict[str, Any]], None] | None,
+) -> dict[str, Any]:
+    """The check itself (:func:`convergence_check`, arguments validated there)."""
+    n = int(proxy.leaf_nodes.size)
+    budgets: list[int] = []
+    s = min_steps
+    while s <= max_steps:
+        budgets.append(s)
+        s *= 2
+    record = _new_record(proxy, kernel, chains, min_steps, max_steps, rhat_threshold, safety_factor, schedule_info)
     if n < 3:  # at most one dendrogram: every chain is at its stationary law
         record.update(passed=True, passed_steps_per_leaf=min_steps,
                       required_steps_per_leaf=int(math.ceil(safety_factor * min_steps)),
