@@ -73,6 +73,38 @@ def _read_raw(raw_dir: Path, name: str) -> Any:
         raise GraphValidationError(f"{raw_dir}: cannot read Planetoid files ind.{name}.*: {exc}") from exc
 
 
+def _source_dir(key: str, pyg_name: str, raw_dir: Path, cache: Path, download: bool) -> Path:
+    """Where the raw files are: ``raw_dir``, else the cache's copy, else a fresh download into the
+    cache (when allowed and the network is reachable); DatasetNotFoundError naming both places."""
+    missing = _missing(raw_dir, key)
+    if not missing:
+        return raw_dir
+    cached_raw = cache / pyg_name / "raw"
+    if not _missing(cached_raw, key):
+        return cached_raw
+    if download and _network_reachable():
+        try:
+            source_dir = _download(pyg_name, cache)
+        except Exception as exc:
+            raise DatasetNotFoundError(
+                f"Planetoid {pyg_name}: raw files absent from {raw_dir} and the download into "
+                f"{cache} failed: {exc}"
+            ) from exc
+        still = _missing(source_dir, key)
+        if still:
+            raise DatasetNotFoundError(
+                f"Planetoid {pyg_name}: download into {cache} did not produce {still}"
+            )
+        return source_dir
+    why = "downloads are disabled" if not download else "the network is unreachable"
+    raise DatasetNotFoundError(
+        f"Planetoid {pyg_name} not found: looked in {raw_dir} (missing {missing}; expected "
+        f"ind.{key}.{{{','.join(RAW_SUFFIXES)}}}) and in the cache {cached_raw}, and "
+        f"{why}. Set PRIVGRAPH_DATA_ROOT to a directory containing "
+        f"planetoid/{pyg_name}/raw/ (or pass root=...)."
+    )
+
+
 def load_planetoid(
     name: str,
     root: Path | str,
@@ -106,35 +138,7 @@ def load_planetoid(
     pyg_name = PLANETOID_NAMES[key]
     raw_dir = Path(root).expanduser() / "planetoid" / pyg_name / "raw"
     cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    cached_raw = cache / pyg_name / "raw"
-
-    source_dir = raw_dir
-    missing = _missing(raw_dir, key)
-    if missing:
-        if not _missing(cached_raw, key):
-            source_dir = cached_raw
-        elif download and _network_reachable():
-            try:
-                source_dir = _download(pyg_name, cache)
-            except Exception as exc:
-                raise DatasetNotFoundError(
-                    f"Planetoid {pyg_name}: raw files absent from {raw_dir} and the download into "
-                    f"{cache} failed: {exc}"
-                ) from exc
-            still = _missing(source_dir, key)
-            if still:
-                raise DatasetNotFoundError(
-                    f"Planetoid {pyg_name}: download into {cache} did not produce {still}"
-                )
-        else:
-            why = "downloads are disabled" if not download else "the network is unreachable"
-            raise DatasetNotFoundError(
-                f"Planetoid {pyg_name} not found: looked in {raw_dir} (missing {missing}; expected "
-                f"ind.{key}.{{{','.join(RAW_SUFFIXES)}}}) and in the cache {cached_raw}, and "
-                f"{why}. Set PRIVGRAPH_DATA_ROOT to a directory containing "
-                f"planetoid/{pyg_name}/raw/ (or pass root=...)."
-            )
-
+    source_dir = _source_dir(key, pyg_name, raw_dir, cache, download)
     data = _read_raw(source_dir, key)
     x = data.x.numpy().astype(np.float32, copy=False)
     y = data.y.numpy().astype(np.int64, copy=False)

@@ -149,88 +149,104 @@ def read_node_split(
     suffix = path.suffix.lower()
     if not path.is_file():
         raise DatasetNotFoundError(f"split file not found: {path}")
-    part = np.full(n, -1, dtype=np.int8)  # index into SPLIT_PARTS, -1: in no part
     if suffix == ".json":
-        import json
-
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise GraphValidationError(f"{path}: not valid JSON: {exc}") from None
-        if not isinstance(doc, dict):
-            raise GraphValidationError(f"{path}: expected an object with keys {list(SPLIT_PARTS)}, got {type(doc).__name__}")
-        unknown = [k for k in doc if k not in SPLIT_PARTS]
-        missing = [k for k in SPLIT_PARTS if k not in doc]
-        if unknown or missing:
-            raise GraphValidationError(
-                f"{path}: " + (f"unknown key(s) {unknown}" if unknown else f"missing key(s) {missing}")
-                + f"; expected exactly {list(SPLIT_PARTS)}"
-            )
-        for i, name in enumerate(SPLIT_PARTS):
-            v = doc[name]
-            where = f"{path}: key {name!r}"
-            if not isinstance(v, list):
-                raise GraphValidationError(f"{where}: expected a list of node ids or {n} booleans, got {type(v).__name__}")
-            if v and all(isinstance(t, bool) for t in v):
-                if len(v) != n:
-                    raise GraphValidationError(f"{where}: a boolean mask of {len(v)} entries; the graph has {n} nodes")
-                ids = np.flatnonzero(np.asarray(v, dtype=bool))
-            else:
-                bad = [j for j, t in enumerate(v) if isinstance(t, bool) or not isinstance(t, int)]
-                if bad:
-                    raise GraphValidationError(
-                        f"{where}: entry {bad[0]} is {v[bad[0]]!r}; expected node ids (integers) or {n} booleans"
-                    )
-                ids = np.asarray(v, dtype=np.int64)
-                out = np.flatnonzero((ids < 0) | (ids >= n))
-                if out.size:
-                    raise GraphValidationError(
-                        f"{where}: node id {int(ids[out[0]])} (entry {int(out[0])}) outside 0..{n - 1}"
-                    )
-                uniq, counts = np.unique(ids, return_counts=True)
-                if (counts > 1).any():
-                    raise GraphValidationError(f"{where}: node id {int(uniq[counts > 1][0])} listed twice")
-            clash = ids[part[ids] >= 0]
-            if clash.size:
-                raise GraphValidationError(
-                    f"{where}: node {int(clash[0])} is also in {SPLIT_PARTS[part[clash[0]]]!r}; the parts must be disjoint"
-                )
-            part[ids] = i
-        _check_parts(part, labelled, str(path), lambda rows: f"nodes {_node_list(rows)}")
+        part = _json_parts(path, n, labelled)
     elif suffix == ".csv":
-        from privgraph.datasets.generic import _Table
-
-        tab = _Table.read(path, typed={"id": "int"})
-        cols = [str(c) for c in tab.df.columns]
-        if sorted(cols) == ["id", "split"]:
-            ids = tab.node_ids(n)
-        elif cols == ["split"]:
-            if len(tab.df) != n:
-                raise GraphValidationError(
-                    f"{path}: {len(tab.df)} rows in the one-column split file; the graph has {n} nodes (row i is node i)"
-                )
-            ids = np.arange(n, dtype=np.int64)
-        else:
-            raise GraphValidationError(
-                f"{path}: cannot read a split from columns {cols}; expected columns id,split or one column split"
-            )
-        text = tab.df["split"].astype(object).where(tab.df["split"].notna(), "").astype(str).str.strip().str.lower()
-        known = text.isin(SPLIT_PARTS + ("",)).to_numpy()
-        if not known.all():
-            bad = np.flatnonzero(~known)
-            raise GraphValidationError(
-                f"column 'split': values other than train, val, test or empty at {tab.where(bad)} "
-                f"(first: {tab.df['split'].iloc[int(bad[0])]!r})"
-            )
-        lookup = {name: i for i, name in enumerate(SPLIT_PARTS)}
-        code = np.array([lookup.get(t, -1) for t in text], dtype=np.int8)
-        part[ids] = code
-        row_of = np.full(n, -1, dtype=np.int64)
-        row_of[ids] = np.arange(ids.size)
-        _check_parts(part, labelled, str(path), lambda rows: tab.where(row_of[rows]))
+        part = _csv_parts(path, n, labelled)
     else:
         raise GraphValidationError(f"{path}: unsupported split file type {suffix or '(none)'!r}; expected .json or .csv")
     return part == 0, part == 1, part == 2
+
+
+def _json_parts(path: Path, n: int, labelled: np.ndarray | None) -> np.ndarray:
+    """A ``.json`` split file as each node's part (index into :data:`SPLIT_PARTS`, -1: none)."""
+    import json
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise GraphValidationError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise GraphValidationError(f"{path}: expected an object with keys {list(SPLIT_PARTS)}, got {type(doc).__name__}")
+    unknown = [k for k in doc if k not in SPLIT_PARTS]
+    missing = [k for k in SPLIT_PARTS if k not in doc]
+    if unknown or missing:
+        raise GraphValidationError(
+            f"{path}: " + (f"unknown key(s) {unknown}" if unknown else f"missing key(s) {missing}")
+            + f"; expected exactly {list(SPLIT_PARTS)}"
+        )
+    part = np.full(n, -1, dtype=np.int8)  # index into SPLIT_PARTS, -1: in no part
+    for i, name in enumerate(SPLIT_PARTS):
+        where = f"{path}: key {name!r}"
+        ids = _json_part_ids(doc[name], n, where)
+        clash = ids[part[ids] >= 0]
+        if clash.size:
+            raise GraphValidationError(
+                f"{where}: node {int(clash[0])} is also in {SPLIT_PARTS[part[clash[0]]]!r}; the parts must be disjoint"
+            )
+        part[ids] = i
+    _check_parts(part, labelled, str(path), lambda rows: f"nodes {_node_list(rows)}")
+    return part
+
+
+def _json_part_ids(v: Any, n: int, where: str) -> np.ndarray:
+    """One part of a ``.json`` split (a list of node ids, or ``n`` booleans) as node ids."""
+    if not isinstance(v, list):
+        raise GraphValidationError(f"{where}: expected a list of node ids or {n} booleans, got {type(v).__name__}")
+    if v and all(isinstance(t, bool) for t in v):
+        if len(v) != n:
+            raise GraphValidationError(f"{where}: a boolean mask of {len(v)} entries; the graph has {n} nodes")
+        return np.flatnonzero(np.asarray(v, dtype=bool))
+    bad = [j for j, t in enumerate(v) if isinstance(t, bool) or not isinstance(t, int)]
+    if bad:
+        raise GraphValidationError(
+            f"{where}: entry {bad[0]} is {v[bad[0]]!r}; expected node ids (integers) or {n} booleans"
+        )
+    ids = np.asarray(v, dtype=np.int64)
+    out = np.flatnonzero((ids < 0) | (ids >= n))
+    if out.size:
+        raise GraphValidationError(
+            f"{where}: node id {int(ids[out[0]])} (entry {int(out[0])}) outside 0..{n - 1}"
+        )
+    uniq, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        raise GraphValidationError(f"{where}: node id {int(uniq[counts > 1][0])} listed twice")
+    return ids
+
+
+def _csv_parts(path: Path, n: int, labelled: np.ndarray | None) -> np.ndarray:
+    """A ``.csv`` split file (``id,split`` or one column ``split``) as each node's part."""
+    from privgraph.datasets.table import _Table
+
+    tab = _Table.read(path, typed={"id": "int"})
+    cols = [str(c) for c in tab.df.columns]
+    if sorted(cols) == ["id", "split"]:
+        ids = tab.node_ids(n)
+    elif cols == ["split"]:
+        if len(tab.df) != n:
+            raise GraphValidationError(
+                f"{path}: {len(tab.df)} rows in the one-column split file; the graph has {n} nodes (row i is node i)"
+            )
+        ids = np.arange(n, dtype=np.int64)
+    else:
+        raise GraphValidationError(
+            f"{path}: cannot read a split from columns {cols}; expected columns id,split or one column split"
+        )
+    text = tab.df["split"].astype(object).where(tab.df["split"].notna(), "").astype(str).str.strip().str.lower()
+    known = text.isin(SPLIT_PARTS + ("",)).to_numpy()
+    if not known.all():
+        bad = np.flatnonzero(~known)
+        raise GraphValidationError(
+            f"column 'split': values other than train, val, test or empty at {tab.where(bad)} "
+            f"(first: {tab.df['split'].iloc[int(bad[0])]!r})"
+        )
+    lookup = {name: i for i, name in enumerate(SPLIT_PARTS)}
+    part = np.full(n, -1, dtype=np.int8)
+    part[ids] = np.array([lookup.get(t, -1) for t in text], dtype=np.int8)
+    row_of = np.full(n, -1, dtype=np.int64)
+    row_of[ids] = np.arange(ids.size)
+    _check_parts(part, labelled, str(path), lambda rows: tab.where(row_of[rows]))
+    return part
 
 
 def _node_list(rows: np.ndarray) -> str:

@@ -161,7 +161,6 @@ def _sbm_edges(
     return np.zeros((2, 0), dtype=np.int64)
 
 
-
 def sbm_graph(
     num_nodes: int,
     *,
@@ -221,29 +220,10 @@ def sbm_graph(
 
     edges = _sbm_edges(rng_edges, y, members, sizes, starts, avg_degree, homophily)
 
-    x = None
-    if d:
-        mu = rng_features.standard_normal((k, d), dtype=np.float32) * np.float32(feature_signal)
-        x = rng_features.standard_normal((n, d), dtype=np.float32)
-        x += mu[y]
-        expit(x, out=x)
-
+    x = _sbm_features(rng_features, y, k, d, feature_signal) if d else None
     train_mask, val_mask, test_mask = random_node_split(n, train=train, val=val, seed=rng_split)
-    meta: dict[str, Any] = {
-        "name": "sbm",
-        "source": "synthetic: stochastic block model (privgraph.datasets.sbm_graph)",
-        "params": {
-            "num_nodes": n,
-            "num_classes": k,
-            "avg_degree": avg_degree,
-            "homophily": homophily,
-            "num_features": d,
-            "feature_signal": feature_signal,
-        },
-        "feature_bounds": [0.0, 1.0],
-        "feature_bounds_source": "generator definition (sigmoid of Gaussian features)",
-        "split": f"random node split {train:g}/{val:g}/{1 - train - val:g} (seeded)",
-    }
+    params = {"num_nodes": n, "num_classes": k, "avg_degree": avg_degree, "homophily": homophily,
+              "num_features": d, "feature_signal": feature_signal}
     return GraphData(
         num_nodes=n,
         x=x,
@@ -252,5 +232,26 @@ def sbm_graph(
         train_mask=train_mask,
         val_mask=val_mask,
         test_mask=test_mask,
-        meta=meta,
+        meta=_sbm_meta(params, train, val),
     )
+
+
+def _sbm_features(rng: np.random.Generator, y: np.ndarray, k: int, d: int, feature_signal: float) -> np.ndarray:
+    """float32 ``[n, d]`` features ``sigmoid(mu[y] + N(0, I))``, class means ``mu ~ N(0, signal^2 I)``."""
+    mu = rng.standard_normal((k, d), dtype=np.float32) * np.float32(feature_signal)
+    x = rng.standard_normal((y.size, d), dtype=np.float32)
+    x += mu[y]
+    expit(x, out=x)
+    return x
+
+
+def _sbm_meta(params: dict[str, Any], train: float, val: float) -> dict[str, Any]:
+    """The SBM graph's ``meta``: its parameters, the public feature bounds [0, 1] and the split."""
+    return {
+        "name": "sbm",
+        "source": "synthetic: stochastic block model (privgraph.datasets.sbm_graph)",
+        "params": params,
+        "feature_bounds": [0.0, 1.0],
+        "feature_bounds_source": "generator definition (sigmoid of Gaussian features)",
+        "split": f"random node split {train:g}/{val:g}/{1 - train - val:g} (seeded)",
+    }

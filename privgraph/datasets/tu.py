@@ -183,6 +183,45 @@ def _node_features(files: dict[str, Path], num_nodes_total: int, ind_name: str) 
     return x_all, features
 
 
+def _check_edge_rows(edges: np.ndarray, a_lines: np.ndarray, a_path: Path, ind_path: Path, g_of: np.ndarray) -> None:
+    """Every edge ``[2, m]`` (0-based global ids) joins two nodes of one graph (``g_of``: each
+    node's graph); else one line naming ``a_path`` and the edge's line."""
+    num_nodes_total = g_of.shape[0]
+    out = np.flatnonzero(((edges < 0) | (edges >= num_nodes_total)).any(0))
+    if out.size:
+        i = int(out[0])
+        raise GraphValidationError(
+            f"{a_path}: line {a_lines[i]}: node id out of range 1..{num_nodes_total} "
+            f"(edge {int(edges[0, i]) + 1}, {int(edges[1, i]) + 1}; {ind_path.name} lists {num_nodes_total} nodes)"
+        )
+    cross = np.flatnonzero(g_of[edges[0]] != g_of[edges[1]])
+    if cross.size:
+        i = int(cross[0])
+        u, v = int(edges[0, i]), int(edges[1, i])
+        raise GraphValidationError(
+            f"{a_path}: line {a_lines[i]}: edge {u + 1}, {v + 1} joins graph {g_of[u] + 1} and graph {g_of[v] + 1}"
+        )
+
+
+def _split_by_graph(
+    edges: np.ndarray, g_of: np.ndarray, counts: np.ndarray, x_all: np.ndarray | None, name: str
+) -> list[GraphData]:
+    """One GraphData per graph: local ids, self-loops and repeated (either direction) edges dropped."""
+    num_graphs = counts.shape[0]
+    start = np.zeros(num_graphs + 1, dtype=np.int64)
+    np.cumsum(counts, out=start[1:])
+    order = np.argsort(g_of[edges[0]], kind="stable")
+    edges = edges[:, order]
+    e_start = np.searchsorted(g_of[edges[0]], np.arange(num_graphs + 1))
+    graphs = []
+    for gi in range(num_graphs):
+        local = edges[:, e_start[gi] : e_start[gi + 1]] - start[gi]
+        x = None if x_all is None else x_all[start[gi] : start[gi + 1]]
+        graphs.append(GraphData.from_edges(int(counts[gi]), local, drop_self_loops=True, deduplicate=True, x=x,
+                                           meta={"name": name, "graph_index": gi}))
+    return graphs
+
+
 def load_tu(
     root: str | Path,
     name: str,
@@ -222,40 +261,14 @@ def load_tu(
     num_nodes_total = ind.shape[0]
 
     counts = _check_indicator(ind, ind_lines, ind_path, lab_path, num_graphs)
-    start = np.zeros(num_graphs + 1, dtype=np.int64)
-    np.cumsum(counts, out=start[1:])
 
     edges, a_lines = _read_table(a_path, kind="int", ncols=2, what="one edge 'u, v' per line, 1-based node ids",
                                   allow_empty=True)
     edges = edges.T - 1  # [2, m], 0-based global ids
-    out = np.flatnonzero(((edges < 0) | (edges >= num_nodes_total)).any(0))
-    if out.size:
-        i = int(out[0])
-        raise GraphValidationError(
-            f"{a_path}: line {a_lines[i]}: node id out of range 1..{num_nodes_total} "
-            f"(edge {int(edges[0, i]) + 1}, {int(edges[1, i]) + 1}; {ind_path.name} lists {num_nodes_total} nodes)"
-        )
     g_of = ind - 1
-    cross = np.flatnonzero(g_of[edges[0]] != g_of[edges[1]])
-    if cross.size:
-        i = int(cross[0])
-        u, v = int(edges[0, i]), int(edges[1, i])
-        raise GraphValidationError(
-            f"{a_path}: line {a_lines[i]}: edge {u + 1}, {v + 1} joins graph {g_of[u] + 1} and graph {g_of[v] + 1}"
-        )
-
+    _check_edge_rows(edges, a_lines, a_path, ind_path, g_of)
     x_all, features = _node_features(files, num_nodes_total, ind_path.name)
-
-    # per graph: local ids, self-loops and repeated (either direction) edges dropped
-    order = np.argsort(g_of[edges[0]], kind="stable")
-    edges = edges[:, order]
-    e_start = np.searchsorted(g_of[edges[0]], np.arange(num_graphs + 1))
-    graphs = []
-    for gi in range(num_graphs):
-        local = edges[:, e_start[gi] : e_start[gi + 1]] - start[gi]
-        x = None if x_all is None else x_all[start[gi] : start[gi + 1]]
-        graphs.append(GraphData.from_edges(int(counts[gi]), local, drop_self_loops=True, deduplicate=True, x=x,
-                                           meta={"name": name, "graph_index": gi}))
+    graphs = _split_by_graph(edges, g_of, counts, x_all, name)
 
     values, y = np.unique(graph_labels, return_inverse=True)
     if values.size < 2:
