@@ -3,24 +3,29 @@
 The MCMC's length comes from the PUBLIC convergence check
 (:mod:`privgraph.mechanisms.hrg.convergence`). Measurements behind its defaults (this repository's
 ``benchmarks/edge_mechanisms.py --convergence``; 2-core machine, 4 chains; R-hat: rank-normalized
-split, bar 1.05; figures in the module docs of :mod:`privgraph.mechanisms.hrg.convergence`).
+split, bar 1.05): docs/guarantees.md, "The convergence check's measurements". The budget's split
+and the steps' choice, shared with privHRG: :mod:`privgraph.mechanisms.edges.hrg_settings`.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
-from privgraph.errors import ValidationFailedError
 from privgraph.graph import GraphData, in_sorted, sorted_unique
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.params import check_epsilon, check_int, check_probability
-from privgraph.mechanisms.base import MIN_EXACT_EPSILON, EpsilonRange, check_generator
+from privgraph.params import check_int, check_probability
+from privgraph.mechanisms.base import EpsilonRange, check_generator
 from privgraph.mechanisms.edges.dprr import merge_with_public
+from privgraph.mechanisms.edges.hrg_settings import (
+    HRG_EPSILON_RANGE,
+    _threshold,
+    check_steps,
+    chosen_steps,
+    fit_schedule,
+    split_budget,
+)
 from privgraph.mechanisms.hrg.blocks import LeafBlocks, bisection_blocks, block_edges, check_block_leaves
 from privgraph.mechanisms.hrg.convergence import (
     CHECK_CHAINS,
@@ -35,123 +40,14 @@ from privgraph.mechanisms.hrg.convergence import (
     edge_rr_proxy,
 )
 from privgraph.mechanisms.hrg.fit import FittedHRG, fit_hrg
-from privgraph.mechanisms.hrg.mcmc import (
-    EXPONENT_RANGE,
-    MAX_EXPONENT_EPSILON,
-    Phase,
-    exponent,
-    private_sensitivity,
-)
+from privgraph.mechanisms.hrg.mcmc import Phase, exponent, private_sensitivity
 from privgraph.mechanisms.hrg.noisy_prob import TAU_B, TAU_C, NoisyDendrogram
 from privgraph.mechanisms.hrg.sample import sample_all, sample_internal_nodes, split_internal_nodes
-from privgraph.mechanisms.sampling import DISCRETE_LAPLACE_RANGE
 
 __all__ = ["EdgeRR", "HRG_EPSILON_RANGE", "split_budget", "check_steps", "chosen_steps", "fit_schedule"]
 
 _LEAVES = ("private", "all")
 _SCHEDULES = ("alternating", "joint")
-
-#: The configured budget of EdgeRR and privHRG: eps = eps_e1 + eps_e2, each part checked with the
-#: split (:func:`split_budget`): eps_e1 against the MCMC's range
-#: (:data:`~privgraph.mechanisms.hrg.mcmc.EXPONENT_RANGE`, ``[2^-20, 13]``), eps_e2 against the
-#: discrete Laplace noise's (:data:`~privgraph.mechanisms.sampling.DISCRETE_LAPLACE_RANGE`). The
-#: bounds are those of the default split (``eps1_share = 0.5``): ``[2^-19, 26]``.
-HRG_EPSILON_RANGE = EpsilonRange(
-    low=2.0 * MIN_EXACT_EPSILON,
-    high=2.0 * MAX_EXPONENT_EPSILON,
-    note=(
-        "epsilon = eps_e1 + eps_e2; eps_e1 = eps1_share * epsilon is the MCMC's exponent (one "
-        "53-bit uniform per accept test: the neighbouring ratio e^eps_e1 is realised to a relative "
-        "2^-53 e^eps_e1, so eps_e1 <= 13) and eps_e2 the discrete Laplace noise of the edge counts "
-        "(in the range of sampling.DISCRETE_LAPLACE_RANGE); each part must be >= 2^-20 (both parts "
-        "are checked with the split); [2^-19, 26] are the bounds at the default eps1_share 0.5"
-    ),
-)
-
-
-def check_steps(value: Any, name: str) -> float:
-    """Validate a steps-per-leaf count: a real number (not bool), finite, >= 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be finite and >= 0, got {v}")
-    return v
-
-
-def split_budget(epsilon: float, share: float, *, owner: str = "") -> tuple[float, float]:
-    """``(eps1, eps2) = (share * epsilon, epsilon - eps1)`` with ``eps1 + eps2 <= epsilon`` in floats.
-
-    ``eps1`` (the MCMC's exponent) is checked against
-    :data:`~privgraph.mechanisms.hrg.mcmc.EXPONENT_RANGE`, ``eps2`` (the discrete Laplace noise of
-    CalculateNoisyProb) against :data:`~privgraph.mechanisms.sampling.DISCRETE_LAPLACE_RANGE`; a
-    ``ValueError`` names the part, prefixed by ``owner``.
-    """
-    epsilon = check_epsilon(epsilon, "epsilon")
-    eps1 = epsilon * share
-    eps2 = epsilon - eps1
-    while eps2 > 0 and eps1 + eps2 > epsilon:  # never let float rounding overspend
-        eps2 = math.nextafter(eps2, 0.0)
-    if not (eps1 > 0 and eps2 > 0):
-        raise ValueError(f"epsilon={epsilon} with eps1_share={share} leaves a budget of 0 for one part")
-    EXPONENT_RANGE.check(eps1, "eps_e1 (eps1_share * epsilon: the MCMC's exponential-mechanism budget)", owner)
-    DISCRETE_LAPLACE_RANGE.check(
-        eps2, "eps_e2 (epsilon - eps_e1: the discrete Laplace noise of CalculateNoisyProb)", owner
-    )
-    return eps1, eps2
-
-
-def _threshold(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be finite and >= 0, got {v}")
-    return v
-
-
-def chosen_steps(configured: float | str, record: dict[str, Any], owner: str, what: str) -> float:
-    """The chain's steps per leaf: the check's ``required_steps_per_leaf`` for ``"auto"``, else
-    ``configured`` once it reaches it.
-
-    Raises:
-        ValidationFailedError: the public check did not pass within its cap, or ``configured`` is
-            below what it requires (exit code 3; raised before the private chain runs).
-    """
-    if not record.get("passed"):
-        raise ValidationFailedError(
-            f"{owner}: the public convergence check did not pass within its cap of "
-            f"{record.get('max_steps_per_leaf')} MCMC steps per leaf (R-hat < "
-            f"{record.get('rhat_threshold')} on a public proxy of {record['proxy'].get('leaves')} "
-            f"leaves): the chain cannot be charged as an exponential mechanism, refusing to release; "
-            f"raise convergence_max_steps_per_leaf, set block_leaves (one chain per public block of at most "
-            f"that many leaves; e.g. 256) or use another edge mechanism"
-        )
-    required = float(record["required_steps_per_leaf"])
-    if configured == "auto":
-        return required
-    if float(configured) < required:
-        raise ValidationFailedError(
-            f"{owner}: the configured {what} = {float(configured):g} MCMC steps per leaf are below "
-            f"what the public convergence check needs: {required:g} (= {record.get('safety_factor')} "
-            f"x {record.get('passed_steps_per_leaf')}, the first budget whose {record.get('chains')} "
-            f"chains on the public proxy reached R-hat < {record.get('rhat_threshold')}); set them to "
-            f"'auto' or to at least {required:g}"
-        )
-    return float(configured)
-
-
-def fit_schedule(
-    make: Callable[[int, float, float | None], list[Phase]], steps: float | None, auto: bool,
-    record: dict[str, Any], blocks: LeafBlocks | None,
-) -> Callable[[int, float], list[Phase]] | list[Callable[[int, float], list[Phase]]]:
-    """The ``schedule`` of :func:`~privgraph.mechanisms.hrg.fit.fit_hrg`: ``make(n, a_pri, steps)``,
-    or with ``blocks`` one callable per block, each block at its own check's
-    ``required_steps_per_leaf`` under ``auto`` (else every block at ``steps``)."""
-    if blocks is None:
-        return lambda n, a: make(n, a, steps)
-    per_block = [float(b["required_steps_per_leaf"]) if auto else steps for b in record["per_block"]]
-    return [lambda n, a, s=s: make(n, a, s) for s in per_block]
 
 
 class EdgeRR:
