@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.label_denoising import _Targets, _training_targets
-from privgraph.model_inputs import _KPROP, EDGE_SETS, InputCache, _check_choice, _torch_seed
+from privgraph.model_inputs import _KPROP, EDGE_SETS, InputCache, _check_choice, _Inputs, _torch_seed
 from privgraph.models import GAT, GCN, GIN, GAPClassifier, GraphSAGE, KProp
 from privgraph.models.sparse import quiet_sparse_beta
 from privgraph.params import check_int
@@ -269,46 +269,25 @@ class TrainedClassifier:
 
 
 def fit_node_classifier(
-    graph: GraphData,
-    *,
-    seed: int | np.random.SeedSequence,
-    edges: str = "all",
-    hidden: int = 64,
-    epochs: int = 200,
-    lr: float = 0.01,
-    weight_decay: float = 5e-4,
-    dropout: float = 0.5,
-    aggr: str | None = None,
-    device: str = "auto",
-    patience: int | None = 25,
-    eval_y: np.ndarray | None = None,
-    model: str = "gcn",
-    kprop_features: int = 0,
-    kprop_labels: int = 0,
-    drop: bool = False,
-    label_epsilon: float | None = None,
-    label_classes: int | None = None,
-    feature_dim: int | None = None,
-    kprop_search: Sequence[int] | None = None,
-    kprop_search_labels: bool = True,
-    progress: ProgressCallback | None = None,
-    propagate_val_labels: bool = True,
-    input_cache: InputCache | None = None,
+    graph: GraphData, *, seed: int | np.random.SeedSequence, edges: str = "all", hidden: int = 64, epochs: int = 200,
+    lr: float = 0.01, weight_decay: float = 5e-4, dropout: float = 0.5, aggr: str | None = None, device: str = "auto",
+    patience: int | None = 25, eval_y: np.ndarray | None = None, model: str = "gcn", kprop_features: int = 0,
+    kprop_labels: int = 0, drop: bool = False, label_epsilon: float | None = None, label_classes: int | None = None,
+    feature_dim: int | None = None, kprop_search: Sequence[int] | None = None, kprop_search_labels: bool = True,
+    progress: ProgressCallback | None = None, propagate_val_labels: bool = True, input_cache: InputCache | None = None,
 ) -> TrainedClassifier:
     r"""Train a 2-layer GNN (:class:`~privgraph.models.GCN`, :class:`~privgraph.models.GraphSAGE`,
     :class:`~privgraph.models.GAT` or :class:`~privgraph.models.GIN`) on ``graph.train_mask`` in
-    full batch; the epoch of best validation accuracy is kept (:func:`_train_loop`). Validation is
-    always against ``graph.y`` (on a private graph, the noisy labels: no clean label is needed).
-    LPGNN's denoising is described in the module docstring (all off by default, and then the run
-    is bit-identical to one without those arguments).
+    full batch; the epoch of best validation accuracy against ``graph.y`` is kept (:func:`_train_loop`).
+    LPGNN's denoising (the module docstring) is off by default, and then the run is bit-identical to
+    one without those arguments (reasoning: docs/evaluation-cost.md, The evaluation's design).
 
     Args:
         graph (GraphData): needs ``x``, single-label ``y`` and all three masks.
         seed (int or SeedSequence): seeds the run's :class:`torch.Generator` (initial parameters,
             dropout masks): same seed, graph and arguments, bit-identical results on the CPU.
-        edges (str): ``"all"``, ``"public"``, ``"private"`` or ``"none"``: the feature-only floor
-            (every closed neighbourhood is the node itself, so the same models become MLPs of the
-            same architecture, initial parameters and dropout draws) (default: ``"all"``).
+        edges (str): ``"all"``, ``"public"``, ``"private"`` or ``"none"`` (the feature-only floor:
+            the same models as MLPs) (default: ``"all"``).
         hidden, epochs, lr, weight_decay, dropout, patience: the hidden width, the epoch cap, Adam's
             rate and L2 penalty, the dropout before each layer (the first: sparse input only,
             :func:`_model_input`), the patience (``None``: no early stop) (64, 200, 0.01, 5e-4, 0.5, 25).
@@ -316,18 +295,16 @@ def fit_node_classifier(
             ``None``: the model's own).
         device (str): see :func:`choose_device` (default: ``"auto"``).
         eval_y (np.ndarray, optional): labels ``[n]`` that ``test_acc`` is scored against instead
-            of ``graph.y`` (:func:`evaluate_utility` passes the owner's raw labels); training and
-            model selection read ``graph.y`` only.
+            of ``graph.y``; training and model selection read ``graph.y`` only.
         model (str): ``"gcn"``, ``"sage"``, ``"gat"`` (8 heads; ``hidden`` a multiple of 8),
             ``"gin"``, or ``"gap"``: GAP's classification module over ``graph.aggregates``, with
             ``edges="none"`` (default: ``"gcn"``).
         kprop_features, kprop_labels, drop, label_epsilon, label_classes, propagate_val_labels:
             LPGNN's denoising (the module docstring); ``label_classes``, a PUBLIC count, also sizes
             the output layer (:func:`output_classes`).
-        kprop_search (sequence of int, optional): LPGNN's search of the KProp steps
-            (:func:`search_kprop`; ``kprop_features`` and ``kprop_labels`` then 0).
-        kprop_search_labels (bool): the search's grid covers ``K_y`` too (LPGNN's); ``False``:
-            ``K_x`` only, ``K_y = 0`` (labels that were not randomized) (default: ``True``).
+        kprop_search (sequence of int, optional), kprop_search_labels (bool), progress: LPGNN's
+            search of the KProp steps (:func:`search_kprop`; ``kprop_features`` and ``kprop_labels``
+            then 0), over ``K_y`` too unless ``kprop_search_labels`` is ``False`` (``K_y = 0``).
         feature_dim (int, optional): project DENSE features onto their first ``feature_dim``
             principal axes (:func:`principal_basis`; post-processing) (default: ``None``: off).
         input_cache (InputCache, optional): reuse inputs prepared for ``graph`` before (same result).
@@ -344,9 +321,8 @@ def fit_node_classifier(
         if kprop_features or kprop_labels:
             raise ValueError("train_node_classifier: kprop_search chooses kprop_features and kprop_labels; leave them 0")
         return search_kprop(graph, kprop_search, labels=kprop_search_labels, seed=seed, edges=edges, hidden=hidden,
-                            epochs=epochs, lr=lr,
-                            weight_decay=weight_decay, dropout=dropout, aggr=aggr, device=device, patience=patience,
-                            eval_y=eval_y, model=model, drop=drop, label_epsilon=label_epsilon,
+                            epochs=epochs, lr=lr, weight_decay=weight_decay, dropout=dropout, aggr=aggr, device=device,
+                            patience=patience, eval_y=eval_y, model=model, drop=drop, label_epsilon=label_epsilon,
                             label_classes=label_classes, feature_dim=feature_dim, progress=progress,
                             input_cache=input_cache)
     eval_y = _check_fit_args(graph, edges=edges, model=model, hidden=hidden, epochs=epochs, lr=lr,
@@ -355,8 +331,7 @@ def fit_node_classifier(
                              label_classes=label_classes, feature_dim=feature_dim, eval_y=eval_y)
     model_cls = MODELS[_check_choice(model, "model", tuple(MODELS))]
     # the output layer is sized from the trained graph and public configuration only, never from
-    # eval_y: for a version, eval_y holds raw labels, and a layer sized by their largest class
-    # would make the version's shareable metrics move with one raw label (issue 24, leak 4)
+    # eval_y (issue 24, leak 4: docs/evaluation-cost.md, The evaluation's design)
     num_classes = output_classes(graph, label_classes)
     dev = choose_device(device)
     inp = (input_cache or InputCache()).get(graph, dict(edges=edges, model=model, aggr=aggr, kprop_features=kprop_features,
@@ -366,6 +341,16 @@ def fit_node_classifier(
     targets = _training_targets(y, idx, num_classes, inp, dev, kprop_labels=kprop_labels, drop=drop,
                                 propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
                                 label_classes=label_classes)
+    net, g = _seeded_net(model_cls, inp, hidden, num_classes, dropout, seed, dev)
+    best_epoch, epochs_run, stopped = _train_loop(net, inp.x, inp.edge_index, g, idx, y, targets, epochs=epochs,
+                                                  lr=lr, weight_decay=weight_decay, patience=patience)
+    return _trained_classifier(net, inp, eval_y, targets, int(kprop_features), best_epoch, epochs_run, stopped)
+
+
+def _seeded_net(model_cls: type[torch.nn.Module], inp: _Inputs, hidden: int, num_classes: int, dropout: float,
+                seed: int | np.random.SeedSequence, dev: torch.device) -> tuple[torch.nn.Module, torch.Generator]:
+    """The model on ``dev`` with its parameters drawn from the run's generator, and the generator
+    (which then draws the dropout masks)."""
     g = torch.Generator(device=dev)
     g.manual_seed(_torch_seed(seed))
     # built on the CPU from a throwaway generator, moved, then drawn on `dev` from the run's own
@@ -374,8 +359,12 @@ def fit_node_classifier(
         generator=torch.Generator().manual_seed(0),
     ).to(dev)
     net.reset_parameters(g)
-    best_epoch, epochs_run, stopped = _train_loop(net, inp.x, inp.edge_index, g, idx, y, targets, epochs=epochs,
-                                                  lr=lr, weight_decay=weight_decay, patience=patience)
+    return net, g
+
+
+def _trained_classifier(net: torch.nn.Module, inp: _Inputs, eval_y: np.ndarray | None, targets: _Targets,
+                        kprop_features: int, best_epoch: int, epochs_run: int, stopped: bool) -> TrainedClassifier:
+    """The trained model (at its selected epoch, in evaluation mode) with its ``result`` and posteriors."""
     with torch.no_grad():
         out = net(inp.x, inp.edge_index)
     res: dict[str, Any] = {
@@ -385,7 +374,7 @@ def fit_node_classifier(
     if targets.bound is not None:
         res["drop_bound"] = targets.bound
         res["drop_stopped"] = stopped
-    return TrainedClassifier(net=net, x=inp.data.x, edge_index=inp.edge_index, kprop_features=int(kprop_features),
+    return TrainedClassifier(net=net, x=inp.data.x, edge_index=inp.edge_index, kprop_features=kprop_features,
                              center=inp.center, result=res, projection=inp.projection,
                              posteriors=out.softmax(dim=1).cpu().numpy())
 

@@ -175,69 +175,35 @@ def evaluate_utility(
 ) -> dict[str, Any]:
     """Train on a private graph and on its clean original, ``runs`` times each, and compare.
 
-    ``progress`` receives a ``training`` :class:`~privgraph.progress.ProgressEvent` at the start and per training.
-
-    Both graphs must carry the same split (equal ``train_mask``, ``val_mask`` and ``test_mask``).
-    Run ``i`` uses child ``i`` of ``seed_sequence`` (spawn key ``(..., i)``) for BOTH graphs, so
-    that the pair differs only in the data: same initial parameters (when the feature dimensions
-    agree) and the same dropout draws. The private model's shareable test accuracy is scored
-    against the version's own labels (what a reader of the version can recompute); against the
-    raw labels it is owner-only (see Returns).
-
-    With ``clean=None`` only the shareable part is computed: the version's models, scored on its
-    own labels, nothing under :data:`OWNER_ONLY`. That is how a reader of the version (or a test in
-    a fresh process) recomputes the published metrics from the stored version and public
-    configuration alone; the result equals the shareable part of a run with the raw graph (same
-    seeds), because no shareable figure reads ``clean``.
-
-    LPGNN's denoising options (:data:`DENOISING_OPTIONS`: ``kprop_features``, ``kprop_labels``,
-    ``drop``, ``label_epsilon``, ``label_classes``) apply to the PRIVATE graph only; the clean
-    baseline is the same model (``model``, ``aggr``, ...) trained on the raw features and clean
-    labels, as LPGNN compares its private models with the non-private GNN. The difference of
-    the two accuracies is then the cost of privacy after denoising.
+    Both graphs must carry the same split. Run ``i`` trains every model with child ``i`` of
+    ``seed_sequence`` (paired runs) and chooses one candidate by validation accuracy on the
+    version's own labels (:func:`select_by_validation`). With ``clean=None`` only the shareable
+    part is computed (nothing under :data:`OWNER_ONLY`), equal to that of a run with the raw graph
+    and the same seeds. Reasoning: docs/evaluation-cost.md, The evaluation's design.
 
     Args:
         private (GraphData): the privatized graph.
-        clean (GraphData): the original graph.
+        clean (GraphData or None): the original graph (``None``: the shareable part only).
         runs (int): number of seeded runs per graph (default: ``5``).
         seed_sequence (SeedSequence or int): root of the per-run seeds.
-        public_train (ndarray): boolean ``[n]``, the nodes whose training label is public; with
-            it, ``public_only`` (:func:`privgraph.public_reference.public_only_reference`: label
-            propagation of those labels over the public edges, which reads no private data) is a
-            candidate of ``selected``, and ``value_of_release`` (:func:`paired_test` of
-            ``selected`` against it) says what the release adds to the public data alone; so is
-            ``release_propagation`` (:func:`privgraph.label_propagation.release_propagation`:
-            the version's training labels propagated over its public and released edges, the
-            released edges' weight chosen on validation), where the version released edges.
-            In every evaluation ``correct_and_smooth``
-            (:func:`privgraph.correct_and_smooth.release_correct_and_smooth`: the floor's, the
-            public-edges model's and the GNN's predictions of each run corrected and smoothed
-            from the version's training labels over its edges) is a candidate too.
+        progress (ProgressCallback, optional): a ``training`` event at the start and per training.
+        public_train (ndarray, optional): boolean ``[n]``, the nodes whose training label is public:
+            ``public_only`` and ``release_propagation`` become candidates, ``value_of_release`` reported.
         ensemble (int): each model of a run (the clean one too) is the mean prediction of this
             many trainings (:func:`fit_ensemble`) (default: ``1``).
         public_features (bool): the features are public: the floor may be the public-only reference
             (:func:`~privgraph.public_reference.per_run_reference`) (default: ``False``).
         **train_kwargs: passed to :func:`train_node_classifier` (not ``seed`` or ``eval_y``;
-            the denoising options to the private run only).
+            :data:`DENOISING_OPTIONS` to the private graph's models only).
 
     Returns:
-        dict: ``runs``, ``device`` and ``private``: the private graph's model scored on the
-        version's OWN (released) test labels, a function of the stored version only and so
-        shareable; and, under :data:`OWNER_ONLY`, what is computed from the raw graph and covered
-        by no guarantee (the data owner's private record): ``clean`` (the same model trained on the
-        raw graph) and ``private_on_raw_labels`` (the private model scored on the raw test labels;
-        equal to ``private`` where the test labels are public). Beside ``private`` (the GNN):
-        ``feature_only``, the floor (the same model, seeds and epochs on the version without any
-        edge: :func:`feature_only_kwargs`; a GNN below it would do better ignoring the graph),
-        where the version has public AND private edges (or GAP's aggregates) ``public_edges``
-        (the same model over its public edges only: what the released private edges add); for a
-        GAP version (``private.aggregates``) ``private`` is GAP's classification module over the
-        aggregates (model ``"gap"``, the floor's other settings), ``selected`` (per run, whichever
-        candidate has the highest validation accuracy on the version's own labels, and which it
-        was: ``feature_only``, ``public_edges`` or ``gnn``) and ``gnn_vs_feature_only``
-        (:func:`paired_test`); each again on the raw labels under :data:`OWNER_ONLY`. Each summary has
-        ``test_acc_mean``, ``test_acc_std`` (sample standard deviation, ``ddof=1``; ``0.0`` for one
-        run) and the per-run ``test_acc`` list.
+        dict: ``runs``, ``device``, ``private`` (the GNN), ``feature_only`` (the floor),
+        ``public_edges``, ``public_only``, ``value_of_release``, ``release_propagation``,
+        ``correct_and_smooth`` (each where a candidate), ``selected`` (with ``models``: which
+        candidate each run chose), ``gnn_vs_feature_only`` (:func:`paired_test`), ``ensemble``
+        (when > 1), all on the version's own test labels; with ``clean``, under :data:`OWNER_ONLY`
+        ``clean`` and each again on the raw labels. Each summary has ``test_acc_mean``,
+        ``test_acc_std`` (``ddof=1``; ``0.0`` for one run) and the per-run ``test_acc``.
 
     Raises:
         ValueError: different node counts or splits, or ``runs`` < 1.
@@ -251,24 +217,17 @@ def evaluate_utility(
 
     classes, device = output_classes(private, train_kwargs.get("label_classes")), choose_device(train_kwargs.get("device", "auto"))
     clean_res, private_res, floor_res, public_res, smoothed, inputs = [], [], [], [], [], (InputCache(), InputCache())
+    candidates = (("gnn", version_kwargs(private, train_kwargs), private_res, "private graph"),
+                  ("feature_only", feature_only_kwargs(train_kwargs), floor_res, "private graph without edges (feature-only floor)"),
+                  ("public_edges", public_kwargs, public_res, "private graph, public edges only"))
     per_run = 2 + (clean is not None) + (public_kwargs is not None)
     tracker = ProgressTracker("training", per_run * int(runs), progress)
     for i, s in enumerate(seeds):
         if clean is not None:
             clean_res.append(fit_ensemble(clean, seed=s, members=ensemble, input_cache=inputs[1], **clean_kwargs)[0])
             tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
-        bases: dict[str, np.ndarray] = {}
-        for name, kwargs, out, what in (
-                ("gnn", version_kwargs(private, train_kwargs), private_res, "private graph"),
-                ("feature_only", feature_only_kwargs(train_kwargs), floor_res, "private graph without edges (feature-only floor)"),
-                ("public_edges", public_kwargs, public_res, "private graph, public edges only")):
-            if kwargs is None:
-                continue
-            result, bases[name] = fit_ensemble(private, seed=s, members=ensemble, eval_y=raw_y, progress=progress,
-                                               input_cache=inputs[0], **kwargs)
-            out.append(result)
-            tracker.advance(detail=f"{what}, run {i + 1}/{runs}")
-        bases = {k: bases[k] for k in ("feature_only", "public_edges", "gnn") if k in bases}  # simpler first: ties
+        bases = _version_models(private, s, candidates, members=ensemble, raw_y=raw_y, progress=progress,
+                                input_cache=inputs[0], tracker=tracker, run=f"run {i + 1}/{runs}")
         smoothed.append(release_correct_and_smooth(private, bases, classes, raw_y=raw_y, device=device))
     reference = propagation = None
     if public_train is not None:
@@ -278,6 +237,26 @@ def evaluate_utility(
     summary = _utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference, propagation,
                                [r for r in smoothed if r is not None])
     return {**summary, "ensemble": ensemble} if ensemble > 1 else summary
+
+
+def _version_models(
+    private: GraphData, seed: np.random.SeedSequence,
+    candidates: Sequence[tuple[str, dict[str, Any] | None, list[dict[str, Any]], str]], *, members: int,
+    raw_y: np.ndarray | None, progress: ProgressCallback | None, input_cache: InputCache, tracker: ProgressTracker,
+    run: str,
+) -> dict[str, np.ndarray]:
+    """One run's models over the version: each candidate ``(name, arguments, results, label)``
+    with arguments is trained (:func:`fit_ensemble`) and its result appended to ``results``; returns
+    their class probabilities by name, the simpler models first (Correct and Smooth's ties)."""
+    bases: dict[str, np.ndarray] = {}
+    for name, kwargs, out, what in candidates:
+        if kwargs is None:
+            continue
+        result, bases[name] = fit_ensemble(private, seed=seed, members=members, eval_y=raw_y, progress=progress,
+                                           input_cache=input_cache, **kwargs)
+        out.append(result)
+        tracker.advance(detail=f"{what}, {run}")
+    return {k: bases[k] for k in ("feature_only", "public_edges", "gnn") if k in bases}  # simpler first: ties
 
 
 def version_kwargs(version: GraphData, train_kwargs: dict[str, Any]) -> dict[str, Any]:
