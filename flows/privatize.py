@@ -78,6 +78,32 @@ def privatize_flow(
     if cfg.scores is not None:
         # the scores receive the declared-public rows only: a graph of those rows, nothing else
         theta_scores = scores(disclosure.public_rows(graph), cfg.scores, stage_seed(root, "scores"), cfg.embed, cfg.dataset.root)
+    result, report, pending = _privatize_validate_stage(pipeline, cfg, store_uri, graph, parts, root, theta_scores)
+    label_flow_run(name=f"{pipeline}/{pending.version}")
+    get_run_logger().info("staged %s/%s in %s (invisible until its manifest is written)", pipeline, pending.version, store_uri)
+    provenance = {"scores": None if theta_scores is None else theta_scores.provenance, "embed": embed_record}
+    version, metrics, record_path = _evaluate_and_publish(
+        pipeline, cfg, config_path, store_uri, disclosure, graph, result, report.to_dict(), pending, provenance, evaluate)
+    get_run_logger().info("published %s/%s", pipeline, version)
+    publish_ledger(pipeline, version, result.ledger.to_dict(), report.to_dict())
+    if metrics is not None:
+        publish_metrics(pipeline, version, metrics)  # the manifest's metrics, on this (parent) run
+    return {
+        "pipeline": pipeline,
+        "version": version,
+        "store": str(store_uri),
+        "ledger": result.ledger.to_dict(),
+        "validation": {"success": report.success},
+        "metrics": metrics,
+        "not_evaluated": not_evaluated,  # why this version has no metrics (None: it has them)
+        "private_record": None if record_path is None else str(record_path),
+    }
+
+
+def _privatize_validate_stage(pipeline: str, cfg: Any, store_uri: str, graph: Any, parts: Any, root: Any,
+                              theta_scores: Any) -> tuple[Any, Any, Any]:
+    """privatize -> validate -> stage: ``(result, report, pending)``; a refusal (exit 3) publishes
+    the refused ledger to the UI and leaves nothing in the store."""
     # the staging time is fixed here, once: a retried stage resumes the same version id. With
     # partitions.layout files the partitions' tasks write the version's objects into a parts area
     # of the store, which a refusal or failure before the commit removes
@@ -104,8 +130,14 @@ def privatize_flow(
         if area is not None:
             area.abort()
         raise
-    label_flow_run(name=f"{pipeline}/{pending.version}")
-    get_run_logger().info("staged %s/%s in %s (invisible until its manifest is written)", pipeline, pending.version, store_uri)
+    return result, report, pending
+
+
+def _evaluate_and_publish(pipeline: str, cfg: Any, config_path: str, store_uri: str, disclosure: Any, graph: Any,
+                          result: Any, validation: dict[str, Any], pending: Any, provenance: dict[str, Any],
+                          evaluate: bool) -> tuple[str, dict[str, Any] | None, Path | None]:
+    """evaluate (the staged version) -> the owner's private record -> publish:
+    ``(version, metrics, record path)``; a failure aborts the staged version and removes the record."""
     record_path: Path | None = None
     try:
         metrics = private_evaluation = None
@@ -120,8 +152,7 @@ def privatize_flow(
             metrics, private_evaluation = ev["metrics"], ev["private_evaluation"]
         manifest = build_manifest(
             pipeline=pipeline, config=cfg, disclosure=disclosure, graph_in=graph, result=result,
-            validation=report.to_dict(), metrics=metrics,
-            scores=None if theta_scores is None else theta_scores.provenance, embed=embed_record,
+            validation=validation, metrics=metrics, scores=provenance["scores"], embed=provenance["embed"],
         )
         record_path = write_private_record(cfg.private_records, pipeline, pending.version, {
             "input_identity": input_identity(graph, cfg.private_records),
@@ -137,17 +168,4 @@ def privatize_flow(
             with contextlib.suppress(OSError):
                 record_path.unlink()
         raise
-    get_run_logger().info("published %s/%s", pipeline, version)
-    publish_ledger(pipeline, version, result.ledger.to_dict(), report.to_dict())
-    if metrics is not None:
-        publish_metrics(pipeline, version, metrics)  # the manifest's metrics, on this (parent) run
-    return {
-        "pipeline": pipeline,
-        "version": version,
-        "store": str(store_uri),
-        "ledger": result.ledger.to_dict(),
-        "validation": {"success": report.success},
-        "metrics": metrics,
-        "not_evaluated": not_evaluated,  # why this version has no metrics (None: it has them)
-        "private_record": None if record_path is None else str(record_path),
-    }
+    return version, metrics, record_path

@@ -287,6 +287,28 @@ def _privatize_edges_aggregates(
     return aggregates.astype(np.float32), {"private_nodes": int(candidates.size)}
 
 
+def _edge_scope(
+    graph: GraphData, changes: dict[str, Any], edges: Any, parts: list[np.ndarray], root_seed: np.random.SeedSequence,
+    executor: Executor | None, device: str,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The edge mechanism's part of :func:`privatize_graph`: ``(changes to the graph, stats,
+    release record, owner's record)``. ``changes``: the features and labels released so far (GAP's
+    encoder reads them)."""
+    if getattr(edges, "releases_aggregates", False):
+        aggregates, estats = _privatize_edges_aggregates(graph, graph.replace(**changes), edges, root_seed, device)
+        release: dict[str, Any] = {"aggregates": list(aggregates.shape)}
+        if getattr(edges, "attention_record", None):  # learned weights: the DP training's noisy losses
+            release["attention"] = edges.attention_record
+        return {"aggregates": aggregates, "edges_private": np.zeros((2, 0), dtype=np.int64)}, estats, release, {}
+    released, estats = _privatize_edges(graph, edges, parts, root_seed, executor)
+    private_record = {"edges": estats.pop("_private")} if "_private" in estats else {}
+    release = estats.pop("_release", {})
+    out = {"edges_private": released}
+    if getattr(edges, "all_edges_private", False):
+        out["edges_public"] = np.zeros((2, 0), dtype=np.int64)
+    return out, estats, release, private_record
+
+
 def privatize_graph(
     graph: GraphData,
     *,
@@ -345,23 +367,9 @@ def privatize_graph(
         if edges.scope is not Scope.EDGES:
             raise ValueError(f"{edges!r} does not protect edges")
         n_max = int(graph.private_nodes().size)
-        if getattr(edges, "releases_aggregates", False):
-            aggregates, estats = _privatize_edges_aggregates(
-                graph, graph.replace(**changes), edges, root_seed, device
-            )
-            changes["aggregates"] = aggregates
-            changes["edges_private"] = np.zeros((2, 0), dtype=np.int64)
-            release["edges"] = {"aggregates": list(aggregates.shape)}
-            if getattr(edges, "attention_record", None):  # learned weights: the DP training's noisy losses
-                release["edges"]["attention"] = edges.attention_record
-        else:
-            released, estats = _privatize_edges(graph, edges, parts, root_seed, executor)
-            private_record = {"edges": estats.pop("_private")} if "_private" in estats else {}
-            release["edges"] = estats.pop("_release", {})
-            changes["edges_private"] = released
-            if getattr(edges, "all_edges_private", False):
-                changes["edges_public"] = np.zeros((2, 0), dtype=np.int64)
-        stats["edges"] = estats
+        edge_changes, stats["edges"], release["edges"], private_record = _edge_scope(
+            graph, changes, edges, parts, root_seed, executor, device)
+        changes.update(edge_changes)
         ledger.record(ledger_entry(f"{stage}.edges", edges, part_ids, n_max=n_max))
     if labels is not None:
         ledger.record(ledger_entry(f"{stage}.labels", labels, part_ids))

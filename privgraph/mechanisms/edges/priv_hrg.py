@@ -12,14 +12,8 @@ from privgraph.graph import GraphData, sorted_unique
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.mechanisms.base import EpsilonRange, check_generator
 from privgraph.params import check_int, check_probability
-from privgraph.mechanisms.edges.edge_rr import (
-    HRG_EPSILON_RANGE,
-    EdgeRR,
-    _threshold,
-    chosen_steps,
-    fit_schedule,
-    split_budget,
-)
+from privgraph.mechanisms.edges.edge_rr import EdgeRR
+from privgraph.mechanisms.edges.hrg_settings import HRG_EPSILON_RANGE, _threshold, chosen_steps, fit_schedule, split_budget
 from privgraph.mechanisms.hrg.convergence import (
     CHECK_CHAINS,
     DEFAULT_PROXY_MEAN_DEGREE,

@@ -1,14 +1,16 @@
 """Hierarchical random graphs (HRG) under differential privacy: the machinery of EdgeRR and privHRG.
 
 - :mod:`~privgraph.mechanisms.hrg.dendrogram`: the dendrogram as flat arrays, its public/private
-  counts, the log-likelihood of Eq. 10/11 and the incremental Fig. 5 move;
+  counts, the log-likelihood of Eq. 10/11 and the incremental Fig. 5 move (its compiled kernels:
+  :mod:`~privgraph.mechanisms.hrg.dendrogram_kernels`);
 - :mod:`~privgraph.mechanisms.hrg.mcmc`: Lemma 4's sensitivity and the public/private/joint MCMC;
 - :mod:`~privgraph.mechanisms.hrg.noisy_prob`: CalculateNoisyProb (Alg. 3) and the release;
 - :mod:`~privgraph.mechanisms.hrg.sample`: sampling private edges in ``O(output)``, per chunk;
 - :mod:`~privgraph.mechanisms.hrg.fit`: the global fit (MCMC + noisy probabilities) shared by
   EdgeRR and privHRG;
 - :mod:`~privgraph.mechanisms.hrg.convergence`: the PUBLIC convergence check that chooses (or
-  checks) the MCMC's length from a public proxy target, before the private chain runs.
+  checks) the MCMC's length from a public proxy target
+  (:mod:`~privgraph.mechanisms.hrg.proxy`), before the private chain runs.
 """
 
 from privgraph.mechanisms.hrg.dendrogram import Dendrogram, binary_log_likelihood, log_likelihood_terms
