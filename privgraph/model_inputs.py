@@ -1,4 +1,4 @@
-"""The model inputs of a node classifier: features as the first layer reads them.
+r"""The model inputs of a node classifier: features as the first layer reads them.
 
 A graph's features become a centred model input once per graph and input arguments
 (:class:`InputCache`), in the cheapest form that gives the same first-layer product: sparse rows,
