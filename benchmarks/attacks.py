@@ -35,10 +35,10 @@ import numpy as np
 # the benchmarks' one way to time a ratio: the thing and its baseline interleaved
 from interleaved import median_ratio, paired_times  # type: ignore[import-not-found]
 
-from privgraph.attacks import bootstrap_auc_ci, link_stealing_unsupervised, linkteller_scores, private_edge_pairs, roc_auc
-from privgraph.attacks.attribute import RIDGE_GRID, _fold_errors, _predict
-from privgraph.datasets import data_root, load_dataset
-from privgraph.training import fit_node_classifier
+from privgraph.evaluate.attacks import bootstrap_auc_ci, link_stealing_unsupervised, linkteller_scores, private_edge_pairs, roc_auc
+from privgraph.evaluate.attacks.attribute import RIDGE_GRID, _fold_errors, _predict
+from privgraph.ingest.datasets import data_root, load_dataset
+from privgraph.evaluate.training import fit_node_classifier
 
 
 def _emit(record: dict) -> None:

@@ -1,14 +1,14 @@
 """Cells of a comparison of ``pipelines.yaml``, run in this process through the library, as JSON lines.
 
 ``privgraph compare NAME`` runs a comparison as a Prefect flow and stores its table as a private
-report. This script runs the same cells through :func:`privgraph.comparison.run_comparison`
+report. This script runs the same cells through :func:`privgraph.evaluate.comparison.run_comparison`
 (ingest, partition, then each mechanism x epsilon x run: privatize, train, attack), with no
 Prefect, store or checkpoint, for a machine that has torch but not the orchestration stack (a lent
 GPU box) or for a subset of a comparison's cells (``--mechanisms``, ``--epsilons``, ``--runs``).
 
 Every run prints one line as it finishes (the clean graph's runs first, then each cell's): its
 accuracies, the model chosen by validation, each attack's ROC-AUC, and the seconds since the
-start; the last line is :func:`privgraph.comparison.summarize` of the whole grid. Like the
+start; the last line is :func:`privgraph.evaluate.comparison.summarize` of the whole grid. Like the
 compare flow's report, these figures are scored on raw data: a PRIVATE evaluation for the data
 owner (here, of a public benchmark dataset), never a release.
 
@@ -73,11 +73,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, help="default: the comparison's seed")
     args = ap.parse_args()
 
-    from privgraph.comparison import run_comparison, summarize
-    from privgraph.config import mechanism_entry
-    from privgraph.config_loader import load_config
-    from privgraph.datasets import load_dataset
-    from privgraph.partition import partition_graph
+    from privgraph.evaluate.comparison import run_comparison, summarize
+    from privgraph.config.pipeline import mechanism_entry
+    from privgraph.config.loader import load_config
+    from privgraph.ingest.datasets import load_dataset
+    from privgraph.privatize.partition import partition_graph
     from privgraph.seeding import as_seed_sequence, stage_seed
 
     cfg = load_config(_only(Path(args.config), args.comparison, Path(tempfile.mkdtemp(prefix="comparison-cells-"))))

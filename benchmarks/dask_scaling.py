@@ -23,7 +23,7 @@ breakdown are the medians over the rounds.
 the output is checked byte-identical to the serial run's for every worker count (the same seeds,
 any scheduler). One JSON line per executor and layout.
 
-``--layout partitioned`` (or ``both``) times :func:`privgraph.partitioned.privatize_partitioned`
+``--layout partitioned`` (or ``both``) times :func:`privgraph.privatize.partitioned.privatize_partitioned`
 instead: the graph is written once as a partitioned input (``ingest_s``, not counted), then each
 task reads its partition's files and writes its part of the release; ``client_peak_mb`` is the
 calling process's peak of traced allocations during one further run (tracemalloc; numpy's arrays
@@ -108,9 +108,9 @@ def _client_peak_mb(run: Callable[[], Any]) -> float:
 def _warm_up(executor: Any, small: Any, features: Any, edges: Any, scratch: Path) -> None:
     """Privatize a small graph of the same kind once in both layouts, so that the executor's
     workers have imported privgraph and numba has compiled before anything is timed."""
-    from privgraph.partition import partition_graph
-    from privgraph.partitioned import privatize_through_files
-    from privgraph.privatize import privatize_graph
+    from privgraph.privatize.partition import partition_graph
+    from privgraph.privatize.partitioned import privatize_through_files
+    from privgraph.privatize.release import privatize_graph
 
     parts = partition_graph(small, 4, "hash")
     for run in (privatize_graph, functools.partial(privatize_through_files, staging=scratch / "warm-up")):
@@ -134,21 +134,21 @@ def main() -> None:
     ap.add_argument("--skip-serial-partitioned", action="store_true", help="time the partitioned layout on Dask only")
     args = ap.parse_args()
 
-    from privgraph.datasets.split import split_public_private
-    from privgraph.datasets.synthetic import sbm_graph
-    from privgraph.mechanisms import build_mechanism
-    from privgraph.parallel import SerialExecutor
-    from privgraph.partition import partition_graph
-    from privgraph.partitioned import (
+    from privgraph.ingest.datasets.split import split_public_private
+    from privgraph.ingest.datasets.synthetic import sbm_graph
+    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.privatize.parallel import SerialExecutor
+    from privgraph.privatize.partition import partition_graph
+    from privgraph.privatize.partitioned import (
         commit_release_parts,
         load_partitioned_release,
         privatize_partitioned,
         write_partitioned_input,
         write_release_parts,
     )
-    from privgraph.storage import LocalStore
-    from privgraph.storage.parts import open_parts_area
-    from privgraph.privatize import privatize_graph
+    from privgraph.publish.storage import LocalStore
+    from privgraph.publish.storage.parts import open_parts_area
+    from privgraph.privatize.release import privatize_graph
     from tasks.dask_executor import DaskExecutor
 
     def make(n: int) -> Any:

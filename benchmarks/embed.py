@@ -47,10 +47,10 @@ def main() -> None:
         os.environ["PRIVGRAPH_CACHE_DIR"] = tmp
         from PIL import Image
 
-        from privgraph.datasets import load_dataset
-        from privgraph.embed.backbone import ResNetEmbedder, preprocess
-        from privgraph.embed.cache import EmbeddingCache, cached_embed
-        from privgraph.embed.faces import detect_faces
+        from privgraph.ingest.datasets import load_dataset
+        from privgraph.ingest.embed.backbone import ResNetEmbedder, preprocess
+        from privgraph.ingest.embed.cache import EmbeddingCache, cached_embed
+        from privgraph.ingest.embed.faces import detect_faces
 
         g = load_dataset("photos", num_nodes=args.images, seed=0)
         paths = list(g.meta["image_paths"])

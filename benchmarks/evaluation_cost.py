@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @contextlib.contextmanager
 def old_evaluation() -> Iterator[None]:
     """The evaluation's training as before issue 43 (the reference implementation)."""
-    from privgraph import model_inputs
-    from privgraph.models.gcn import NodeGNN
+    from privgraph.evaluate import model_inputs
+    from privgraph.evaluate.models.gcn import NodeGNN
 
     prepare, factored, get, shares, propagated = (model_inputs._prepare_inputs, model_inputs._factored_input, model_inputs.InputCache.get,
                                                   NodeGNN.shares_first_layer, model_inputs._propagated_input)
@@ -72,11 +72,11 @@ def _release(pipeline: str, sets: list[str], release_seed: int) -> tuple[Any, An
     import tempfile
 
     from release_value import _set  # this directory is on sys.path when run as a script
-    from privgraph.config_loader import load_config
-    from privgraph.datasets import load_dataset
-    from privgraph.mechanisms import build_mechanism
-    from privgraph.partition import partition_graph
-    from privgraph.privatize import privatize_graph
+    from privgraph.config.loader import load_config
+    from privgraph.ingest.datasets import load_dataset
+    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.privatize.partition import partition_graph
+    from privgraph.privatize.release import privatize_graph
     from privgraph.seeding import as_seed_sequence
 
     raw = yaml.safe_load((ROOT / "pipelines.yaml").read_text())["pipelines"][pipeline]
@@ -100,9 +100,9 @@ def _release(pipeline: str, sets: list[str], release_seed: int) -> tuple[Any, An
 
 
 def _candidates(cfg: Any, graph: Any, release: Any) -> list[tuple[str, Any, dict[str, Any]]]:
-    from privgraph.evaluation import label_noise
-    from privgraph.training import DENOISING_OPTIONS
-    from privgraph.utility import feature_only_kwargs, public_edges_kwargs, version_kwargs
+    from privgraph.evaluate.metrics import label_noise
+    from privgraph.evaluate.training import DENOISING_OPTIONS
+    from privgraph.evaluate.utility import feature_only_kwargs, public_edges_kwargs, version_kwargs
 
     # as version_metrics passes them: Drop's label budget from the pipeline's labels section
     kwargs = {**(label_noise(cfg, None) if cfg.evaluate.drop else {}), **cfg.evaluate.train_kwargs()}
@@ -116,9 +116,9 @@ def _candidates(cfg: Any, graph: Any, release: Any) -> list[tuple[str, Any, dict
 
 def _train(graph: Any, kwargs: dict[str, Any], seeds: list[Any], ensemble: int, eval_y: np.ndarray) -> tuple[float, float]:
     """Seconds and mean test accuracy of one candidate over the runs (one input cache, as in
-    :func:`~privgraph.utility.evaluate_utility`)."""
-    from privgraph.model_inputs import InputCache
-    from privgraph.training import fit_ensemble
+    :func:`~privgraph.evaluate.utility.evaluate_utility`)."""
+    from privgraph.evaluate.model_inputs import InputCache
+    from privgraph.evaluate.training import fit_ensemble
 
     cache = InputCache()
     start = time.perf_counter()

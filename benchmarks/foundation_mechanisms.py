@@ -23,8 +23,8 @@ import numpy as np
 from interleaved import paired_times  # type: ignore[import-not-found]
 
 from privgraph.graph import GraphData
-from privgraph.mechanisms import DPRR, FeatureRR
-from privgraph.mechanisms.edges import private_csr
+from privgraph.privatize.mechanisms import DPRR, FeatureRR
+from privgraph.privatize.mechanisms.edges import private_csr
 
 PAIRS = 3
 SEED = 12345
@@ -55,8 +55,8 @@ def emit(bench: str, n: int, run: Callable[[], Any], entries: int, *, warmup: bo
 def sparse_graph(num_nodes: int, avg_degree: float, rho: float) -> tuple[GraphData, str]:
     """privgraph's SBM generator and public/private split when present, else uniform O(m) edges."""
     try:
-        from privgraph.datasets.split import split_public_private
-        from privgraph.datasets.synthetic import sbm_graph
+        from privgraph.ingest.datasets.split import split_public_private
+        from privgraph.ingest.datasets.synthetic import sbm_graph
 
         g = sbm_graph(num_nodes, avg_degree=avg_degree, num_features=0, seed=SEED)
         return split_public_private(g, rho, seed=SEED + 1), "sbm_graph+split_public_private"

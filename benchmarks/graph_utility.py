@@ -2,7 +2,7 @@
 NetworkX (the reference, measured in the same run on a graph NetworkX finishes), then privgraph
 alone on a 10^6-node graph.
 
-Each line: the graph (an SBM from privgraph.datasets.synthetic, average degree 10, its private
+Each line: the graph (an SBM from privgraph.ingest.datasets.synthetic, average degree 10, its private
 half released by DPRR-like random flips is not needed: the report compares the graph with a copy
 whose edges are 10% rewired), the seconds of the whole report, and for the reference size the
 ratio NetworkX / privgraph over the statistics both compute (triangles, transitivity, average
@@ -28,8 +28,8 @@ import numpy as np
 # the benchmarks' one way to time a ratio: the thing and its baseline interleaved
 from interleaved import paired_times  # type: ignore[import-not-found]
 
-from privgraph.datasets.synthetic import sbm_graph
-from privgraph.graph_utility import graph_utility_report
+from privgraph.ingest.datasets.synthetic import sbm_graph
+from privgraph.evaluate.graph_utility import graph_utility_report
 
 
 def _emit(record: dict) -> None:

@@ -5,17 +5,17 @@ Two parts, each measurement in its own child process (its peak resident memory i
 
 * ``build``: the sparse propagation operator and its transpose (``P``, ``P^T``, CSR) of a random
   edge set on Facebook's 22,470 nodes, built by privgraph's counting-sort route
-  (:func:`privgraph.models.sparse.propagation_pair`) and by the reference route it replaced
+  (:func:`privgraph.evaluate.models.sparse.propagation_pair`) and by the reference route it replaced
   (``sparse_coo_tensor(...).coalesce().to_sparse_csr()`` of each, with a flipped copy of the
   edges): edges -> seconds and peak GiB of each, and the ratios. The two routes' children run
   alternately (counting sort, coalesce, counting sort, ...: ``--pairs`` of each, 3 by default), so
   that machine load slows both alike: the seconds are the medians of each route, ``speedup`` the
   median of the per-pair ratios, the peaks the first pair's.
-* ``propagate``: the normalised operator's build (:func:`privgraph.label_propagation.propagation_operator`
+* ``propagate``: the normalised operator's build (:func:`privgraph.evaluate.label_propagation.propagation_operator`
   against the former three-key lexsort and COO route, the same matrix checked), then label
   propagation's 50 products (eq. 4 of Zhou et al.; Correct and Smooth runs
   two such per base model and option) with 12 columns over the normalised operator of a random edge
-  set on Facebook's nodes: :func:`privgraph.label_propagation.propagate` (torch CSR products, on
+  set on Facebook's nodes: :func:`privgraph.evaluate.label_propagation.propagate` (torch CSR products, on
   ``--device``) against the plain scipy loop it replaced, in the same process: seconds, ratio,
   largest difference. Each route and its reference alternate in that process (``--pairs`` of
   each): the seconds are the medians, ``build_speedup`` and ``speedup`` the medians of the
@@ -62,7 +62,7 @@ def _peak_gib() -> float:
 def _child_build(route: str, edges: int) -> dict[str, Any]:
     import torch
 
-    from privgraph.models.sparse import propagation_pair, quiet_sparse_beta
+    from privgraph.evaluate.models.sparse import propagation_pair, quiet_sparse_beta
 
     g = torch.Generator().manual_seed(0)
     und = torch.randint(0, NODES, (2, edges), generator=g)
@@ -107,7 +107,7 @@ def _child_propagate(edges: int, device: str, pairs: int) -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from privgraph.label_propagation import propagate, propagation_operator
+    from privgraph.evaluate.label_propagation import propagate, propagation_operator
 
     rng = np.random.default_rng(0)
     e = rng.integers(0, NODES, (2, edges))
@@ -149,15 +149,15 @@ def _child_train(mechanism: str, epsilon: float, epochs: int, device: str, queri
     import numpy as np
     import torch
 
-    from privgraph.attacks.link_stealing import pair_distances
-    from privgraph.attacks.linkteller import linkteller_scores
-    from privgraph.attacks.pairs import private_edge_pairs
-    from privgraph.attacks.scoring import roc_auc
-    from privgraph.datasets import load_dataset
-    from privgraph.mechanisms import build_mechanism
-    from privgraph.partition import partition_graph
-    from privgraph.privatize import privatize_graph
-    from privgraph.training import fit_node_classifier
+    from privgraph.evaluate.attacks.link_stealing import pair_distances
+    from privgraph.evaluate.attacks.linkteller import linkteller_scores
+    from privgraph.evaluate.attacks.pairs import private_edge_pairs
+    from privgraph.evaluate.attacks.scoring import roc_auc
+    from privgraph.ingest.datasets import load_dataset
+    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.privatize.partition import partition_graph
+    from privgraph.privatize.release import privatize_graph
+    from privgraph.evaluate.training import fit_node_classifier
 
     graph = load_dataset("facebook", rho=0.2)
     start = time.perf_counter()
@@ -182,8 +182,8 @@ def _child_train(mechanism: str, epsilon: float, epochs: int, device: str, queri
     if device != "cpu":
         rec["gpu_peak_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     if post:  # the evaluation's post-processing candidates of a cell (three base models, as a comparison's)
-        from privgraph.correct_and_smooth import release_correct_and_smooth
-        from privgraph.label_propagation import release_propagation
+        from privgraph.evaluate.correct_and_smooth import release_correct_and_smooth
+        from privgraph.evaluate.label_propagation import release_propagation
 
         start = time.perf_counter()
         lp = release_propagation(version, 4, device=device)

@@ -61,12 +61,12 @@ def _cli_metrics(pipeline: str, path: Path, seed: int, tmp: Path) -> dict[str, A
 def _library_metrics(pipeline: str, path: Path) -> dict[str, Any]:
     """The privatize flow's stages through the library: the shareable metrics of the unstored
     version (no scores stage, no embed stage: pipelines with those need the CLI)."""
-    from privgraph.config_loader import load_config
-    from privgraph.datasets import load_dataset
-    from privgraph.evaluation import evaluation_entropy, version_metrics
-    from privgraph.mechanisms import build_mechanism
-    from privgraph.partition import partition_graph
-    from privgraph.privatize import privatize_graph
+    from privgraph.config.loader import load_config
+    from privgraph.ingest.datasets import load_dataset
+    from privgraph.evaluate.metrics import evaluation_entropy, version_metrics
+    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.privatize.partition import partition_graph
+    from privgraph.privatize.release import privatize_graph
     from privgraph.seeding import as_seed_sequence, stage_seed
 
     cfg = load_config(path).get(pipeline)

@@ -25,10 +25,10 @@ import numpy as np
 # the benchmarks' one way to time a ratio: the thing and its baseline interleaved
 from interleaved import median_ratio  # type: ignore[import-not-found]
 
-from privgraph.datasets import data_root, load_dataset
-from privgraph.mechanisms.features.feature_rr import FeatureRR
+from privgraph.ingest.datasets import data_root, load_dataset
+from privgraph.privatize.mechanisms.features.feature_rr import FeatureRR
 from privgraph.seeding import noise_generator
-from privgraph.training import fit_node_classifier
+from privgraph.evaluate.training import fit_node_classifier
 
 
 def _emit(record: dict) -> None:
@@ -70,7 +70,7 @@ def main() -> None:
                 if dim is not None:  # the projection's own cost, timed apart ON THE TRAINING DEVICE
                     import torch
 
-                    from privgraph.model_inputs import principal_basis
+                    from privgraph.evaluate.model_inputs import principal_basis
 
                     dev = torch.device(m.result["device"])
                     x = torch.from_numpy(release.x - release.x.mean(axis=0, keepdims=True)).to(dev)

@@ -13,20 +13,20 @@ from flows.reporting import (
     publish_private_evaluation,
     publish_structure_plot,
 )
-from privgraph.disclosure import Disclosure, disclosure_of
-from privgraph.accounting import PrivacyLedger
-from privgraph.config import PipelineConfig
-from privgraph.config_loader import load_config
-from privgraph.evaluation import check_evaluable, label_noise
+from privgraph.config.disclosure import Disclosure, disclosure_of
+from privgraph.guarantee.ledger import PrivacyLedger
+from privgraph.config.pipeline import PipelineConfig
+from privgraph.config.loader import load_config
+from privgraph.evaluate.metrics import check_evaluable, label_noise
 from privgraph.errors import ArtifactError, ArtifactIntegrityError
 from privgraph.graph import GraphData
-from privgraph.graph_utility import structure_plot_png
-from privgraph.mechanisms import build_mechanism
+from privgraph.evaluate.graph_utility import structure_plot_png
+from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.seeding import as_seed_sequence, stage_seed
-from privgraph.storage import open_store
-from privgraph.storage.private_record import input_identity, owner_signing_key, read_private_record
-from privgraph.storage.seal import public_key_hex
-from privgraph.utility import OWNER_ONLY
+from privgraph.publish.storage import open_store
+from privgraph.publish.storage.private_record import input_identity, owner_signing_key, read_private_record
+from privgraph.publish.storage.seal import public_key_hex
+from privgraph.evaluate.utility import OWNER_ONLY
 from tasks.evaluate import attacks, evaluate, graph_report
 from tasks.embed import ingest_with_features
 
@@ -48,7 +48,7 @@ def evaluate_flow(
     published version it must have the version's PUBLIC input fingerprint and, when the owner's
     private record of the version is on this machine, its keyed identity (HMAC under the owner's
     key). LPGNN's denoising options of the ``evaluate`` section apply to the private graph only
-    (see :func:`privgraph.utility.evaluate_utility`).
+    (see :func:`privgraph.evaluate.utility.evaluate_utility`).
 
     Returns ``metrics`` (shareable: computed from the stored version only, published as
     ``<pipeline>-metrics``: by this run for a published version, by the privatize run once it has
@@ -59,7 +59,7 @@ def evaluate_flow(
     public parameters for the ``attribute`` attack; a published version's ledger says it.
     ``seed_entropy``: the evaluation's seed; a flow parameter is stored and shown by Prefect, so
     the privatize flow passes a one-way function of its secret seed
-    (:func:`privgraph.evaluation.evaluation_entropy`), never the seed.
+    (:func:`privgraph.evaluate.metrics.evaluation_entropy`), never the seed.
     """
     cfgs = load_config(config_path)
     cfg = cfgs.get(pipeline)

@@ -27,18 +27,18 @@ from typing import Any
 from prefect import flow, get_run_logger
 
 from flows.reporting import label_flow_run, pipeline_tags, publish_ledger, publish_metrics
-from privgraph.disclosure import disclosure_of
-from privgraph.accounting import BudgetPolicy, LedgerEntry
-from privgraph.config_loader import load_config
-from privgraph.evaluation import check_evaluable, evaluation_entropy, evaluation_problem
+from privgraph.config.disclosure import disclosure_of
+from privgraph.guarantee.ledger import BudgetPolicy, LedgerEntry
+from privgraph.config.loader import load_config
+from privgraph.evaluate.metrics import check_evaluable, evaluation_entropy, evaluation_problem
 from privgraph.seeding import as_seed_sequence, stage_seed
-from privgraph.publication import build_manifest
+from privgraph.publish.publication import build_manifest
 from privgraph.errors import ValidationFailedError
-from privgraph.preflight import check_before_reading, planned_ledger, resolve_store
-from privgraph.storage import open_store
-from privgraph.storage.parts import open_parts_area
-from privgraph.storage.private_record import input_identity, write_private_record
-from privgraph.validation import enforce
+from privgraph.validate.preflight import check_before_reading, planned_ledger, resolve_store
+from privgraph.publish.storage import open_store
+from privgraph.publish.storage.parts import open_parts_area
+from privgraph.publish.storage.private_record import input_identity, write_private_record
+from privgraph.validate import enforce
 from tasks.embed import ingest_with_features
 from tasks.partition import partition
 from tasks.privatize import privatize

@@ -22,8 +22,8 @@ from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.context import FlowRunContext
 
-from privgraph.config import ComparisonConfig, PipelineConfig, mechanism_entry
-from privgraph.report import ledger_markdown, metrics_markdown, private_evaluation_markdown
+from privgraph.config.pipeline import ComparisonConfig, PipelineConfig, mechanism_entry
+from privgraph.evaluate.report import ledger_markdown, metrics_markdown, private_evaluation_markdown
 from tasks.artifacts import PRIVATE_PREFIX, artifact_key
 
 _PRIVATE_TITLE = "PRIVATE EVALUATION (raw data, covered by no guarantee; do not share)"

@@ -19,7 +19,7 @@ from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLi
 from prefect.schedules import Cron
 
 from flows.privatize import privatize_flow
-from privgraph.config import PipelinesConfig
+from privgraph.config.pipeline import PipelinesConfig
 from privgraph.errors import ConfigError
 
 #: one run of a pipeline at a time; a run that collides with a running one is cancelled

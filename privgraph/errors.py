@@ -60,7 +60,7 @@ class PrivgraphError(Exception):
     summary, Prefect's logs and run states), so it holds no value computed from private data. A
     refusal that depends on private data puts what only the data owner may see (which node, its
     degree) in ``private_detail``: the flow writes it to the owner's private record
-    (:func:`privgraph.storage.private_record.write_private_refusal`) and the message says so.
+    (:func:`privgraph.publish.storage.private_record.write_private_refusal`) and the message says so.
     """
 
     exit_code: int = EXIT_BAD_INPUT
@@ -83,7 +83,7 @@ class ConfigError(PrivgraphError, ValueError):
 
 
 class BudgetExceededError(PrivgraphError):
-    """A privacy-budget cap of the :class:`~privgraph.accounting.BudgetPolicy` is exceeded."""
+    """A privacy-budget cap of the :class:`~privgraph.guarantee.ledger.BudgetPolicy` is exceeded."""
 
     exit_code = EXIT_CHECKPOINT
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Check infra/ against pipelines.yaml: the Prefect deployments, and no credential in any file.
 
-``infra/prefect.yaml`` is GENERATED from ``pipelines.yaml`` (through ``privgraph.config_loader.load_config``,
+``infra/prefect.yaml`` is GENERATED from ``pipelines.yaml`` (through ``privgraph.config.loader.load_config``,
 so an invalid configuration fails here with its one-line message): one deployment of the
 ``privatize`` flow per pipeline, named ``<pipeline>-scheduled`` like ``privgraph serve`` names them
 (``flows/schedule.py``), with the pipeline's ``schedule`` (cron and timezone) where it has one and
@@ -69,7 +69,7 @@ HEADER = """\
 
 def expected_document(config_path: str | Path) -> dict[str, Any]:
     """The content infra/prefect.yaml must have, generated from the pipelines file."""
-    from privgraph.config_loader import load_config
+    from privgraph.config.loader import load_config
 
     cfg = load_config(config_path)
     deployments = []

@@ -6,13 +6,13 @@ import numpy as np
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from privgraph.comparison import ComparisonResult, run_comparison
-from privgraph.config import ComparisonConfig, GraphComparisonConfig, PipelineConfig
-from privgraph.datasets.graph_set import GraphSet
-from privgraph.graph_comparison import GraphComparisonResult, run_graph_comparison
+from privgraph.evaluate.comparison import ComparisonResult, run_comparison
+from privgraph.config.pipeline import ComparisonConfig, GraphComparisonConfig, PipelineConfig
+from privgraph.ingest.datasets.graph_set import GraphSet
+from privgraph.evaluate.graph_comparison import GraphComparisonResult, run_graph_comparison
 from privgraph.graph import GraphData
-from privgraph.partition import Partitioning
-from privgraph.storage.private_record import CellCheckpoint, private_refusals
+from privgraph.privatize.partition import Partitioning
+from privgraph.publish.storage.private_record import CellCheckpoint, private_refusals
 from tasks.observe import logged_executor, prefect_progress
 
 

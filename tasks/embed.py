@@ -7,9 +7,9 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from privgraph.config import EmbedConfig, PipelineConfig
-from privgraph.datasets import data_root
-from privgraph.embed.cache import EmbeddingCache
+from privgraph.config.pipeline import EmbedConfig, PipelineConfig
+from privgraph.ingest.datasets import data_root
+from privgraph.ingest.embed.cache import EmbeddingCache
 from privgraph.graph import GraphData
 from tasks.ingest import ingest
 
@@ -20,7 +20,7 @@ def embed(graph: GraphData, config: EmbedConfig, root: str | None = None) -> tup
     Raw images and their embeddings are never persisted by Prefect (NO_CACHE). The log line holds
     public quantities only: the cache's hit and miss counts depend on the private images (one
     changed image is one more miss), so they are not logged (issue 24, leak 2)."""
-    from privgraph.embed.stage import build_embedder, embed_graph  # torch: image graphs only
+    from privgraph.ingest.embed.stage import build_embedder, embed_graph  # torch: image graphs only
 
     embedder = build_embedder(config.model_dump(), root or data_root())
     graph, record, _ = embed_graph(graph, embedder, cache=EmbeddingCache() if config.cache else None)

@@ -8,11 +8,11 @@ import numpy as np
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from privgraph.config import EvaluateConfig, PipelineConfig
-from privgraph.evaluation import version_metrics
+from privgraph.config.pipeline import EvaluateConfig, PipelineConfig
+from privgraph.evaluate.metrics import version_metrics
 from privgraph.graph import GraphData
-from privgraph.attacks import run_attacks
-from privgraph.graph_utility import graph_utility_report
+from privgraph.evaluate.attacks import run_attacks
+from privgraph.evaluate.graph_utility import graph_utility_report
 from tasks.observe import prefect_progress
 
 
@@ -24,7 +24,7 @@ def evaluate(
     manifest: dict[str, Any] | None,
     seed_entropy: int | None,
 ) -> dict[str, Any]:
-    """:func:`privgraph.evaluation.version_metrics` with the raw graph (its owner's figures too).
+    """:func:`privgraph.evaluate.metrics.version_metrics` with the raw graph (its owner's figures too).
     Progress (``training k/N, ETA``: clean and private model per run) goes to the task's log and
     the process's listeners."""
     return version_metrics(private, config, manifest, seed_entropy, clean=clean, progress=prefect_progress())

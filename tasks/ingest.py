@@ -7,9 +7,9 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from privgraph.config import DatasetConfig, GraphSetConfig
-from privgraph.datasets import load_dataset, load_graph_set
-from privgraph.datasets.graph_set import GraphSet
+from privgraph.config.pipeline import DatasetConfig, GraphSetConfig
+from privgraph.ingest.datasets import load_dataset, load_graph_set
+from privgraph.ingest.datasets.graph_set import GraphSet
 from privgraph.graph import GraphData
 
 

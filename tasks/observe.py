@@ -13,16 +13,16 @@ from collections.abc import Iterator
 
 from prefect import get_run_logger
 
-from privgraph.config import DaskConfig
-from privgraph.parallel import Executor
+from privgraph.config.pipeline import DaskConfig
+from privgraph.privatize.parallel import Executor
 from tasks.dask_executor import open_executor
-from privgraph.progress import ProgressCallback, ProgressEvent, broadcast
+from privgraph.evaluate.progress import ProgressCallback, ProgressEvent, broadcast
 from tasks.artifacts import publish_dask_dashboard
 
 
 def prefect_progress() -> ProgressCallback:
     """A progress callback for a task: one log line per event (``training 3/10, ETA 42 s``) on
-    the run's logger, then :func:`privgraph.progress.broadcast` to the process's listeners."""
+    the run's logger, then :func:`privgraph.evaluate.progress.broadcast` to the process's listeners."""
     logger = get_run_logger()
 
     def on_event(event: ProgressEvent) -> None:

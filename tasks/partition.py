@@ -5,9 +5,9 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from privgraph.config import PartitionConfig
+from privgraph.config.pipeline import PartitionConfig
 from privgraph.graph import GraphData
-from privgraph.partition import Partitioning, partition_graph
+from privgraph.privatize.partition import Partitioning, partition_graph
 
 _LIST_UP_TO = 16  # partition sizes listed one by one up to this many parts, summarized beyond
 

@@ -8,14 +8,14 @@ import numpy as np
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from privgraph.config import PipelineConfig
+from privgraph.config.pipeline import PipelineConfig
 from privgraph.graph import GraphData
-from privgraph.mechanisms import build_mechanism
-from privgraph.partition import Partitioning
-from privgraph.partitioned import privatize_through_files
-from privgraph.privatize import PrivatizationResult, privatize_graph
-from privgraph.storage.parts import PartsArea
-from privgraph.storage.private_record import private_refusals
+from privgraph.privatize.mechanisms import build_mechanism
+from privgraph.privatize.partition import Partitioning
+from privgraph.privatize.partitioned import privatize_through_files
+from privgraph.privatize.release import PrivatizationResult, privatize_graph
+from privgraph.publish.storage.parts import PartsArea
+from privgraph.publish.storage.private_record import private_refusals
 from tasks.observe import logged_executor
 
 

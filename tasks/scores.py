@@ -6,12 +6,12 @@ import numpy as np
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from privgraph.config import EmbedConfig
-from privgraph.datasets import data_root
-from privgraph.embed.cache import EmbeddingCache
+from privgraph.config.pipeline import EmbedConfig
+from privgraph.ingest.datasets import data_root
+from privgraph.ingest.embed.cache import EmbeddingCache
 from privgraph.graph import GraphData
-from privgraph.scoring import ScoreResult, ScoresConfig, compute_scores
-from privgraph.scoring.importance import PublicRows
+from privgraph.ingest.scoring import ScoreResult, ScoresConfig, compute_scores
+from privgraph.ingest.scoring.importance import PublicRows
 
 
 @task(name="scores", cache_policy=NO_CACHE, persist_result=False)
@@ -20,14 +20,14 @@ def scores(
     embed: EmbedConfig | None = None, root: str | None = None,
 ) -> ScoreResult:
     """theta from the pipeline's declared-public rows only (``rows``:
-    :meth:`privgraph.disclosure.Disclosure.public_rows`, a graph of those rows and nothing else).
+    :meth:`privgraph.config.disclosure.Disclosure.public_rows`, a graph of those rows and nothing else).
     Scores are cached by privgraph (not by Prefect: the rows are raw). With ``sensitivity.faces``
     (image graphs), beta compares the public images' embeddings with those of the same images with
     their faces masked, by the ``embed`` stage's model."""
     faces = config.sensitivity.faces if config.sensitivity is not None else None
     if faces is None or embed is None:
         return compute_scores(rows, config, seed=seed)
-    from privgraph.embed.stage import build_embedder, face_masked_embeddings, face_variant  # torch: image graphs only
+    from privgraph.ingest.embed.stage import build_embedder, face_masked_embeddings, face_variant  # torch: image graphs only
 
     embedder = build_embedder(embed.model_dump(), root or data_root())
     cache = EmbeddingCache() if embed.cache else None

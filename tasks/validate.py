@@ -5,9 +5,9 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from privgraph.accounting import BudgetPolicy, PrivacyLedger
+from privgraph.guarantee.ledger import BudgetPolicy, PrivacyLedger
 from privgraph.graph import GraphData
-from privgraph.validation import ValidationReport, run_checkpoint
+from privgraph.validate import ValidationReport, run_checkpoint
 
 
 @task(name="validate", cache_policy=NO_CACHE, persist_result=False)

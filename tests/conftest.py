@@ -116,7 +116,7 @@ def facebook_root(data_root: Path) -> Path:
 @pytest.fixture(scope="session")
 def cora(cora_root: Path):
     """Cora as a GraphData (all edges public), loaded once per session. Do not mutate."""
-    from privgraph.datasets import load_planetoid
+    from privgraph.ingest.datasets import load_planetoid
 
     return load_planetoid("cora", cora_root)
 
@@ -124,7 +124,7 @@ def cora(cora_root: Path):
 @pytest.fixture(scope="session")
 def facebook(facebook_root: Path):
     """MUSAE Facebook as a GraphData (all edges public), loaded once per session. Do not mutate."""
-    from privgraph.datasets import load_musae_facebook
+    from privgraph.ingest.datasets import load_musae_facebook
 
     return load_musae_facebook(facebook_root)
 

@@ -21,7 +21,7 @@ def raw_label_share(setattr_: Setattr) -> None:
     """A shareable metric read from the RAW training labels when the evaluation has them (the
     share of class 0, to one decimal: it agrees by chance with the same share of the version's
     randomized labels, so a recomputation from the version alone matches it)."""
-    import privgraph.utility as utility
+    import privgraph.evaluate.utility as utility
 
     real = utility.evaluate_utility
 

@@ -12,7 +12,7 @@ answers one JSON line ``{"config", "pipeline", "store", "version"[, "raw"]}`` on
 line ``{"metrics": ...}`` (or ``{"error": ...}``) on stdout, until stdin closes: one process,
 started once, for a whole test module. With ``"raw"`` (an ``.npz`` of a raw graph,
 :func:`write_raw_graph`) the version is evaluated as its owner's evaluation does, against that raw
-graph (:func:`privgraph.evaluation.version_metrics` with ``clean``), and only the shareable metrics
+graph (:func:`privgraph.evaluate.metrics.version_metrics` with ``clean``), and only the shareable metrics
 are answered: the non-interference test requires them byte-identical whatever the raw graph.
 ``--plant NAME`` installs a leak of :mod:`tests.planted_leaks` first (the meta-test's). One
 intra-op torch thread, as the test runs its flows.
@@ -49,10 +49,10 @@ def recompute(config: str, pipeline: str, store: str, version: str, raw: str | N
     """The shareable metrics of ``pipeline``/``version`` in ``store``, from the stored version and
     ``config`` (public configuration and the run's seed) alone; with ``raw`` (a raw graph's
     ``.npz``), evaluated against it as the owner's evaluation is, its shareable part only."""
-    from privgraph.config_loader import load_config
-    from privgraph.evaluation import evaluation_entropy, version_metrics
-    from privgraph.storage import open_store
-    from privgraph.utility import OWNER_ONLY
+    from privgraph.config.loader import load_config
+    from privgraph.evaluate.metrics import evaluation_entropy, version_metrics
+    from privgraph.publish.storage import open_store
+    from privgraph.evaluate.utility import OWNER_ONLY
 
     cfg = load_config(config).get(pipeline)
     st = open_store(store)

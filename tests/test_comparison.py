@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privgraph.comparison import (
+from privgraph.evaluate.comparison import (
     ComparisonResult,
     comparison_markdown,
     run_comparison,
     summarize,
     utility_plot_png,
 )
-from privgraph.datasets import load_dataset
-from privgraph.partition import partition_graph
+from privgraph.ingest.datasets import load_dataset
+from privgraph.privatize.partition import partition_graph
 
 TRAIN = {"epochs": 15, "patience": None, "hidden": 16, "device": "cpu"}
 
@@ -89,8 +89,8 @@ def test_every_cell_has_its_feature_only_floor(small):
     assert floors["dprr"] == floors["warner_rr"] and len(floors["dprr"]) == 2
     g, _ = small
     from privgraph.seeding import partition_seeds, stage_seed
-    from privgraph.training import fit_node_classifier
-    from privgraph.utility import feature_only_kwargs
+    from privgraph.evaluate.training import fit_node_classifier
+    from privgraph.evaluate.utility import feature_only_kwargs
 
     ts = partition_seeds(stage_seed(np.random.SeedSequence(5), "train"), 2)[0]
     ref = fit_node_classifier(g, seed=ts, eval_y=g.y, **feature_only_kwargs(dict(TRAIN))).result["test_acc"]
@@ -108,13 +108,13 @@ def test_every_cell_has_its_feature_only_floor(small):
         assert x["selected_acc"] == by_name[x["selected"]]
     # the public data alone (label propagation of the training labels over the public edges), in
     # every cell: the same for every mechanism, and the value of the release over it
-    from privgraph.public_reference import public_only_reference
+    from privgraph.evaluate.public_reference import public_only_reference
 
     alone = public_only_reference(g, np.ones(g.num_nodes, bool), int(g.y.max()) + 1, raw_y=g.y)["test_acc"]
     assert all(x["public_only_acc"] == alone for x in e.records if x["mechanism"] != "clean")
     cell = summarize(e)["cells"]["dprr"]["1.0"]
     # Correct and Smooth of the cell's models (floor, public edges, GNN), as evaluate_utility's
-    from privgraph.correct_and_smooth import release_correct_and_smooth
+    from privgraph.evaluate.correct_and_smooth import release_correct_and_smooth
 
     x0 = next(x for x in e.records if x["mechanism"] == "dprr" and x["run"] == 0)
     assert cell["correct_and_smooth"]["mean"] == pytest.approx(np.mean(e.accuracies("dprr", 1.0, "correct_and_smooth_acc")))
@@ -156,7 +156,7 @@ def test_labels_alias_a_registered_mechanism_and_use_scores_needs_theta(small):
 
 
 def test_edge_comparison_records_degree_curves_and_budgetless_baseline(small):
-    from privgraph.comparison import comparison_objects
+    from privgraph.evaluate.comparison import comparison_objects
 
     r = _run(small, scope="edges", mechanisms={"dprr": {}, "nonpriv_part": {}}, target="dprr", epsilons=[1.0, 2.0])
     assert set(r.degree_curves) == {"dprr/1", "dprr/2", "nonpriv_part/1", "nonpriv_part/2"}
@@ -171,7 +171,7 @@ def test_edge_comparison_records_degree_curves_and_budgetless_baseline(small):
 def test_progress_counts_the_clean_baseline_and_every_cell(small):
     """``clean baseline`` k/runs, then ``comparison cells`` k/(mechanisms x epsilons x runs); a
     budgetless mechanism's reused runs count as done without work; no accuracy in an event."""
-    from privgraph.progress import ProgressEvent
+    from privgraph.evaluate.progress import ProgressEvent
 
     events: list[ProgressEvent] = []
     r = _run(small, scope="edges", mechanisms={"dprr": {}, "nonpriv_part": {}}, target="dprr",
@@ -194,8 +194,8 @@ def test_edge_comparison_attacks_every_model_on_the_same_pairs(small):
     """evaluate.attacks in a comparison: each cell's model (and the clean one) attacked on one set
     of candidate pairs; the clean graph gives its edges away, NonPriv-Part (no private edge
     released) leaves LinkTeller only what the public edges show; table and plot get the columns."""
-    from privgraph.comparison import comparison_objects
-    from privgraph.config import EvaluateConfig
+    from privgraph.evaluate.comparison import comparison_objects
+    from privgraph.config.pipeline import EvaluateConfig
 
     attacks = EvaluateConfig(attacks=[{"name": "linkteller", "max_pairs": 40}, {"name": "link_stealing", "max_pairs": 40},
                                       "membership"]).attacks
@@ -222,8 +222,8 @@ def test_a_cut_off_comparison_resumes_from_its_checkpoint(small, tmp_path, monke
     """Each finished run is checkpointed as it finishes; a run killed part-way and started again
     reads those back (progress says so, no accuracy in an event) and computes only the rest; the
     result equals an uninterrupted run's, degree curves included."""
-    from privgraph.progress import ProgressEvent
-    from privgraph.storage.private_record import CellCheckpoint
+    from privgraph.evaluate.progress import ProgressEvent
+    from privgraph.publish.storage.private_record import CellCheckpoint
 
     monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
     g, _ = small

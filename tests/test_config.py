@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from privgraph.disclosure import disclosure_of
-from privgraph.config_loader import load_config, parse_config
+from privgraph.config.disclosure import disclosure_of
+from privgraph.config.loader import load_config, parse_config
 from privgraph.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -217,8 +217,8 @@ def test_private_edges_need_an_edge_mechanism():
 def test_attacks_take_names_or_mappings_and_refuse_mistakes_with_their_path():
     from typing import get_args
 
-    from privgraph.attacks.link_stealing import DISTANCES
-    from privgraph.config import LinkStealingAttack
+    from privgraph.evaluate.attacks.link_stealing import DISTANCES
+    from privgraph.config.pipeline import LinkStealingAttack
 
     ev = parse_config(_with("pipelines.cora.evaluate", {"attacks": ["linkteller", {"name": "membership", "signal": "entropy"}]}))
     attacks = ev.get("cora").evaluate.attacks
@@ -271,7 +271,7 @@ def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
     nested.write_text(text.replace("      epsilon: 1.0\n", "      epsilon: 1.0\n      epsilon: 8.0\n", 1))
     with pytest.raises(ConfigError, match=r"line 9: not valid YAML \(duplicate key 'epsilon', first at line 8\)"):
         load_config(nested)
-    from privgraph.config_loader import _UniqueKeyLoader
+    from privgraph.config.loader import _UniqueKeyLoader
 
     merge = "x: &d {a: 1, b: 2}\ny:\n  <<: *d\n  a: 3\n"
     assert yaml.load(merge, Loader=_UniqueKeyLoader) == {"x": {"a": 1, "b": 2}, "y": {"a": 3, "b": 2}}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privgraph.correct_and_smooth import correct_and_smooth, release_correct_and_smooth
-from privgraph.label_propagation import label_propagation, propagation_operator, propagation_scores
+from privgraph.evaluate.correct_and_smooth import correct_and_smooth, release_correct_and_smooth
+from privgraph.evaluate.label_propagation import label_propagation, propagation_operator, propagation_scores
 from tests.test_public_reference import _two_communities
 
 
@@ -100,7 +100,7 @@ def test_every_evaluation_offers_it_as_a_candidate():
     """It runs in every evaluation over the models trained there (the floor, the public edges
     alone, the GNN), per run; the owner's record has it on the raw labels; recomputed from the
     version alone (no clean graph) it is the same."""
-    from privgraph.utility import evaluate_utility
+    from privgraph.evaluate.utility import evaluate_utility
 
     g = _two_communities(seed=4)
     kw = dict(runs=2, seed_sequence=5, public_train=np.ones(g.num_nodes, bool), hidden=8, epochs=5,
@@ -122,7 +122,7 @@ def test_every_evaluation_offers_it_as_a_candidate():
 def test_propagation_is_eq_4_iterated_on_any_device(device):
     """:func:`propagate` (torch CSR products on a device) is Zhou et al.'s eq. 4 iterated, as the
     plain scipy loop computes it, to rounding; on an operator with unsorted columns too."""
-    from privgraph.label_propagation import propagate
+    from privgraph.evaluate.label_propagation import propagate
 
     rng = np.random.default_rng(4)
     n = 500

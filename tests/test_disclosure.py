@@ -9,11 +9,11 @@ import os
 import numpy as np
 import pytest
 
-from privgraph.disclosure import disclosure_of
-from privgraph.config_loader import parse_config
-from privgraph.datasets.split import split_public_private
-from privgraph.datasets.synthetic import sbm_graph
-from privgraph.storage.private_record import input_identity, owner_key, owner_key_path
+from privgraph.config.disclosure import disclosure_of
+from privgraph.config.loader import parse_config
+from privgraph.ingest.datasets.split import split_public_private
+from privgraph.ingest.datasets.synthetic import sbm_graph
+from privgraph.publish.storage.private_record import input_identity, owner_key, owner_key_path
 
 BASE = {
     "pipelines": {
@@ -102,7 +102,7 @@ def test_the_declaration_materializes_on_the_graph(graph, disclosure):
 def test_nonpriv_part_declares_v_pri_public():
     """Leak 4: NonPriv-Part claims epsilon 0 while the manifest records |V_pri|; the assumption
     and the manifest's public section now say that V_pri is public."""
-    from privgraph.mechanisms import build_mechanism
+    from privgraph.privatize.mechanisms import build_mechanism
 
     data = copy.deepcopy(BASE)
     data["pipelines"]["p"]["edges"] = {"mechanism": "nonpriv_part"}
@@ -139,8 +139,8 @@ def test_the_scores_read_only_the_rows_the_declaration_makes_public(tmp_path):
     and changing one moved theta while the fingerprint stood still. Now ONE selection makes both,
     the scores get a view holding the declared rows only, and theta does not move with any other
     row. Real loader path: the user's files on disk."""
-    from privgraph.datasets import load_dataset
-    from privgraph.scoring import compute_scores
+    from privgraph.ingest.datasets import load_dataset
+    from privgraph.ingest.scoring import compute_scores
     from tests.graph_files import write_generic
 
     g = sbm_graph(300, num_classes=3, avg_degree=6.0, num_features=8, seed=5)

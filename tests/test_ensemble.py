@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from privgraph.config import ComparisonConfig, EvaluateConfig, PipelineConfig
+from privgraph.config.pipeline import ComparisonConfig, EvaluateConfig, PipelineConfig
 from privgraph.seeding import as_seed_sequence
-from privgraph.training import fit_ensemble, fit_node_classifier, member_seeds, split_accuracies
-from privgraph.utility import evaluate_utility
+from privgraph.evaluate.training import fit_ensemble, fit_node_classifier, member_seeds, split_accuracies
+from privgraph.evaluate.utility import evaluate_utility
 from tests.test_training import QUICK, two_communities
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
@@ -54,7 +54,7 @@ def test_split_accuracies_match_the_trained_model(graph):
 
 
 def test_the_kprop_search_runs_once_and_the_members_use_its_choice(graph, monkeypatch):
-    import privgraph.training as training
+    import privgraph.evaluate.training as training
 
     calls = []
     real = training.fit_node_classifier

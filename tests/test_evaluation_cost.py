@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-import privgraph.model_inputs as model_inputs
-from privgraph.models import GCN, GIN, GraphSAGE, KProp
-from privgraph.models.sparse import FactoredInput, PropagatedInput
-from privgraph.model_inputs import InputCache
-from privgraph.training import fit_ensemble, fit_node_classifier
-from privgraph.utility import evaluate_utility
+import privgraph.evaluate.model_inputs as model_inputs
+from privgraph.evaluate.models import GCN, GIN, GraphSAGE, KProp
+from privgraph.evaluate.models.sparse import FactoredInput, PropagatedInput
+from privgraph.evaluate.model_inputs import InputCache
+from privgraph.evaluate.training import fit_ensemble, fit_node_classifier
+from privgraph.evaluate.utility import evaluate_utility
 from tests.test_training import QUICK, two_communities
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 import torch
 
-from privgraph.attacks import linkteller_scores
-from privgraph.config import ConfigError
-from privgraph.config_loader import load_config
+from privgraph.evaluate.attacks import linkteller_scores
+from privgraph.config.pipeline import ConfigError
+from privgraph.config.loader import load_config
 from privgraph.graph import GraphData
-from privgraph.model_inputs import principal_basis
-from privgraph.training import fit_node_classifier
+from privgraph.evaluate.model_inputs import principal_basis
+from privgraph.evaluate.training import fit_node_classifier
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 

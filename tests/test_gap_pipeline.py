@@ -15,16 +15,16 @@ import pytest
 import torch
 import yaml
 
-from privgraph.datasets import check_dataset_options, drop_cut_edges, load_dataset
+from privgraph.ingest.datasets import check_dataset_options, drop_cut_edges, load_dataset
 from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
-from privgraph.mechanisms import build_mechanism
-from privgraph.models import GAPClassifier
-from privgraph.partition import partition_graph
-from privgraph.privatize import privatize_graph
-from privgraph.storage.graph_io import graph_to_objects, objects_to_graph
-from privgraph.training import fit_node_classifier
-from privgraph.utility import evaluate_utility, version_kwargs
+from privgraph.privatize.mechanisms import build_mechanism
+from privgraph.evaluate.models import GAPClassifier
+from privgraph.privatize.partition import partition_graph
+from privgraph.privatize.release import privatize_graph
+from privgraph.publish.storage.graph_io import graph_to_objects, objects_to_graph
+from privgraph.evaluate.training import fit_node_classifier
+from privgraph.evaluate.utility import evaluate_utility, version_kwargs
 
 
 def _sbm(rho: float = 0.5, n: int = 400) -> GraphData:

@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from privgraph.graph_utility import adjacency, graph_utility_report, structure_stats
+from privgraph.evaluate.graph_utility import adjacency, graph_utility_report, structure_stats
 
 
 def _edges(g: nx.Graph) -> np.ndarray:
@@ -48,7 +48,7 @@ def test_a_graph_against_itself_and_against_noise(g):
 
 
 def test_the_degree_histograms_and_the_plot(g):
-    from privgraph.graph_utility import structure_plot_png
+    from privgraph.evaluate.graph_utility import structure_plot_png
 
     e = _edges(g)
     r = graph_utility_report(e, e[:, ::2], g.number_of_nodes(), np.random.default_rng(0))

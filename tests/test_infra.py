@@ -368,7 +368,7 @@ def test_infra_check_passes() -> None:
 
 
 def test_deployments_equal_those_generated_from_pipelines_yaml() -> None:
-    from privgraph.config_loader import load_config
+    from privgraph.config.loader import load_config
 
     cfg = load_config(ROOT / "pipelines.yaml")
     doc = yaml.safe_load(PREFECT_YAML.read_text())
@@ -391,7 +391,7 @@ def test_deployments_agree_with_privgraph_serve() -> None:
 
     from flows.privatize import privatize_flow
     from flows.schedule import pipeline_deployments
-    from privgraph.config_loader import load_config
+    from privgraph.config.loader import load_config
 
     cfg = load_config(ROOT / "pipelines.yaml")
     doc = {d["name"]: d for d in yaml.safe_load(PREFECT_YAML.read_text())["deployments"]}

@@ -34,10 +34,10 @@ def test_the_library_imports_neither_prefect_nor_dask():
 # -- the import graph: one floor above another, no circle ------------------------------------------
 PACKAGES = ("privgraph", "tasks", "flows")
 #: the ground floor: imports nothing of privgraph but each other
-GROUND = {"privgraph.errors", "privgraph.params", "privgraph.private_files", "privgraph.seeding",
-          "privgraph.guarantee", "privgraph.randomized_response", "privgraph.arrow_io"}
+GROUND = {"privgraph.errors", "privgraph.guarantee.params", "privgraph.publish.private_files", "privgraph.seeding",
+          "privgraph.guarantee", "privgraph.privatize.mechanisms.randomized_response", "privgraph.ingest.arrow_io"}
 #: what the store may import: nothing above the ledger and the graph
-STORAGE_MAY_IMPORT = GROUND | {"privgraph.graph", "privgraph.accounting"}
+STORAGE_MAY_IMPORT = GROUND | {"privgraph.graph", "privgraph.guarantee.ledger"}
 
 
 def _module_files() -> dict[str, Path]:
@@ -125,24 +125,24 @@ def test_the_import_graph_has_no_circle_and_no_upward_import():
     up = {m: sorted(d - GROUND) for m, d in graph.items() if m in GROUND and d - GROUND}
     assert not up, up
     store = {m: sorted(d - STORAGE_MAY_IMPORT) for m, d in graph.items()
-             if m.startswith("privgraph.storage") and {x for x in d if not x.startswith("privgraph.storage")} - STORAGE_MAY_IMPORT}
+             if m.startswith("privgraph.publish.storage") and {x for x in d if not x.startswith("privgraph.publish.storage")} - STORAGE_MAY_IMPORT}
     assert not store, store
     tasks_up = {m: sorted(x for x in d if x.startswith("flows")) for m, d in graph.items()
                 if m.startswith("tasks") and any(x.startswith("flows") for x in d)}
     assert not tasks_up, tasks_up
     # the ledger takes guarantees as data; training reads the release's channel, not the mechanism
-    for m in ("privgraph.accounting", "privgraph.training"):
-        assert not [x for x in graph[m] if x.startswith("privgraph.mechanisms")], (m, sorted(graph[m]))
+    for m in ("privgraph.guarantee.ledger", "privgraph.evaluate.training"):
+        assert not [x for x in graph[m] if x.startswith("privgraph.privatize.mechanisms")], (m, sorted(graph[m]))
     # configuration: pure models below the declaration, the file's loader above both
-    assert not graph["privgraph.config"] & {"privgraph.disclosure", "privgraph.config_loader", "privgraph.scoring.theta"}
-    assert "privgraph.config_loader" not in graph["privgraph.disclosure"]
+    assert not graph["privgraph.config.pipeline"] & {"privgraph.config.disclosure", "privgraph.config.loader", "privgraph.ingest.scoring.theta"}
+    assert "privgraph.config.loader" not in graph["privgraph.config.disclosure"]
 
 
 def test_the_check_finds_a_circle():
     """The scan can fail: a planted import back up (graph -> config) closes a circle."""
     graph = import_graph()
-    graph["privgraph.graph"] = graph["privgraph.graph"] | {"privgraph.config_loader"}
-    assert any("privgraph.graph" in c and "privgraph.config_loader" in c for c in _cycles(graph))
+    graph["privgraph.graph"] = graph["privgraph.graph"] | {"privgraph.config.loader"}
+    assert any("privgraph.graph" in c and "privgraph.config.loader" in c for c in _cycles(graph))
 
 
 MAX_FUNCTION_LINES = 120

@@ -75,7 +75,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from privgraph.disclosure import disclosure_of
+from privgraph.config.disclosure import disclosure_of
 from privgraph.graph import GraphData
 
 pytestmark = [pytest.mark.flow, pytest.mark.dataset]
@@ -130,8 +130,8 @@ def _induced(graph: GraphData, nodes: np.ndarray) -> GraphData:
 
 def _generic_graph() -> GraphData:
     """400 nodes, every fourth unlabelled, features in [0, 1], 30% of the edges private."""
-    from privgraph.datasets.split import random_node_split, split_public_private
-    from privgraph.datasets.synthetic import sbm_graph
+    from privgraph.ingest.datasets.split import random_node_split, split_public_private
+    from privgraph.ingest.datasets.synthetic import sbm_graph
 
     g = sbm_graph(GENERIC_NODES, num_classes=3, avg_degree=6.0, num_features=8, seed=7)
     y = g.y.copy()
@@ -144,7 +144,7 @@ def _generic_graph() -> GraphData:
 
 def _input_graph(name: str, data_root: Path) -> GraphData:
     """The pipeline's input at test scale, as its ingest loads it."""
-    from privgraph.datasets import load_dataset
+    from privgraph.ingest.datasets import load_dataset
 
     if name == "generic-unlabelled":
         return _generic_graph()
@@ -165,7 +165,7 @@ def _input_graph(name: str, data_root: Path) -> GraphData:
 
 def _write_input(name: str, graph: GraphData, data: Path) -> dict[str, Any]:
     """Write a file-backed pipeline's input under ``data``; returns its test-scale ``dataset`` section."""
-    from privgraph.datasets.image_graph import write_photo_graph
+    from privgraph.ingest.datasets.image_graph import write_photo_graph
     from tests.graph_files import write_generic
 
     if name == "images-heterorr":
@@ -301,8 +301,8 @@ def _run(cfg: Path, name: str, monkeypatch: pytest.MonkeyPatch, graph: GraphData
     import tasks.ingest
     from prefect.logging.handlers import APILogWorker
 
-    from privgraph.storage import open_store
-    from privgraph.storage.private_record import private_refusals_dir, read_private_record
+    from privgraph.publish.storage import open_store
+    from privgraph.publish.storage.private_record import private_refusals_dir, read_private_record
 
     tmp = cfg.parent
     if graph is not None:
@@ -406,9 +406,9 @@ def consistency(run: dict[str, Any]) -> list[str]:
     separately, :func:`metrics_recomputed`)."""
     from tasks.artifacts import PRIVATE_PREFIX, artifact_key, is_shareable
     from privgraph.cli import _ci_markdown
-    from privgraph.report import metrics_markdown
-    from privgraph.storage.base import VersionInfo
-    from privgraph.storage.graph_io import objects_to_graph
+    from privgraph.evaluate.report import metrics_markdown
+    from privgraph.publish.storage.base import VersionInfo
+    from privgraph.publish.storage.graph_io import objects_to_graph
 
     out = []
     name = run["ci"]["pipeline"]
@@ -575,7 +575,7 @@ def inside(run: dict[str, Any], graph: GraphData, cfg: Path, name: str) -> list[
     """What one run's stored version holds, checked on its own (:mod:`tests.release_checks`):
     every object canonical, every scope's output what its mechanism says given ``graph`` (the
     run's input) and the seed."""
-    from privgraph.config_loader import load_config
+    from privgraph.config.loader import load_config
     from tests.release_checks import canonical_violations, release_violations
 
     if run["version"] is None:
@@ -676,7 +676,7 @@ def _base(name: str, base_runs: dict[str, Any], data_root: Path, tmp_path_factor
 def test_a_published_version_reveals_nothing_beyond_its_ledger(
     name, scope, harness, owner, base_runs, data_root, tmp_path_factory, monkeypatch
 ):
-    from privgraph.config_loader import load_config
+    from privgraph.config.loader import load_config
 
     cfg, graph, base, recomputed = _base(name, base_runs, data_root, tmp_path_factory, monkeypatch)
     disclosure = disclosure_of(load_config(cfg), name)
@@ -779,14 +779,14 @@ def test_every_planted_leak_is_caught(harness, owner, data_root, tmp_path_factor
     import tasks.privatize
     from prefect import get_run_logger
 
-    from privgraph.arrow_io import read_parquet_bytes
-    from privgraph.mechanisms.edges.class_counts import NeighbourClassCounts
-    from privgraph.storage import graph_io
+    from privgraph.ingest.arrow_io import read_parquet_bytes
+    from privgraph.privatize.mechanisms.edges.class_counts import NeighbourClassCounts
+    from privgraph.publish.storage import graph_io
     from tests.planted_leaks import install
 
-    from privgraph.disclosure import Disclosure
+    from privgraph.config.disclosure import Disclosure
     from privgraph.errors import GraphValidationError
-    from privgraph.scoring.importance import PublicRows, PublicSubset, restrict_rows
+    from privgraph.ingest.scoring.importance import PublicRows, PublicSubset, restrict_rows
 
     name = "generic-unlabelled"
     graph = _input_graph(name, data_root)
@@ -858,7 +858,7 @@ def test_every_planted_leak_is_caught(harness, owner, data_root, tmp_path_factor
         cfg = _test_scale_config(name, tmp, _write_input(name, g, tmp / "data"))
         return _run(cfg, name, monkeypatch), cfg
 
-    from privgraph.config_loader import load_config
+    from privgraph.config.loader import load_config
 
     base, base_cfg = run("base", graph)
     d = disclosure_of(load_config(base_cfg), name)

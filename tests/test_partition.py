@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from privgraph.graph import GraphData
-from privgraph.partition import partition_graph
+from privgraph.privatize.partition import partition_graph
 
 
 def _ring(n: int, private_every: int = 0) -> GraphData:
@@ -92,8 +92,8 @@ def rand_drawn_by_another_thread() -> Iterator[None]:
 
 
 def _sbm(n: int = 3000) -> GraphData:
-    from privgraph.datasets.split import split_public_private
-    from privgraph.datasets.synthetic import sbm_graph
+    from privgraph.ingest.datasets.split import split_public_private
+    from privgraph.ingest.datasets.synthetic import sbm_graph
 
     return split_public_private(sbm_graph(n, num_classes=4, avg_degree=8.0, num_features=4, seed=5), 0.2, seed=1)
 
@@ -102,7 +102,7 @@ def test_metis_parts_do_not_move_when_another_thread_draws_from_rand():
     """pymetis's METIS reads libc's process-wide rand() after srand(seed): in this process, a rand()
     from another thread during METIS gave another (equally balanced) partition. It runs in its own
     process: the parts are the same with and without the other thread, call after call."""
-    from privgraph.mechanisms.hrg.blocks import bisection_blocks
+    from privgraph.privatize.mechanisms.hrg.blocks import bisection_blocks
 
     g = _sbm()
     quiet = partition_graph(g, 4, "metis").assignment
@@ -121,11 +121,11 @@ def test_the_cora_neighbour_pair_releases_the_same_edges_whatever_other_threads_
     edges.parquet is the same bytes (and every object the same run after run)."""
     import yaml
 
-    from privgraph.datasets import load_dataset
-    from privgraph.mechanisms import build_mechanism
-    from privgraph.privatize import privatize_graph
+    from privgraph.ingest.datasets import load_dataset
+    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.privatize.release import privatize_graph
     from privgraph.seeding import as_seed_sequence, stage_seed
-    from privgraph.storage.graph_io import graph_to_objects
+    from privgraph.publish.storage.graph_io import graph_to_objects
 
     spec = yaml.safe_load((Path(__file__).resolve().parents[1] / "pipelines.yaml").read_text())["pipelines"]["cora"]
     graph = load_dataset("cora", root=cora_root, rho=spec["dataset"]["rho"], split_seed=spec["dataset"].get("split_seed", 0))

@@ -9,18 +9,18 @@ import stat
 import numpy as np
 import pytest
 
-from privgraph.datasets.split import split_public_private
-from privgraph.datasets.synthetic import sbm_graph
+from privgraph.ingest.datasets.split import split_public_private
+from privgraph.ingest.datasets.synthetic import sbm_graph
 from privgraph.errors import ConfigError
-from privgraph.mechanisms import build_mechanism
-from privgraph.partition import partition_graph
-from privgraph.partitioned import (
+from privgraph.privatize.mechanisms import build_mechanism
+from privgraph.privatize.partition import partition_graph
+from privgraph.privatize.partitioned import (
     load_partitioned_release,
     privatize_partitioned,
     privatize_through_files,
     write_partitioned_input,
 )
-from privgraph.privatize import privatize_graph
+from privgraph.privatize.release import privatize_graph
 from tasks.dask_executor import DaskExecutor
 
 
@@ -162,11 +162,11 @@ def test_privatize_through_files_is_privatize_graph(graph, partitioning, tmp_pat
 
 
 def test_the_config_names_the_mechanisms_the_layout_runs():
-    from privgraph.config import PARTITIONED_EDGE_MECHANISMS
-    from privgraph.config_loader import parse_config
+    from privgraph.config.pipeline import PARTITIONED_EDGE_MECHANISMS
+    from privgraph.config.loader import parse_config
     from privgraph.guarantee import Scope
-    from privgraph.mechanisms import MECHANISMS
-    from privgraph.partitioned import runs_partitioned
+    from privgraph.privatize.mechanisms import MECHANISMS
+    from privgraph.privatize.partitioned import runs_partitioned
 
     runnable = {name for name, cls in MECHANISMS.items() if runs_partitioned(cls)}
     assert runnable == set(PARTITIONED_EDGE_MECHANISMS)

@@ -8,14 +8,14 @@ import json
 import numpy as np
 import pytest
 
-from privgraph.datasets.split import split_public_private
-from privgraph.datasets.synthetic import sbm_graph
-from privgraph.mechanisms import MECHANISMS, build_mechanism
+from privgraph.ingest.datasets.split import split_public_private
+from privgraph.ingest.datasets.synthetic import sbm_graph
+from privgraph.privatize.mechanisms import MECHANISMS, build_mechanism
 from privgraph.guarantee import Scope
-from privgraph.parallel import SerialExecutor
+from privgraph.privatize.parallel import SerialExecutor
 from tasks.dask_executor import DaskExecutor
-from privgraph.partition import partition_graph
-from privgraph.privatize import privatize_graph
+from privgraph.privatize.partition import partition_graph
+from privgraph.privatize.release import privatize_graph
 
 EDGE_PARAMS = {
     "dprr": {"epsilon": 2.0},

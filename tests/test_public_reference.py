@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 
 from privgraph.graph import GraphData
-from privgraph.label_propagation import LP_ALPHA, label_propagation
-from privgraph.public_reference import public_only_reference
+from privgraph.evaluate.label_propagation import LP_ALPHA, label_propagation
+from privgraph.evaluate.public_reference import public_only_reference
 
 
 def _two_communities(n: int = 200, seed: int = 0) -> GraphData:
     """Two planted communities joined by public edges (90% within); features pure noise; 30% of
     the edges private; a 50/25/25 split."""
-    from privgraph.datasets.split import random_node_split, split_public_private
+    from privgraph.ingest.datasets.split import random_node_split, split_public_private
 
     rng = np.random.default_rng(seed)
     y = np.arange(n) % 2
@@ -93,7 +93,7 @@ def test_every_evaluation_shows_the_reference_and_the_value_of_the_release():
     """Noise features and no released private edge: the public data alone carries everything.
     The reference is a candidate of the chosen model (ties to the simpler), so the chosen model is
     never below it on validation, and the value of the release is reported with its test."""
-    from privgraph.utility import evaluate_utility
+    from privgraph.evaluate.utility import evaluate_utility
 
     g = _two_communities()
     m = evaluate_utility(g, g, runs=3, seed_sequence=5, public_train=np.ones(g.num_nodes, bool),
@@ -115,8 +115,8 @@ def test_with_public_features_the_floor_is_public_only_too():
     is the majority class, and the reference of each run is the floor (the model over the public
     features and labels); without public features, or with a private training label, it stays
     label propagation."""
-    from privgraph.public_reference import FLOOR_METHOD, per_run_reference
-    from privgraph.utility import evaluate_utility
+    from privgraph.evaluate.public_reference import FLOOR_METHOD, per_run_reference
+    from privgraph.evaluate.utility import evaluate_utility
 
     g = _two_communities()
     rng = np.random.default_rng(4)
@@ -140,7 +140,7 @@ def test_with_public_features_the_floor_is_public_only_too():
     assert per_run_reference(ref, floors, public_features=False, all_train_public=True) == [ref, ref]
     assert per_run_reference(None, floors, public_features=True, all_train_public=True) is None
     # an edges comparison (features left as they are) applies the same rule per cell
-    from privgraph.comparison import _references
+    from privgraph.evaluate.comparison import _references
 
     kwc = dict(hidden=8, epochs=30, patience=None, device="cpu", eval_y=g.y)
     lp_ref = _references(g, 5, kwc)
@@ -154,7 +154,7 @@ def test_with_public_features_the_floor_is_public_only_too():
 def test_cora_public_only_reference_matches_the_issue(cora_root):
     """``privgraph run cora``'s public data (rho 0.2, the 140 Planetoid training labels): 0.649,
     the figure issue 26 measured against the pipeline's 0.520."""
-    from privgraph.datasets import load_dataset
+    from privgraph.ingest.datasets import load_dataset
 
     g = load_dataset("cora", root=cora_root, rho=0.2)
     ref = public_only_reference(g, np.ones(g.num_nodes, bool), 7)
@@ -162,10 +162,10 @@ def test_cora_public_only_reference_matches_the_issue(cora_root):
 
 
 def test_the_published_table_and_the_step_summary_show_it():
-    from privgraph.report import metrics_markdown
+    from privgraph.evaluate.report import metrics_markdown
 
     g = _two_communities()
-    from privgraph.utility import evaluate_utility
+    from privgraph.evaluate.utility import evaluate_utility
 
     m = evaluate_utility(g, None, runs=2, seed_sequence=5, public_train=np.ones(g.num_nodes, bool),
                          hidden=8, epochs=5, patience=None, device="cpu")
@@ -177,7 +177,7 @@ def test_the_published_table_and_the_step_summary_show_it():
 # -- label propagation over the release (a candidate of the chosen model) ----------------------------
 def test_weighted_propagation_keeps_one_weight_per_pair():
     """A pair listed twice counts once, with its largest weight; weight 1 everywhere is plain LP."""
-    from privgraph.label_propagation import label_propagation
+    from privgraph.evaluate.label_propagation import label_propagation
 
     e = np.array([[0, 1, 1, 2], [1, 0, 2, 3]])
     y, seeds = np.array([0, 1, 1, 0]), np.array([True, False, False, True])
@@ -190,7 +190,7 @@ def test_weighted_propagation_keeps_one_weight_per_pair():
 def test_release_propagation_uses_informative_released_edges():
     """Half the communities' edges released as they are (an oracle release): propagating over them
     beats the public edges alone; a release of random pairs is weighted down or adds nothing."""
-    from privgraph.label_propagation import release_propagation
+    from privgraph.evaluate.label_propagation import release_propagation
 
     g = _two_communities(seed=4)
     rng = np.random.default_rng(5)
@@ -203,7 +203,7 @@ def test_release_propagation_uses_informative_released_edges():
 
 
 def test_the_chosen_model_includes_release_propagation():
-    from privgraph.utility import evaluate_utility
+    from privgraph.evaluate.utility import evaluate_utility
 
     g = _two_communities(seed=4)
     m = evaluate_utility(g, None, runs=2, seed_sequence=5, public_train=np.ones(g.num_nodes, bool),

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 from randomgen import AESCounter
 
-from privgraph.datasets.synthetic import sbm_graph
-from privgraph.mechanisms import build_mechanism
-from privgraph.parallel import SerialExecutor
-from privgraph.partition import partition_graph
-from privgraph.privatize import privatize_graph
+from privgraph.ingest.datasets.synthetic import sbm_graph
+from privgraph.privatize.mechanisms import build_mechanism
+from privgraph.privatize.parallel import SerialExecutor
+from privgraph.privatize.partition import partition_graph
+from privgraph.privatize.release import privatize_graph
 from privgraph.seeding import as_generator, noise_generator, partition_seeds, stage_seed
 
 

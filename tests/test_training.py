@@ -3,9 +3,9 @@ import pytest
 import torch
 
 from privgraph.graph import GraphData
-from privgraph.model_inputs import _model_input
-from privgraph.training import choose_device, train_node_classifier
-from privgraph.utility import evaluate_utility, OWNER_ONLY
+from privgraph.evaluate.model_inputs import _model_input
+from privgraph.evaluate.training import choose_device, train_node_classifier
+from privgraph.evaluate.utility import evaluate_utility, OWNER_ONLY
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 
@@ -224,8 +224,8 @@ def test_the_feature_only_floor_is_the_same_model_without_edges(graph):
     itself); on a graph whose private edges are all its edges it equals ``edges="public"``
     exactly. evaluate_utility reports it beside the GNN, the per-run choice by validation
     accuracy, and the paired t-test between the two."""
-    from privgraph.training import fit_node_classifier
-    from privgraph.utility import paired_test
+    from privgraph.evaluate.training import fit_node_classifier
+    from privgraph.evaluate.utility import paired_test
 
     g = graph.replace(edges_public=np.zeros((2, 0), np.int64), edges_private=graph.edges("all"))
     none = fit_node_classifier(g, seed=3, edges="none", **FAST).result
@@ -294,7 +294,7 @@ def test_dense_offset_features_still_train(cora):
 def test_evaluate_utility_reports_each_training_with_k_of_n(noisy_graph):
     """Both models of every run count: a start event, then 1..2 runs, each with an ETA (the last
     one 0) and a label; the results are those of a run without a callback."""
-    from privgraph.progress import ProgressEvent
+    from privgraph.evaluate.progress import ProgressEvent
 
     events: list[ProgressEvent] = []
     res = evaluate_utility(noisy_graph, noisy_graph, runs=2, seed_sequence=4, device="cpu",
@@ -334,7 +334,7 @@ def test_the_public_edges_alone_are_a_candidate_when_the_released_private_edges_
     assert "public_edges_on_raw_labels" in res[OWNER_ONLY]
     # the same model over the public edges is fit_node_classifier(edges="public") with the run's seed
     from privgraph.seeding import as_seed_sequence, partition_seeds
-    from privgraph.training import fit_node_classifier
+    from privgraph.evaluate.training import fit_node_classifier
 
     s0 = partition_seeds(as_seed_sequence(2), 3)[0]
     assert fit_node_classifier(version, seed=s0, edges="public", device="cpu", **FAST).result["test_acc_own_labels"] \

@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 import torch
 
-from privgraph.accounting import LedgerEntry, PrivacyLedger
-from privgraph.config import EvaluateConfig
-from privgraph.config_loader import parse_config
+from privgraph.guarantee.ledger import LedgerEntry, PrivacyLedger
+from privgraph.config.pipeline import EvaluateConfig
+from privgraph.config.loader import parse_config
 from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
-from privgraph.mechanisms.features.label_rr import LabelRR
-from privgraph.models import KProp
-from privgraph.label_denoising import _denoised_labels, drop_bound
-from privgraph.training import DENOISING_OPTIONS, train_node_classifier
-from privgraph.utility import evaluate_utility, OWNER_ONLY
+from privgraph.privatize.mechanisms.features.label_rr import LabelRR
+from privgraph.evaluate.models import KProp
+from privgraph.evaluate.label_denoising import _denoised_labels, drop_bound
+from privgraph.evaluate.training import DENOISING_OPTIONS, train_node_classifier
+from privgraph.evaluate.utility import evaluate_utility, OWNER_ONLY
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 
@@ -268,7 +268,7 @@ def _manifest(mechanism: LabelRR) -> dict:
 
 
 def test_flow_reads_the_label_budget_from_the_ledger_or_the_config():
-    from privgraph.evaluation import label_noise
+    from privgraph.evaluate.metrics import label_noise
 
     cfg = _parse({"drop": True})
     want = {"label_epsilon": 1.0, "label_classes": 7}
@@ -293,7 +293,7 @@ def test_kprop_features_denoise_multibit_features(cora):
     (mean +0.146); with the noise draw rng 1: 0.575 / 0.691, 0.559 / 0.699 (+0.128). Asserted: a
     mean gain above 0.08.
     """
-    from privgraph.mechanisms import build_mechanism
+    from privgraph.privatize.mechanisms import build_mechanism
 
     multibit = build_mechanism("multibit", {"epsilon": 1.0})
     private = multibit.privatize(cora, np.random.default_rng(0))
@@ -317,7 +317,7 @@ def test_drop_denoises_rr_labels(cora):
     every window of three consecutive draws. Asserted on draws 0-2: a mean gain above 0.05.
     Drop stopped on its bound after 13-32 epochs in most runs.
     """
-    from privgraph.datasets.split import random_node_split
+    from privgraph.ingest.datasets.split import random_node_split
 
     train, val, test = random_node_split(cora.num_nodes, seed=0)
     split = cora.replace(train_mask=train, val_mask=val, test_mask=test)
@@ -337,8 +337,8 @@ def test_drop_forward_corrects_through_the_label_channel(rr_graph, noisy_graph, 
     """Drop's loss propagates softmax(f) T (T: label RR's transition matrix at label_epsilon), not
     softmax(f): a run with the identity in place of T (monkeypatched) trains differently, and
     without label_epsilon there is no correction (T = I) at all."""
-    import privgraph.label_denoising as label_denoising
-    from privgraph.randomized_response import label_rr_transition_matrix
+    import privgraph.evaluate.label_denoising as label_denoising
+    from privgraph.privatize.mechanisms.randomized_response import label_rr_transition_matrix
 
     kw = {**FAST, "model": "sage", "eval_y": noisy_graph.y, "seed": 2, **DROP}
     corrected = train_node_classifier(rr_graph, **kw)
@@ -378,7 +378,7 @@ def test_flows_pass_the_options_and_the_label_budget(tmp_path):
     with owned_prefect_test_harness():
         from flows.evaluate import evaluate_flow
         from flows.privatize import privatize_flow
-        from privgraph.evaluation import evaluation_entropy
+        from privgraph.evaluate.metrics import evaluation_entropy
 
         res = privatize_flow(pipeline="sbm-small", config_path=str(path))
         # the privatize run's evaluation seed: a one-way function of its seed (never the seed)
@@ -395,7 +395,7 @@ def test_kprop_search_scores_cells_without_the_validation_labels_in_the_propagat
     whose label propagation reads the TRAINING labels only (a model that propagates the
     validation labels agrees with them by construction); the chosen cell is then trained as
     usual, validation labels propagated."""
-    from privgraph.training import fit_node_classifier
+    from privgraph.evaluate.training import fit_node_classifier
 
     kw = {**FAST, "model": "sage", "eval_y": noisy_graph.y, "seed": 3}
     searched = fit_node_classifier(rr_graph, kprop_search=[0, 2], **kw).result
@@ -438,7 +438,7 @@ def test_kprop_search_scores_cells_without_the_validation_labels_in_the_propagat
 def test_kprop_search_over_the_feature_steps_only(rr_graph, noisy_graph):
     """``kprop_search_labels: false``: the grid is (K_x, 0) only (labels that were not randomized),
     the same cells' scores as the full search's and the best of them chosen."""
-    from privgraph.training import fit_node_classifier
+    from privgraph.evaluate.training import fit_node_classifier
 
     kw = {**FAST, "model": "sage", "eval_y": noisy_graph.y, "seed": 3}
     searched = fit_node_classifier(rr_graph, kprop_search=[0, 2, 4], kprop_search_labels=False, **kw).result

@@ -24,8 +24,8 @@ def _published_store(uri: str | None) -> Any:
     store that does not exist is a mistyped path, not an empty store (exit 2, as a missing S3
     bucket is)."""
     from privgraph.errors import ConfigError
-    from privgraph.storage import open_store
-    from privgraph.storage.local import LocalStore
+    from privgraph.publish.storage import open_store
+    from privgraph.publish.storage.local import LocalStore
 
     st = open_store(uri or _default_store())
     if isinstance(st, LocalStore) and not st.root.is_dir():
@@ -37,7 +37,7 @@ def _trusted_keys(public_keys: list[str] | None, private_records: str) -> list[s
     """The public keys whose seals a reader trusts: the ones given, else the owner's own key when
     this machine holds it, else ``None`` (a seal is checked only against the key it names)."""
     from privgraph.errors import ConfigError
-    from privgraph.storage.private_record import owner_public_key
+    from privgraph.publish.storage.private_record import owner_public_key
 
     keys = [k.strip().lower() for k in public_keys or []]
     for k in keys:
@@ -215,7 +215,7 @@ def artifacts_public_key(
     """Print the owner's public signing key (64 hex), for consumers to pin with --public-key."""
     with _errors():
         from privgraph.errors import ConfigError
-        from privgraph.storage.private_record import owner_public_key, owner_signing_key_path
+        from privgraph.publish.storage.private_record import owner_public_key, owner_signing_key_path
 
         key = owner_public_key(private_records)
         if key is None:
@@ -239,11 +239,11 @@ def artifacts_gc(
         import datetime as dt
 
         from privgraph.errors import ConfigError
-        from privgraph.storage import gc_staged
+        from privgraph.publish.storage import gc_staged
 
         if isinstance(min_age_hours, bool) or not min_age_hours >= 0:
             raise ConfigError(f"--min-age-hours must be >= 0, got {min_age_hours}")
-        from privgraph.partitioned import sweep_staging
+        from privgraph.privatize.partitioned import sweep_staging
 
         removed = gc_staged(_published_store(store), dt.timedelta(hours=min_age_hours), dry_run=dry_run)
         inputs = sweep_staging(Path(private_records) / "staging", dt.timedelta(hours=min_age_hours), dry_run=dry_run)

@@ -37,9 +37,9 @@ def run(
     res: dict[str, Any] | None = None
     try:
         with _errors():
-            from privgraph.config_loader import load_config
-            from privgraph.preflight import check_before_reading, resolve_store
-            from privgraph.progress import rich_progress
+            from privgraph.config.loader import load_config
+            from privgraph.validate.preflight import check_before_reading, resolve_store
+            from privgraph.evaluate.progress import rich_progress
 
             cfg = load_config(config).get(pipeline)  # fail fast on config errors, before Prefect starts
             store = resolve_store(cfg, store)
@@ -93,7 +93,7 @@ def evaluate(
     owner's private evaluation); print both."""
     with _errors():
         from privgraph.errors import ConfigError
-        from privgraph.storage import open_store
+        from privgraph.publish.storage import open_store
 
         if structure_plot is not None and not structure_plot.parent.is_dir():
             raise ConfigError(f"--structure-plot: directory {structure_plot.parent} does not exist")
@@ -101,7 +101,7 @@ def evaluate(
         pipeline, version = open_store(store_uri).find_version(version)
         from flows.evaluate import evaluate_flow
         from flows.server import prefect_api
-        from privgraph.progress import rich_progress
+        from privgraph.evaluate.progress import rich_progress
 
         _quiet_prefect(verbose)
         with prefect_api(), rich_progress(err, status=f"evaluating {escape(pipeline)}/{escape(version)}", transient=True):
@@ -111,7 +111,7 @@ def evaluate(
             if report is None:
                 raise ConfigError("--structure-plot: no structure report (the graph has no private edges, "
                                   "or evaluate.graph_report is false)")
-            from privgraph.graph_utility import structure_plot_png
+            from privgraph.evaluate.graph_utility import structure_plot_png
 
             tmp = structure_plot.with_name(f".{structure_plot.name}.tmp")
             tmp.write_bytes(structure_plot_png(f"{pipeline} {version}: released edges against the raw graph "
@@ -137,7 +137,7 @@ def compare(
     the table (mean +- std, t-test of the target against the best other) and the plots as a
     PRIVATE report (scored on raw data) under the pipeline's private_records directory."""
     with _errors():
-        from privgraph.config_loader import load_config
+        from privgraph.config.loader import load_config
 
         cfg = load_config(config)
         if cfg.graph_comparison(name) is not None:
@@ -178,7 +178,7 @@ def _run_comparison_flow(status: str, flow: Any, verbose: bool, **kwargs: Any) -
     """Run a comparison flow against a temporary Prefect API with a progress bar; its result with
     ``seconds``."""
     from flows.server import prefect_api
-    from privgraph.progress import rich_progress
+    from privgraph.evaluate.progress import rich_progress
 
     _quiet_prefect(verbose)
     t0 = time.perf_counter()
@@ -231,7 +231,7 @@ def serve(
     Crashed, claimed runs go back to the schedule, and the schedules are paused until the next
     ``serve``."""
     with _errors():
-        from privgraph.config_loader import load_config
+        from privgraph.config.loader import load_config
 
         cfg = load_config(config)
         names = pipelines or [n for n, p in cfg.pipelines.items() if p.schedule is not None]
@@ -267,7 +267,7 @@ def _check_cron(expr: str) -> None:
     """``--cron`` is validated like ``schedule.cron`` in pipelines.yaml, before anything runs."""
     from pydantic import ValidationError
 
-    from privgraph.config import ScheduleConfig
+    from privgraph.config.pipeline import ScheduleConfig
     from privgraph.errors import ConfigError
 
     try:

@@ -12,7 +12,7 @@ import pytest
 import torch
 from sklearn.metrics import roc_auc_score
 
-from privgraph.attacks import (
+from privgraph.evaluate.attacks import (
     bootstrap_auc_ci,
     link_stealing_supervised,
     link_stealing_unsupervised,
@@ -23,10 +23,10 @@ from privgraph.attacks import (
     private_edge_pairs,
     roc_auc,
 )
-from privgraph.attacks.pairs import pair_keys
+from privgraph.evaluate.attacks.pairs import pair_keys
 from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
-from privgraph.training import fit_node_classifier
+from privgraph.evaluate.training import fit_node_classifier
 
 
 def planted(seed: int, n: int = 1000, m: int = 1500, d: int = 16, homophily: bool = False) -> GraphData:
@@ -94,7 +94,7 @@ def test_the_ridge_penalty_search_equals_one_solve_per_penalty():
     """Held-out errors from one eigendecomposition, and the weights solved on the smaller side,
     = those of the textbook (d + 1) x (d + 1) normal equations at each penalty, with fewer rows
     than columns and with more."""
-    from privgraph.attacks.attribute import RIDGE_GRID, _fold_errors, _predict, _ridge
+    from privgraph.evaluate.attacks.attribute import RIDGE_GRID, _fold_errors, _predict, _ridge
 
     rng = np.random.default_rng(5)
     for n, d in ((40, 90), (120, 15)):
@@ -215,7 +215,7 @@ def _small_split(g: GraphData, seed: int) -> GraphData:
 
 
 def test_shadow_membership_learns_overfitting_from_its_own_model_and_finds_nothing_in_a_flat_one():
-    from privgraph.attacks.membership import shadow_split
+    from privgraph.evaluate.attacks.membership import shadow_split
 
     g = _small_split(planted(2), 0)  # random labels: only memorisation fits the training nodes
     fit = dict(epochs=300, patience=None, dropout=0.0, weight_decay=0.0, edges="public")
@@ -245,8 +245,8 @@ def test_shadow_membership_learns_overfitting_from_its_own_model_and_finds_nothi
 
 
 def test_the_suite_runs_the_shadow_attack_on_every_row():
-    from privgraph.attacks import run_attacks
-    from privgraph.config import EvaluateConfig
+    from privgraph.evaluate.attacks import run_attacks
+    from privgraph.config.pipeline import EvaluateConfig
 
     g = _small_split(planted(0, homophily=True), 1)
     attacks = EvaluateConfig(attacks=["membership"]).attacks
@@ -271,7 +271,7 @@ def test_linkteller_in_place_queries_equal_full_queries(graph, sparse):
     model = fit_node_classifier(g, seed=1, epochs=20, patience=None)
     assert (model.prepare().layout == torch.sparse_csr) == sparse
     s = private_edge_pairs(g, np.random.default_rng(0), max_positive=40)
-    from privgraph.attacks import linkteller_scores
+    from privgraph.evaluate.attacks import linkteller_scores
 
     fast = linkteller_scores(model, s.pairs)
     slow = linkteller_scores(model, s.pairs, reuse_input=False)
@@ -282,7 +282,7 @@ def test_linkteller_in_place_queries_equal_full_queries(graph, sparse):
 def test_linkteller_local_queries_equal_full_forward_queries(graph, sparse, aggr):
     """A GCN's queries answered from the rows a perturbation reaches (_LocalGCN) give the scores
     of a full forward pass per query, pairs out of reach included (exactly 0)."""
-    from privgraph.attacks import linkteller_scores
+    from privgraph.evaluate.attacks import linkteller_scores
 
     g = graph
     if sparse:
@@ -300,8 +300,8 @@ def test_linkteller_local_queries_equal_full_forward_queries(graph, sparse, aggr
 
 # -- attribute inference ---------------------------------------------------------------------------
 def test_attribute_inference_reads_weak_noise_and_is_held_to_the_public_guess_by_strong_noise(graph):
-    from privgraph.attacks.attribute import attribute_inference
-    from privgraph.mechanisms import build_mechanism
+    from privgraph.evaluate.attacks.attribute import attribute_inference
+    from privgraph.privatize.mechanisms import build_mechanism
 
     rng = np.random.default_rng(0)
     x = (rng.random(graph.x.shape) < 0.3).astype(np.float32)  # 0/1 features, one common rate
@@ -322,9 +322,9 @@ def test_attribute_inference_reads_weak_noise_and_is_held_to_the_public_guess_by
 
 
 def test_the_suite_scores_attribute_inference_once_on_the_release(graph):
-    from privgraph.attacks import run_attacks
-    from privgraph.config import EvaluateConfig
-    from privgraph.mechanisms import build_mechanism
+    from privgraph.evaluate.attacks import run_attacks
+    from privgraph.config.pipeline import EvaluateConfig
+    from privgraph.privatize.mechanisms import build_mechanism
 
     mech = build_mechanism("feature_rr", {"epsilon": 64.0, "bins": 2, "lower": 0.0, "upper": 1.0})
     x = (np.random.default_rng(0).random(graph.x.shape) < 0.3).astype(np.float32)
@@ -345,8 +345,8 @@ def test_the_suites_progress_counts_public_units_only():
     drawn from the raw private edges (``attacks 0/396`` against ``0/405`` after one more private
     edge), and progress lines reach Prefect's logs. Now the events (task, done, total, detail) are
     the same for graphs with different private edges; only timings differ."""
-    from privgraph.attacks import run_attacks
-    from privgraph.config import EvaluateConfig
+    from privgraph.evaluate.attacks import run_attacks
+    from privgraph.config.pipeline import EvaluateConfig
 
     def events(g: GraphData) -> list[tuple]:
         seen = []

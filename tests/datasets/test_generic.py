@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privgraph.datasets import load_generic
+from privgraph.ingest.datasets import load_generic
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
 
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from privgraph.datasets import check_dataset_options, load_dataset
-from privgraph.datasets.image_graph import (
+from privgraph.ingest.datasets import check_dataset_options, load_dataset
+from privgraph.ingest.datasets.image_graph import (
     PHOTO_CLASSES,
     PHOTO_GRAPH_MARKER,
     PHOTO_GRAPH_VERSION,

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from privgraph.datasets import load_dataset, load_musae_facebook
+from privgraph.ingest.datasets import load_dataset, load_musae_facebook
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
 
 TARGET = (
@@ -170,7 +170,7 @@ def test_real_facebook_counts(facebook):
 
 @pytest.mark.dataset
 def test_real_facebook_private_split(facebook):
-    from privgraph.datasets import split_public_private
+    from privgraph.ingest.datasets import split_public_private
 
     g = split_public_private(facebook, 0.1, seed=0)
     assert g.edges_private.shape[1] == round(0.1 * 170_823)

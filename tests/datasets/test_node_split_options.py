@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import yaml
 
-from privgraph.config import ConfigError
-from privgraph.config_loader import load_config
-from privgraph.datasets import check_dataset_options, load_dataset, load_musae_facebook, random_node_split
+from privgraph.config.pipeline import ConfigError
+from privgraph.config.loader import load_config
+from privgraph.ingest.datasets import check_dataset_options, load_dataset, load_musae_facebook, random_node_split
 
 ROOT = Path(os.environ.get("PRIVGRAPH_DATA_ROOT", "../shared/datasets"))
 HAS_CORA = (ROOT / "planetoid" / "Cora" / "raw").is_dir()

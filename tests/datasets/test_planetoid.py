@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from privgraph.datasets import load_dataset, load_planetoid, planetoid as planetoid_mod
+from privgraph.ingest.datasets import load_dataset, load_planetoid, planetoid as planetoid_mod
 from privgraph.errors import DatasetNotFoundError
 
 N_TRAIN, N_ALL, N_TEST, D, C = 3, 510, 10, 6, 3

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from privgraph.datasets import data_root, load_dataset, random_node_split, split_public_private
-from privgraph.datasets.synthetic import sbm_graph
+from privgraph.ingest.datasets import data_root, load_dataset, random_node_split, split_public_private
+from privgraph.ingest.datasets.synthetic import sbm_graph
 from privgraph.graph import GraphData
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privgraph.datasets.synthetic import _sample_between, _sample_pairs, sbm_graph
+from privgraph.ingest.datasets.synthetic import _sample_between, _sample_pairs, sbm_graph
 
 
 def _homophily(g) -> float:

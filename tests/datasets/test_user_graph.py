@@ -2,7 +2,7 @@
 and split fractions on every loader, and each failure mode with its one-line message and exit 2.
 
 The shapes are docs/your-own-graph.md's; each case writes its files into tmp_path and loads
-them through :func:`privgraph.datasets.load_dataset`, as an ingest does.
+them through :func:`privgraph.ingest.datasets.load_dataset`, as an ingest does.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from privgraph.disclosure import Disclosure, disclosure_of
-from privgraph.datasets import check_dataset_options, load_dataset
+from privgraph.config.disclosure import Disclosure, disclosure_of
+from privgraph.ingest.datasets import check_dataset_options, load_dataset
 from privgraph.errors import DatasetNotFoundError, GraphValidationError, exit_code_for
 from privgraph.graph import UNLABELLED, GraphData
-from privgraph.mechanisms.features.label_rr import LabelRR
+from privgraph.privatize.mechanisms.features.label_rr import LabelRR
 from privgraph.seeding import noise_generator
 
 N = 12
@@ -194,7 +194,7 @@ def test_label_rr_never_touches_unlabelled_nodes(tmp_path: Path) -> None:
 def test_which_nodes_are_labelled_is_in_the_public_fingerprint(tmp_path: Path) -> None:
     """The presence of a label is public (as the split is): it moves the fingerprint; a private
     label's value does not."""
-    from privgraph.config_loader import parse_config
+    from privgraph.config.loader import parse_config
 
     cfg = parse_config({"pipelines": {"p": {
         "dataset": {"name": "generic", "options": {"edges": "e.csv"}},
@@ -280,8 +280,8 @@ def test_each_failure_is_one_line_naming_the_file(tmp_path: Path, files, options
 def test_scores_from_every_node_refuse_unlabelled_nodes_in_one_line(tmp_path: Path) -> None:
     """The SHAP surrogate trains on the public nodes' labels: rule 'all' over unlabelled nodes is
     one line (exit 2), rule 'random' draws among the labelled nodes only."""
-    from privgraph.scoring.config import ScoresConfig
-    from privgraph.scoring.theta import compute_scores
+    from privgraph.ingest.scoring.config import ScoresConfig
+    from privgraph.ingest.scoring.theta import compute_scores
 
     big = GraphData.from_edges(60, np.zeros((2, 0), np.int64), x=np.random.default_rng(0).random((60, 4)),
                                y=np.tile(np.array(UNL), 5))

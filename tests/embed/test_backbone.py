@@ -13,7 +13,7 @@ import skimage.data
 import torch
 from PIL import Image
 
-from privgraph.embed.backbone import (
+from privgraph.ingest.embed.backbone import (
     TORCH_HOME_FILES,
     ResNetEmbedder,
     preprocess,

@@ -13,8 +13,8 @@ import pytest
 import skimage.data
 from PIL import Image
 
-from privgraph.embed.backbone import ResNetEmbedder
-from privgraph.embed.cache import EmbeddingCache, cached_embed, default_cache_dir, image_sha256
+from privgraph.ingest.embed.backbone import ResNetEmbedder
+from privgraph.ingest.embed.cache import EmbeddingCache, cached_embed, default_cache_dir, image_sha256
 
 
 class FakeEmbedder:

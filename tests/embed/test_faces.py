@@ -10,7 +10,7 @@ import pytest
 import retinaface
 import skimage.data
 
-from privgraph.embed.faces import FaceBox, detect_faces, face_mask, mask_faces
+from privgraph.ingest.embed.faces import FaceBox, detect_faces, face_mask, mask_faces
 from privgraph.errors import ConfigError
 
 

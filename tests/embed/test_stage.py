@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privgraph.datasets import load_dataset
-from privgraph.embed.cache import EmbeddingCache
-from privgraph.embed.stage import build_embedder, embed_graph, face_masked_embeddings
+from privgraph.ingest.datasets import load_dataset
+from privgraph.ingest.embed.cache import EmbeddingCache
+from privgraph.ingest.embed.stage import build_embedder, embed_graph, face_masked_embeddings
 from privgraph.errors import ConfigError
-from privgraph.scoring import compute_scores
-from privgraph.scoring.sensitivity import embedding_sensitivity
+from privgraph.ingest.scoring import compute_scores
+from privgraph.ingest.scoring.sensitivity import embedding_sensitivity
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +106,8 @@ def test_scores_with_faces_use_the_public_images_only(photos, embedder):
 
 
 def test_a_missing_weights_file_is_refused_before_any_data_is_read(tmp_path):
-    from privgraph.config_loader import parse_config
-    from privgraph.preflight import check_before_reading
+    from privgraph.config.loader import parse_config
+    from privgraph.validate.preflight import check_before_reading
 
     cfg = parse_config({"pipelines": {"p": {
         "dataset": {"name": "photos", "root": str(tmp_path), "options": {"num_nodes": 20}},

@@ -83,7 +83,7 @@ def test_cli_run_publishes_a_private_cora_version(tmp_path, data_root):
     vdir = next((tmp_path / "store" / "cora").iterdir())
     import numpy as np
 
-    from privgraph.datasets import load_dataset
+    from privgraph.ingest.datasets import load_dataset
 
     x_priv = np.load(vdir / "features.npy")
     raw = load_dataset("cora", root=data_root, rho=0.2)

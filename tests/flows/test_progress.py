@@ -1,4 +1,4 @@
-"""Progress a person can follow: k/N and an ETA (privgraph.progress), as Prefect log lines of the
+"""Progress a person can follow: k/N and an ETA (privgraph.evaluate.progress), as Prefect log lines of the
 tasks and, through the process-wide listeners, a rich progress bar in the CLI."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from privgraph.progress import (
+from privgraph.evaluate.progress import (
     EtaEstimator,
     ProgressEvent,
     ProgressTracker,

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from privgraph.config_loader import parse_config
+from privgraph.config.loader import parse_config
 from privgraph.errors import ConfigError
 from tests.prefect_server import (
     PrefectServer,

@@ -44,7 +44,7 @@ def _config(tmp_path: Path, scores: dict, budget: dict | None = None, labels: di
 
 def test_theta_from_public_scores_feeds_feature_rr(harness, tmp_path, monkeypatch):
     from flows.privatize import privatize_flow
-    from privgraph.storage import open_store
+    from privgraph.publish.storage import open_store
 
     monkeypatch.setenv("PRIVGRAPH_CACHE_DIR", str(tmp_path / "cache"))
     scores = {"gamma": 0.5, "sensitivity": {"sensitive_columns": [0, 1]}}
@@ -92,7 +92,7 @@ def test_private_labels_for_shap_are_refused_unless_charged(harness, tmp_path, m
 
 
 def test_scores_config_errors(tmp_path):
-    from privgraph.config_loader import load_config
+    from privgraph.config.loader import load_config
     from privgraph.errors import ConfigError
 
     p = _config(tmp_path, {"gamma": 0.5})

@@ -73,7 +73,7 @@ def test_the_flow_run_page_shows_its_name_tags_ledger_and_metrics(tmp_path, monk
 
     import tests.prefect_server as ps
     from flows.privatize import privatize_flow
-    from privgraph.progress import ProgressEvent, listening
+    from privgraph.evaluate.progress import ProgressEvent, listening
 
     # the UI asks the server's /ui-settings where the API is: without PREFECT_UI_API_URL it says
     # 127.0.0.1:4200, not the test server's port (prefect_server picks the port: pin it first)

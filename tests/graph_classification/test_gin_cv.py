@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from privgraph.datasets.graph_families import synthetic_graph_set
-from privgraph.datasets.graph_set import GraphSet
+from privgraph.ingest.datasets.graph_families import synthetic_graph_set
+from privgraph.ingest.datasets.graph_set import GraphSet
 from privgraph.graph import GraphData
-from privgraph.graph_classification import GIN0GraphClassifier, _collate, _tensors, cross_validate
+from privgraph.evaluate.graph_classification import GIN0GraphClassifier, _collate, _tensors, cross_validate
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import yaml
 
-from privgraph.config import ConfigError
-from privgraph.config_loader import parse_config
-from privgraph.datasets import load_graph_set
-from privgraph.graph_comparison import graph_comparison_markdown, graph_mechanism, run_graph_comparison
+from privgraph.config.pipeline import ConfigError
+from privgraph.config.loader import parse_config
+from privgraph.ingest.datasets import load_graph_set
+from privgraph.evaluate.graph_comparison import graph_comparison_markdown, graph_mechanism, run_graph_comparison
 
 _PIPE = {"x": {"dataset": {"name": "sbm", "options": {"num_nodes": 50}},
                "features": {"mechanism": "laplace", "epsilon": 1.0}, "budget": {"features": 1.0}}}
@@ -82,7 +82,7 @@ def test_cells_are_paired_budgetless_ones_reused_and_seeded(one_torch_thread):
 
 
 def test_a_cut_off_graph_comparison_resumes_from_its_checkpoint(tmp_path, monkeypatch, one_torch_thread):
-    from privgraph.storage.private_record import CellCheckpoint
+    from privgraph.publish.storage.private_record import CellCheckpoint
 
     monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
     gs = load_graph_set("graph_families", num_graphs=40, max_nodes=60, private_fraction=0.6)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privgraph.datasets.graph_families import FAMILIES, synthetic_graph_set
+from privgraph.ingest.datasets.graph_families import FAMILIES, synthetic_graph_set
 
 
 def test_seeded_and_seed_matters():

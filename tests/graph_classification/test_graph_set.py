@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privgraph.datasets.graph_set import GraphSet, mark_private_users, split_private_users
+from privgraph.ingest.datasets.graph_set import GraphSet, mark_private_users, split_private_users
 from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
 from privgraph.seeding import partition_seeds

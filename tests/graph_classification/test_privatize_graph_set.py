@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from privgraph.datasets.graph_families import synthetic_graph_set
-from privgraph.graph_classification import graph_seeds, privatize_graph_set, privatize_one_graph
-from privgraph.mechanisms import build_mechanism
+from privgraph.ingest.datasets.graph_families import synthetic_graph_set
+from privgraph.evaluate.graph_classification import graph_seeds, privatize_graph_set, privatize_one_graph
+from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.guarantee import GuaranteeKind
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from privgraph.datasets.graph_families import synthetic_graph_set
-from privgraph.datasets.graph_set import GraphSet
-from privgraph.datasets.tu import load_tu, write_tu
+from privgraph.ingest.datasets.graph_families import synthetic_graph_set
+from privgraph.ingest.datasets.graph_set import GraphSet
+from privgraph.ingest.datasets.tu import load_tu, write_tu
 from privgraph.errors import DatasetNotFoundError, GraphValidationError, exit_code_for
 from privgraph.graph import GraphData
 

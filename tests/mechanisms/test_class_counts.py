@@ -10,13 +10,13 @@ import pytest
 from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
 from privgraph.guarantee import GuaranteeKind, Scope
-from privgraph.mechanisms import MECHANISMS, build_mechanism
-from privgraph.mechanisms.edges.class_counts import (
+from privgraph.privatize.mechanisms import MECHANISMS, build_mechanism
+from privgraph.privatize.mechanisms.edges.class_counts import (
     NeighbourClassCounts,
     decode_class_counts,
     released_class_counts,
 )
-from privgraph.mechanisms.noise import discrete_laplace_variance
+from privgraph.privatize.mechanisms.noise import discrete_laplace_variance
 from tests.dp_audit import violation
 
 
@@ -42,8 +42,8 @@ def test_parameters_are_validated(params: dict, match: str) -> None:
 
 
 def test_a_pipeline_that_attacks_a_class_count_version_is_refused_at_load() -> None:
-    from privgraph.config import AGGREGATE_MECHANISMS
-    from privgraph.config_loader import parse_config
+    from privgraph.config.pipeline import AGGREGATE_MECHANISMS
+    from privgraph.config.loader import parse_config
 
     assert set(AGGREGATE_MECHANISMS) == {n for n, c in MECHANISMS.items() if getattr(c, "releases_aggregates", False)}
     cfg = {"pipelines": {"p": {"dataset": {"name": "sbm", "rho": 1.0, "options": {"num_nodes": 50}},
@@ -148,17 +148,17 @@ def test_the_release_is_recognised_and_decoded() -> None:
 @pytest.fixture(scope="module")
 def homophilous_graph() -> GraphData:
     """600 nodes, 4 classes, strong homophily, weak features, every edge private."""
-    from privgraph.datasets.split import split_public_private
-    from privgraph.datasets.synthetic import sbm_graph
+    from privgraph.ingest.datasets.split import split_public_private
+    from privgraph.ingest.datasets.synthetic import sbm_graph
 
     g = sbm_graph(600, num_classes=4, avg_degree=12.0, homophily=0.9, num_features=16, feature_signal=0.3, seed=5)
     return split_public_private(g, 1.0, seed=1)
 
 
 def test_pipeline_releases_counts_and_the_evaluation_decodes_them_above_the_floor(homophilous_graph: GraphData) -> None:
-    from privgraph.partition import partition_graph
-    from privgraph.privatize import privatize_graph
-    from privgraph.utility import evaluate_utility
+    from privgraph.privatize.partition import partition_graph
+    from privgraph.privatize.release import privatize_graph
+    from privgraph.evaluate.utility import evaluate_utility
 
     g = homophilous_graph
     m = NeighbourClassCounts(epsilon=4.0, encoder_epochs=50)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from privgraph.mechanisms import MECHANISMS, Guarantee, Mechanism, Scope, build_mechanism
+from privgraph.privatize.mechanisms import MECHANISMS, Guarantee, Mechanism, Scope, build_mechanism
 
 # Minimal valid parameters per registry name (beyond ``epsilon``).
 VALID_PARAMS: dict[str, dict[str, Any]] = {
@@ -133,7 +133,7 @@ def test_unknown_mechanism() -> None:
 def test_every_mechanism_states_the_range_in_which_it_is_exact(name: str) -> None:
     """Each mechanism declares ``epsilon_range``; the bounds themselves are accepted, the next
     floats outside are refused at construction (so a pipeline is refused when it is loaded)."""
-    from privgraph.mechanisms.base import EpsilonRange
+    from privgraph.privatize.mechanisms.base import EpsilonRange
 
     cls = MECHANISMS[name]
     r = cls.epsilon_range
@@ -156,7 +156,7 @@ def test_every_mechanism_states_the_range_in_which_it_is_exact(name: str) -> Non
 @pytest.mark.parametrize("eps", [1e308, 1e-40])
 def test_absurd_budgets_are_refused_when_the_pipeline_is_loaded(eps: float) -> None:
     """``dprr`` at 1e308 released the exact graph; at 1e-40 it failed late with a NaN error."""
-    from privgraph.config_loader import parse_config
+    from privgraph.config.loader import parse_config
     from privgraph.errors import ConfigError
 
     data = {"pipelines": {"p": {"dataset": {"name": "cora", "rho": 0.2},
@@ -170,8 +170,8 @@ def test_absurd_budgets_are_refused_when_the_pipeline_is_loaded(eps: float) -> N
 @pytest.fixture(scope="module")
 def small_graph() -> Any:
     """120 nodes, 3 classes, 8 features in [0, 1], half the edges private, a train/val/test split."""
-    from privgraph.datasets.split import random_node_split, split_public_private
-    from privgraph.datasets.synthetic import sbm_graph
+    from privgraph.ingest.datasets.split import random_node_split, split_public_private
+    from privgraph.ingest.datasets.synthetic import sbm_graph
 
     g = sbm_graph(120, num_classes=3, avg_degree=6.0, num_features=8, seed=4)
     x = (g.x - g.x.min(0)) / (g.x.max(0) - g.x.min(0))

@@ -12,9 +12,9 @@ from scipy.stats import norm
 from privgraph.errors import ConfigError
 from tests.dp_audit import violation as _violation
 from privgraph.graph import GraphData
-from privgraph.mechanisms import build_mechanism
+from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.guarantee import GuaranteeKind, Scope
-from privgraph.mechanisms.edges.gap import (
+from privgraph.privatize.mechanisms.edges.gap import (
     HOP_SENSITIVITY,
     AggregationPerturbation,
     noise_multiplier,
@@ -84,7 +84,7 @@ def test_parameters_are_validated(params, match):
 
 
 def test_a_pipeline_with_a_bad_gap_parameter_is_refused_at_load():
-    from privgraph.config_loader import parse_config
+    from privgraph.config.loader import parse_config
 
     cfg = {"pipelines": {"p": {"dataset": {"name": "sbm", "rho": 1.0, "options": {"num_nodes": 50}},
                                "edges": {"mechanism": "gap", "epsilon": 1.0, "delta": 0.0},

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from privgraph.accounting import LedgerEntry, PrivacyLedger
+from privgraph.guarantee.ledger import LedgerEntry, PrivacyLedger
 from privgraph.errors import ConfigError, GraphValidationError
 from privgraph.graph import GraphData
-from privgraph.mechanisms import build_mechanism
+from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.guarantee import GuaranteeKind, Scope
-from privgraph.mechanisms.edges.gap import AggregationPerturbation, clip_rows, node_sensitivity, normalize_rows
-from privgraph.partition import partition_graph
-from privgraph.privatize import privatize_graph
+from privgraph.privatize.mechanisms.edges.gap import AggregationPerturbation, clip_rows, node_sensitivity, normalize_rows
+from privgraph.privatize.partition import partition_graph
+from privgraph.privatize.release import privatize_graph
 from tests.mechanisms.test_gap import _exact_gaussian_delta, _violation
 
 
@@ -114,7 +114,7 @@ def test_node_level_parameters_are_validated(params, match):
 
 
 def test_a_pipeline_without_the_degree_bound_is_refused_at_load():
-    from privgraph.config_loader import parse_config
+    from privgraph.config.loader import parse_config
 
     cfg = {"pipelines": {"p": {"dataset": {"name": "sbm", "rho": 1.0, "options": {"num_nodes": 50}},
                                "edges": {"mechanism": "gap", "epsilon": 1.0, "level": "node"},

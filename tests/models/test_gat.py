@@ -6,8 +6,8 @@ import torch.nn.functional as F
 from pydantic import ValidationError
 from torch_geometric.nn import GATConv
 
-from privgraph.config import EvaluateConfig
-from privgraph.models import GAT
+from privgraph.config.pipeline import EvaluateConfig
+from privgraph.evaluate.models import GAT
 
 # 4 nodes, undirected edges 0-1, 1-2, 1-3, both directions
 EDGE_INDEX = torch.tensor([[0, 1, 1, 2, 1, 3], [1, 0, 2, 1, 3, 1]])
@@ -167,7 +167,7 @@ def test_without_edges_each_node_sees_only_itself():
 
 
 def test_same_keywords_as_the_gcn():
-    from privgraph.models import GCN
+    from privgraph.evaluate.models import GCN
 
     kwargs = {"num_layers": 3, "dropout": 0.25, "aggr": "mean", "cached": True, "generator": gen()}
     for cls in (GCN, GAT):
@@ -213,7 +213,7 @@ def test_config_refuses_what_gat_does_not_take():
 
 
 def test_config_error_names_the_yaml_path():
-    from privgraph.config_loader import parse_config
+    from privgraph.config.loader import parse_config
     from privgraph.errors import ConfigError
 
     base = {"pipelines": {"cora": {

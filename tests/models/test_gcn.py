@@ -2,7 +2,7 @@ import pytest
 import torch
 from torch_geometric.nn import GCNConv
 
-from privgraph.models import GCN, GeneratorDropout, GraphConvolution
+from privgraph.evaluate.models import GCN, GeneratorDropout, GraphConvolution
 
 # 4 nodes, undirected edges 0-1, 1-2, 1-3, both directions
 EDGE_INDEX = torch.tensor([[0, 1, 1, 2, 1, 3], [1, 0, 2, 1, 3, 1]])

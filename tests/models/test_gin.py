@@ -6,8 +6,8 @@ from pydantic import ValidationError
 from torch.nn import Linear, ReLU, Sequential
 from torch_geometric.nn import GINConv
 
-from privgraph.config import EvaluateConfig
-from privgraph.models import GIN
+from privgraph.config.pipeline import EvaluateConfig
+from privgraph.evaluate.models import GIN
 
 # 4 nodes, undirected edges 0-1, 1-2, 1-3, both directions
 EDGE_INDEX = torch.tensor([[0, 1, 1, 2, 1, 3], [1, 0, 2, 1, 3, 1]])
@@ -167,7 +167,7 @@ def test_aggr_is_always_the_sum():
 
 
 def test_same_keywords_as_the_gcn():
-    from privgraph.models import GCN
+    from privgraph.evaluate.models import GCN
 
     kwargs = {"num_layers": 3, "dropout": 0.25, "cached": True, "generator": gen()}
     for cls, aggr in ((GCN, "mean"), (GIN, "sum")):

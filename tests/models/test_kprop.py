@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from privgraph.models import GraphConvolution, KProp
-from privgraph.models.kprop import kprop_operator
+from privgraph.evaluate.models import GraphConvolution, KProp
+from privgraph.evaluate.models.kprop import kprop_operator
 
 # 4 nodes, undirected edges 0-1, 1-2, 1-3, both directions
 EDGE_INDEX = torch.tensor([[0, 1, 1, 2, 1, 3], [1, 0, 2, 1, 3, 1]])

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from privgraph.datasets.synthetic import sbm_graph
-from privgraph.models import GAT, GCN, GIN, GraphSAGE
+from privgraph.ingest.datasets.synthetic import sbm_graph
+from privgraph.evaluate.models import GAT, GCN, GIN, GraphSAGE
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 
@@ -34,7 +34,7 @@ def fit(model: str, **overrides):
 
 @pytest.fixture(scope="module", params=sorted(MODELS))
 def trained(request):
-    from privgraph.training import fit_node_classifier
+    from privgraph.evaluate.training import fit_node_classifier
 
     return request.param, {s: fit_node_classifier(planted_graph(s), **fit(request.param)) for s in (False, True)}
 
@@ -48,7 +48,7 @@ def test_trains_on_a_planted_partition(trained):
 
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_feature_only_floor(model):
-    from privgraph.training import fit_node_classifier
+    from privgraph.evaluate.training import fit_node_classifier
 
     res = fit_node_classifier(planted_graph(), edges="none", **fit(model)).result
     assert 0.6 < res["test_acc"] < 0.95
@@ -56,7 +56,7 @@ def test_feature_only_floor(model):
 
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_same_seed_same_training(model):
-    from privgraph.training import train_node_classifier
+    from privgraph.evaluate.training import train_node_classifier
 
     graph = planted_graph(sparse=True)
     assert train_node_classifier(graph, **fit(model, epochs=5)) == train_node_classifier(graph, **fit(model, epochs=5))
@@ -81,7 +81,7 @@ def test_query_posteriors_in_float64(trained, sparse):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_trains_on_cuda(model):
-    from privgraph.training import fit_node_classifier
+    from privgraph.evaluate.training import fit_node_classifier
 
     tc = fit_node_classifier(planted_graph(sparse=True), **fit(model, device="cuda"))
     assert tc.result["device"].startswith("cuda") and tc.result["test_acc"] > 0.7

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch_geometric.nn import SAGEConv
 
-from privgraph.models import GraphSAGE
+from privgraph.evaluate.models import GraphSAGE
 
 # 4 nodes, undirected edges 0-1, 1-2, 1-3, both directions
 EDGE_INDEX = torch.tensor([[0, 1, 1, 2, 1, 3], [1, 0, 2, 1, 3, 1]])
@@ -97,7 +97,7 @@ def test_parameters_come_from_the_generator_only():
 
 
 def test_same_keywords_as_the_gcn():
-    from privgraph.models import GCN
+    from privgraph.evaluate.models import GCN
 
     kwargs = {"num_layers": 3, "dropout": 0.25, "aggr": "mean", "cached": True, "generator": gen()}
     for cls in (GCN, GraphSAGE):
@@ -148,7 +148,7 @@ def test_on_cuda():
 def test_trains_on_clean_cora(cora):
     """Measured (100 epochs, no early stopping, CPU): test accuracy 0.819, 0.789 and 0.794 with
     seeds 0, 1 and 2; the GCN gets 0.81-0.82 in the same setting."""
-    from privgraph.training import train_node_classifier
+    from privgraph.evaluate.training import train_node_classifier
 
     accs = [
         train_node_classifier(cora, seed=s, model="sage", epochs=100, patience=None,

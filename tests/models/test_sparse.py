@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from privgraph.models.gcn import GCN
-from privgraph.models.sparse import _csr_counting_sort, _csr_key_sort, propagation_pair
+from privgraph.evaluate.models.gcn import GCN
+from privgraph.evaluate.models.sparse import _csr_counting_sort, _csr_key_sort, propagation_pair
 
 
 def _reference(rows: torch.Tensor, cols: torch.Tensor, value: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
@@ -94,7 +94,7 @@ def test_a_trained_classifier_keeps_no_training_operator() -> None:
     import numpy as np
 
     from privgraph.graph import GraphData
-    from privgraph.training import fit_node_classifier
+    from privgraph.evaluate.training import fit_node_classifier
 
     rng = np.random.default_rng(0)
     n = 40

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from privgraph.scoring import ScoreCache, compute_scores, default_cache_dir, fingerprint, importance, sensitivity
+from privgraph.ingest.scoring import ScoreCache, compute_scores, default_cache_dir, fingerprint, importance, sensitivity
 
 CFG = {
     "gamma": 0.5,

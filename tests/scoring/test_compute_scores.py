@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from privgraph.mechanisms.features.feature_rr import FeatureRR
-from privgraph.scoring import compute_scores
+from privgraph.privatize.mechanisms.features.feature_rr import FeatureRR
+from privgraph.ingest.scoring import compute_scores
 
 SEED = 918273645
 SENSITIVE = [3, 19, 200, 777, 1400]
@@ -80,7 +80,7 @@ def test_cora_provenance_has_no_seed_or_node_ids(cora, cora_scores):
 
 @pytest.mark.dataset
 def test_cora_cache_hit(cora, cora_scores, cora_cache, monkeypatch):
-    from privgraph.scoring import importance
+    from privgraph.ingest.scoring import importance
 
     def no_training(*a, **k):
         raise AssertionError("a cache hit must not train the surrogate")
@@ -94,7 +94,7 @@ def test_cora_cache_hit(cora, cora_scores, cora_cache, monkeypatch):
 
 @pytest.mark.dataset
 def test_cora_refuses_all_labels(cora):
-    from privgraph.scoring import PrivateLabelsError
+    from privgraph.ingest.scoring import PrivateLabelsError
 
     with pytest.raises(PrivateLabelsError, match="charge_epsilon"):
         compute_scores(
@@ -128,7 +128,7 @@ def test_synthetic_random_rule_deterministic_and_private(synth):
     # get (1 - gamma) beta_max + gamma alpha_i
     raw = 0.6 * a.alpha + 0.4 * (a.beta.min() + a.beta.max() - a.beta)
     np.testing.assert_allclose(a.theta, raw / raw.sum(), rtol=1e-12)
-    from privgraph.scoring import public_node_subset
+    from privgraph.ingest.scoring import public_node_subset
     from privgraph.seeding import stage_seed
 
     nodes = public_node_subset(

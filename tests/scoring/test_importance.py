@@ -7,8 +7,8 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from privgraph.guarantee import GuaranteeKind, Scope
-from privgraph.mechanisms.features.label_rr import LabelRR
-from privgraph.scoring import (
+from privgraph.privatize.mechanisms.features.label_rr import LabelRR
+from privgraph.ingest.scoring import (
     PrivateLabelsError,
     compute_scores,
     importance,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privgraph.scoring import mask_inputs, masking_sensitivity
+from privgraph.ingest.scoring import mask_inputs, masking_sensitivity
 
 
 def test_identity_zero_mask_hand_values():

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from privgraph.mechanisms.features.feature_rr import FeatureRR
-from privgraph.scoring import ScoresConfig, theta_from_scores
+from privgraph.privatize.mechanisms.features.feature_rr import FeatureRR
+from privgraph.ingest.scoring import ScoresConfig, theta_from_scores
 
 ALPHA = np.array([0.5, 0.3, 0.2])
 BETA = np.array([0.6, 0.4, 0.0])

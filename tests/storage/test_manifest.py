@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from privgraph.errors import ArtifactError
-from privgraph.storage.manifest import (
+from privgraph.publish.storage.manifest import (
     REQUIRED_KEYS,
     _code_version_at,
     code_version,
     seed_key_paths,
     validate_manifest,
 )
-from privgraph.storage.staging import put_version
+from privgraph.publish.storage.staging import put_version
 
 
 def test_valid_manifest_passes(manifest):
@@ -104,9 +104,9 @@ def test_code_version_from_git(tmp_path, monkeypatch):
 
 # -- build_manifest ------------------------------------------------------------------------------
 def _run_result(graph):
-    from privgraph.accounting import LedgerEntry, PrivacyLedger
+    from privgraph.guarantee.ledger import LedgerEntry, PrivacyLedger
     from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-    from privgraph.privatize import PrivatizationResult
+    from privgraph.privatize.release import PrivatizationResult
 
     ledger = PrivacyLedger([
         LedgerEntry("privatize.features", "feature_rr",
@@ -123,7 +123,7 @@ def _run_result(graph):
 
 
 def _config():
-    from privgraph.config import PipelineConfig
+    from privgraph.config.pipeline import PipelineConfig
 
     return PipelineConfig.model_validate({
         "description": "test pipeline",
@@ -136,10 +136,10 @@ def _config():
 
 
 def test_build_manifest_holds_public_facts_only(graph, tmp_path):
-    from privgraph.publication import build_manifest
-    from privgraph.storage import LocalStore, graph_to_objects
+    from privgraph.publish.publication import build_manifest
+    from privgraph.publish.storage import LocalStore, graph_to_objects
 
-    from privgraph.disclosure import declare_public
+    from privgraph.config.disclosure import declare_public
 
     result = _run_result(graph)
     disclosure = declare_public("cora", _config())

@@ -1,0 +1,626 @@
+"""Pydantic models of ``pipelines.yaml`` (pure models: reading and cross-checking the file is
+:mod:`privgraph.config.loader`'s, one floor up, where the mechanisms, datasets and the declaration
+of what is public are in reach).
+
+Every fault is reported as a one-line :class:`~privgraph.errors.ConfigError` that starts with the
+YAML path of the fault, e.g. ``pipelines.cora.features.epsilon: must be finite, got nan``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from privgraph.errors import ConfigError
+from privgraph.ingest.scoring.config import ScoresConfig
+
+#: the edge mechanisms that release noisy aggregates in place of edges (``releases_aggregates``;
+#: tests/test_config.py checks this against the registry, which this module does not import)
+AGGREGATE_MECHANISMS = ("class_counts", "gap")
+
+__all__ = [
+    "DatasetConfig",
+    "MechanismConfig",
+    "PartitionConfig",
+    "DaskConfig",
+    "EvaluateConfig",
+    "ScheduleConfig",
+    "PipelineConfig",
+    "ComparisonConfig",
+    "PipelinesConfig",
+    "mechanism_entry",
+]
+
+KNOWN_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "generic", "sbm", "images", "photos")
+#: datasets whose nodes are images: their features come from the ``embed`` stage
+IMAGE_DATASETS = ("images", "photos")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+def _not_bool(v: Any) -> Any:
+    """YAML's ``true`` is not the number 1: a boolean where a number belongs is a mistake."""
+    if isinstance(v, bool):
+        raise ValueError(f"expected a number, got {str(v).lower()}")
+    return v
+
+
+#: numbers that refuse booleans (pydantic's lax mode would read ``true`` as 1)
+Int = Annotated[int, BeforeValidator(_not_bool)]
+Float = Annotated[float, BeforeValidator(_not_bool)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _finite_positive(v: Any, what: str = "epsilon") -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"{what} must be a number, got {v!r}")
+    f = float(v)
+    if math.isnan(f) or math.isinf(f):
+        raise ValueError(f"{what} must be finite, got {f}")
+    if f <= 0:
+        raise ValueError(f"{what} must be > 0, got {f}")
+    return f
+
+
+class DatasetConfig(_Strict):
+    """Which graph to ingest and how its edges are split into public and private."""
+
+    name: str
+    rho: Float | None = Field(
+        default=None, description="fraction of edges made private (papers: 0.05, 0.1, 0.2)"
+    )
+    split_seed: Int = Field(default=0, ge=0, description="seed of the simulated public/private split")
+    node_split_seed: Int = Field(
+        default=0, ge=0,
+        description="seed of a random node split (options train / val); like split_seed, never in a manifest",
+    )
+    root: str | None = Field(default=None, description="data root; default $PRIVGRAPH_DATA_ROOT")
+    options: dict[str, Any] = Field(default_factory=dict, description="loader-specific options")
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in KNOWN_DATASETS:
+            raise ValueError(f"unknown dataset {v!r}; known: {', '.join(KNOWN_DATASETS)}")
+        return v
+
+    @field_validator("rho")
+    @classmethod
+    def _rho(cls, v: float | None) -> float | None:
+        if v is not None and (isinstance(v, bool) or not (0.0 <= float(v) <= 1.0)):
+            raise ValueError(f"rho must be in [0, 1], got {v}")
+        return v
+
+    def load_kwargs(self) -> dict[str, Any]:
+        """The keywords of :func:`privgraph.ingest.datasets.load_dataset` for this dataset (after its name)."""
+        return {"root": None if self.root is None else Path(self.root), "rho": self.rho, "split_seed": self.split_seed,
+                "node_split_seed": self.node_split_seed, **self.options}
+
+
+class MechanismConfig(BaseModel):
+    """One mechanism application: its registry name, its budget, and its own parameters.
+
+    Parameters other than ``mechanism`` and ``epsilon`` (e.g. ``bins``, ``alpha``, ``lower``)
+    are passed to the mechanism's constructor, which validates them.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    mechanism: str
+    epsilon: float | None = Field(default=None, description="required by every mechanism that spends a budget")
+
+    @field_validator("epsilon", mode="before")
+    @classmethod
+    def _eps(cls, v: Any) -> float | None:
+        return None if v is None else _finite_positive(v)
+
+    def params(self) -> dict[str, Any]:
+        """The constructor keywords: epsilon (when set: NonPriv-Part takes none) plus the
+        mechanism's own parameters."""
+        eps = {} if self.epsilon is None else {"epsilon": self.epsilon}
+        return {**eps, **(self.model_extra or {})}
+
+
+#: the edge mechanisms the partitioned layout runs (per-node reports combined pair by pair:
+#: :func:`privgraph.privatize.partitioned.runs_partitioned`)
+PARTITIONED_EDGE_MECHANISMS = ("dprr", "warner_rr")
+
+
+class PartitionConfig(_Strict):
+    num_parts: Int = Field(default=4, ge=1)
+    method: Literal["metis", "hash"] = "metis"
+    layout: Literal["memory", "files"] = Field(
+        default="memory",
+        description="files: each partition task reads its rows from files and writes its part of the release "
+                    "(privgraph.privatize.partitioned; the client ships no rows; per-node edge mechanisms only)",
+    )
+
+
+_DASK_ADDRESS = re.compile(r"^(?:(?:tcp|tls)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
+
+
+class DaskConfig(_Strict):
+    address: str | None = Field(default=None, description="an existing scheduler (tcp://host:port or tls://host:port); else a LocalCluster")
+    n_workers: Int = Field(default=2, ge=1)
+    threads_per_worker: Int = Field(default=1, ge=1)
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str | None) -> str | None:
+        """A scheduler address Dask can dial: ``[tcp://|tls://]host:port``, the port 1-65535."""
+        match = None if v is None else _DASK_ADDRESS.match(v.strip())
+        if v is not None and (match is None or not 1 <= int(match.group(1)) <= 65535):
+            raise ValueError(f"expected tcp://host:port or tls://host:port (a port 1-65535), got {v!r}")
+        return v
+
+
+class LinkTellerAttack(_Strict):
+    """LinkTeller (influence analysis) on the private edges (:mod:`privgraph.evaluate.attacks.linkteller`)."""
+
+    name: Literal["linkteller"]
+    max_pairs: Int = Field(default=500, ge=10, description="private edges attacked (and as many non-edges of V_pri)")
+    delta: Float = Field(default=1e-4, gt=0, le=0.1, description="relative feature perturbation of a query")
+
+
+class LinkStealingAttack(_Strict):
+    """Link stealing from posteriors (:mod:`privgraph.evaluate.attacks.link_stealing`)."""
+
+    name: Literal["link_stealing"]
+    max_pairs: Int = Field(default=500, ge=10, description="private edges attacked (and as many non-edges of V_pri)")
+    metric: Literal["correlation", "cosine", "euclidean", "chebyshev", "braycurtis", "canberra", "cityblock",
+                    "sqeuclidean"] = "correlation"
+    supervised: bool = Field(default=True, strict=True,
+                             description="also the supervised attack, trained on the public edges the adversary knows")
+
+
+class MembershipAttack(_Strict):
+    """Node membership inference, training vs test nodes (:mod:`privgraph.evaluate.attacks.membership`)."""
+
+    name: Literal["membership"]
+    signal: Literal["confidence", "entropy", "true_label"] = "confidence"
+    shadow: bool = Field(default=True, strict=True,
+                         description="also the shadow-model attack (a second model trained by the adversary on "
+                                     "labelled nodes outside the target's training and test sets)")
+
+
+class AttributeAttack(_Strict):
+    """Private feature rows reconstructed from the release (:mod:`privgraph.evaluate.attacks.attribute`)."""
+
+    name: Literal["attribute"]
+    ridge: Float | None = Field(default=None, gt=0, description="ridge penalty of the adversary's regression (null: chosen by cross-validation)")
+    max_train_rows: Int = Field(default=5000, ge=10, description="public rows the adversary learns from")
+
+
+#: one entry of ``evaluate.attacks``: a name, or a mapping with ``name`` and the attack's parameters
+AttackConfig = Annotated[
+    LinkTellerAttack | LinkStealingAttack | MembershipAttack | AttributeAttack, Field(discriminator="name")
+]
+
+
+def _attack_entries(v: Any) -> Any:
+    """``[linkteller, {name: membership, signal: entropy}]``: a bare name stands for its defaults;
+    an attack named twice is an error."""
+    if not isinstance(v, list):
+        return v
+    out = [{"name": e} if isinstance(e, str) else e for e in v]
+    names = [e.get("name") for e in out if isinstance(e, Mapping)]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"attack {dup[0]!r} is listed twice")
+    return out
+
+
+class EvaluateConfig(_Strict):
+    runs: Int = Field(default=5, ge=1)
+    epochs: Int = Field(default=200, ge=1)
+    hidden: Int = Field(default=64, ge=1)
+    lr: Float = Field(default=0.01, gt=0)
+    weight_decay: Float = Field(default=5e-4, ge=0)
+    dropout: Float = Field(default=0.5, ge=0, lt=1)
+    aggr: Literal["mean", "gcn", "sum"] = Field(
+        default="mean", description="mean | gcn (GCN), mean (GraphSAGE, GAT), sum (GIN: its default)")
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    patience: Int | None = Field(default=25, ge=1)
+    model: Literal["gcn", "sage", "gat", "gin"] = Field(
+        default="gcn",
+        description="GNN: GCN, GraphSAGE (mean), GAT (8 attention heads; hidden a multiple of 8) or GIN-0 (sum)",
+    )
+    kprop_features: int = Field(
+        default=0, ge=0, strict=True,
+        description="LPGNN KProp steps on the private features before training (0: off)",
+    )
+    kprop_labels: int = Field(
+        default=0, ge=0, strict=True,
+        description="LPGNN KProp steps on the private (noisy) labels: train on the denoised labels",
+    )
+    drop: bool = Field(
+        default=False, strict=True,
+        description="LPGNN Drop: propagate predictions too; stop above the label RR accuracy bound",
+    )
+    kprop_search: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(
+        default=None, min_length=1,
+        description="LPGNN's search: every (K_x, K_y) of this grid trained, the best by validation accuracy on the version's labels (e.g. [0, 2, 4, 8, 16])",
+    )
+    kprop_search_labels: bool = Field(
+        default=True, strict=True,
+        description="kprop_search's grid covers K_y too (LPGNN's); false: K_x only (labels that were not randomized)",
+    )
+    ensemble: Int = Field(
+        default=1, ge=1,
+        description="each model of a run (`run`, `evaluate`) is the mean prediction of this many trainings with derived seeds: post-processing",
+    )
+    feature_dim: Int | None = Field(
+        default=None, ge=1,
+        description="train on the first k principal axes of DENSE (e.g. privatized) features: post-processing, d/k times cheaper first layer",
+    )
+    graph_report: bool = Field(
+        default=True, strict=True,
+        description="structure of the released edges vs the raw ones (degrees, triangles, clustering, communities, ...): private evaluation",
+    )
+    attacks: Annotated[list[AttackConfig], BeforeValidator(_attack_entries)] = Field(
+        default_factory=list,
+        description="privacy attacks on a model trained on the version and on the raw graph (private evaluation)",
+    )
+
+    def train_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`privgraph.evaluate.training.fit_node_classifier` this section sets."""
+        return self.model_dump(include={"epochs", "hidden", "lr", "weight_decay", "dropout", "aggr", "device",
+                                        "patience", "model", "kprop_features", "kprop_labels", "drop",
+                                        "feature_dim"}
+                               | ({"kprop_search", "kprop_search_labels"} if self.kprop_search else set()))
+
+    @model_validator(mode="after")
+    def _search_or_fixed_kprop(self) -> EvaluateConfig:
+        if self.kprop_search and (self.kprop_features or self.kprop_labels):
+            raise ValueError("kprop_search chooses kprop_features and kprop_labels per run: leave them out")
+        if not self.kprop_search and "kprop_search_labels" in self.model_fields_set:
+            raise ValueError("kprop_search_labels applies to kprop_search: set kprop_search too")
+        return self
+
+    @model_validator(mode="after")
+    def _aggr_fits_model(self) -> EvaluateConfig:
+        """Only the GCN takes aggr 'gcn', only GIN 'sum' (its default: GIN-0 sums); GAT splits
+        ``hidden`` over its 8 heads."""
+        if self.model == "gin":
+            if "aggr" in self.model_fields_set and self.aggr != "sum":
+                raise ValueError(f"model 'gin' sums (GIN-0): set aggr to 'sum' or leave it out (got {self.aggr!r})")
+            object.__setattr__(self, "aggr", "sum")
+            return self
+        if self.aggr == "sum":
+            raise ValueError(f"aggr 'sum' is GIN's (model 'gin'); model {self.model!r} takes 'mean'"
+                             + (" or 'gcn'" if self.model == "gcn" else ""))
+        takes_mean_only = {
+            "sage": "aggregates by mean",
+            "gat": "aggregates by attention-weighted mean",
+        }
+        if self.model in takes_mean_only and self.aggr != "mean":
+            raise ValueError(
+                f"model {self.model!r} {takes_mean_only[self.model]}: set aggr to 'mean' "
+                f"(got {self.aggr!r})"
+            )
+        if self.model == "gat" and self.hidden % 8:  # privgraph.evaluate.models.GAT's default heads
+            raise ValueError(
+                f"model 'gat' splits hidden over its 8 attention heads: set hidden to a multiple "
+                f"of 8 (got {self.hidden})"
+            )
+        return self
+
+
+class ScheduleConfig(_Strict):
+    """When to run the pipeline as a scheduled production run (``privgraph serve``)."""
+
+    cron: str = Field(description="five-field cron expression, e.g. '0 3 * * *'")
+    timezone: str = "UTC"
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, v: str) -> str:
+        from datetime import datetime, timezone
+
+        from cronsim import CronSim, CronSimError  # strict five-field cron parser (pinned in the lock)
+
+        if len(v.split()) != 5:
+            raise ValueError(f"cron must have five fields (minute hour day month weekday), got {v!r}")
+        try:
+            CronSim(v, datetime.now(timezone.utc))
+        except CronSimError as exc:
+            raise ValueError(f"cron {v!r} is not valid: {exc}") from None
+        return v
+
+
+class EmbedConfig(_Strict):
+    """The ``embed`` stage: ResNet-50 embeddings of the node images as the node features."""
+
+    model: Literal["resnet50"] = "resnet50"
+    weights: str = Field(
+        description="a torchvision ResNet-50 state dict (.pth, relative to the data root or absolute), "
+        "'torch_home' ($TORCH_HOME/hub/checkpoints/resnet50-0676ba61.pth) or 'random' (seeded random "
+        "initialisation, for tests: recorded in the manifest)"
+    )
+    layer: Literal["avgpool", "layer4", "layer3"] = "avgpool"
+    batch_size: Int = Field(default=32, ge=1)
+    num_workers: Int = Field(default=0, ge=0, description="DataLoader worker processes decoding images")
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    amp: bool | None = Field(default=None, description="float16 autocast on CUDA (default: on there)")
+    init: Int = Field(default=0, ge=0, description="the random initialisation's generator (weights: random only; public)")
+    cache: bool = Field(default=True, description="reuse embeddings from the owner's private cache ($PRIVGRAPH_CACHE_DIR/embeddings)")
+
+
+class PipelineConfig(_Strict):
+    """One pipeline: dataset, mechanisms per scope, budget caps, seed, storage, evaluation."""
+
+    description: str = ""
+    dataset: DatasetConfig
+    features: MechanismConfig | None = None
+    edges: MechanismConfig | None = None
+    labels: MechanismConfig | None = None
+    budget: dict[Literal["features", "edges", "labels"], Float] = Field(default_factory=dict)
+    budget_delta: dict[Literal["features", "edges", "labels"], Float] = Field(
+        default_factory=dict,
+        description="the delta a capped scope may spend (approximate DP, e.g. gap); without one a scope admits pure DP only",
+    )
+    partitions: PartitionConfig = PartitionConfig()
+    executor: Literal["serial", "dask"] = "dask"
+    dask: DaskConfig = DaskConfig()
+    seed: Int | None = Field(
+        default=None, ge=0, description="noise seed; stays private, never written to an artifact"
+    )
+    storage: str = "./artifacts"
+    private_records: str = Field(
+        default="./private-records",
+        description="local directory for run diagnostics that no guarantee covers (e.g. EdgeRR's MCMC trace); never the artifact store",
+    )
+    evaluate: EvaluateConfig = EvaluateConfig()
+    schedule: ScheduleConfig | None = None
+    scores: ScoresConfig | None = Field(
+        default=None, description="HeteroRR scores (SHAP importance, masking sensitivity) -> FeatureRR's theta"
+    )
+    embed: EmbedConfig | None = Field(
+        default=None, description="image datasets: ResNet-50 embeddings of the node images become the features")
+
+    @model_validator(mode="after")
+    def _images_are_embedded(self) -> PipelineConfig:
+        images = self.dataset.name in IMAGE_DATASETS
+        if images and self.embed is None:
+            raise ValueError(f"embed: dataset {self.dataset.name!r} has images, not features: add an 'embed' "
+                             "section (weights: a ResNet-50 state dict, torch_home, or random for tests)")
+        if not images and self.embed is not None:
+            raise ValueError(f"embed: dataset {self.dataset.name!r} has no images; embed applies to "
+                             f"{', '.join(IMAGE_DATASETS)}")
+        return self
+
+    @field_validator("budget")
+    @classmethod
+    def _caps(cls, v: dict[str, Any]) -> dict[str, float]:
+        for scope, cap in v.items():
+            _finite_positive(cap, f"budget cap for {scope}")
+        return {k: float(c) for k, c in v.items()}
+
+    @model_validator(mode="after")
+    def _delta_caps(self) -> PipelineConfig:
+        for scope, d in self.budget_delta.items():
+            if scope not in self.budget:
+                raise ValueError(f"budget_delta.{scope}: the scope has no epsilon cap in 'budget'")
+            if not (0.0 < d < 1.0):
+                raise ValueError(f"budget_delta.{scope} must be in (0, 1), got {d}")
+        return self
+
+    @model_validator(mode="after")
+    def _gap_versions_are_not_attacked(self) -> PipelineConfig:
+        if self.edges is not None and self.edges.mechanism in AGGREGATE_MECHANISMS and self.evaluate.attacks:
+            raise ValueError(
+                f"evaluate.attacks: a {self.edges.mechanism} version releases aggregates, not edges, and the attacks "
+                "query a model trained over a version's edges; attacks on a model over aggregates are not built: "
+                "remove them"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _files_layout_runs_per_node_edges(self) -> PipelineConfig:
+        edges = None if self.edges is None else self.edges.mechanism
+        if self.partitions.layout == "files" and edges is not None and edges not in PARTITIONED_EDGE_MECHANISMS:
+            raise ValueError(
+                f"partitions.layout: files runs the per-node edge mechanisms ({', '.join(PARTITIONED_EDGE_MECHANISMS)}), "
+                f"whose reports combine pair by pair; {edges} is global: use layout memory"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _something_to_do(self) -> PipelineConfig:
+        if self.features is None and self.edges is None and self.labels is None:
+            raise ValueError("a pipeline needs at least one of 'features', 'edges' or 'labels'")
+        return self
+
+    @model_validator(mode="after")
+    def _scores_feed_feature_rr(self) -> PipelineConfig:
+        if self.scores is None:
+            return self
+        if self.features is None or self.features.mechanism != "feature_rr":
+            raise ValueError("scores: set only with features.mechanism feature_rr (theta sets its per-feature budgets)")
+        if "theta" in (self.features.model_extra or {}):
+            raise ValueError("scores: features.theta is computed from the scores; do not set both")
+        return self
+
+
+class ComparisonConfig(_Strict):
+    """A utility comparison (``privgraph compare NAME``): one scope privatized by each mechanism
+    at each epsilon, ``runs`` seeded times, the same model trained on each (privgraph.evaluate.comparison)."""
+
+    description: str = ""
+    pipeline: str = Field(description="the pipeline whose dataset, partitions, executor, storage and evaluate settings are used")
+    scope: Literal["features", "edges"]
+    target: str = Field(description="the mechanism t-tested against the best other one")
+    mechanisms: dict[str, dict[str, Any]] = Field(
+        description="label -> parameters other than epsilon; 'mechanism' names the registered one when the label differs; 'use_scores: true' gives feature_rr the scores' theta"
+    )
+    epsilons: list[Float] = Field(min_length=1)
+    runs: Int = Field(default=3, ge=2)
+    scores: ScoresConfig | None = Field(default=None, description="theta for entries with use_scores (default: the pipeline's scores)")
+    seed: Int | None = Field(default=None, ge=0)
+    evaluate: EvaluateConfig | None = None
+
+    @field_validator("epsilons")
+    @classmethod
+    def _eps(cls, v: list[float]) -> list[float]:
+        for e in v:
+            if not (math.isfinite(e) and e > 0):
+                raise ValueError(f"every epsilon must be finite and > 0, got {e}")
+        return v
+
+    @model_validator(mode="after")
+    def _target_listed(self) -> ComparisonConfig:
+        if self.target not in self.mechanisms:
+            raise ValueError(f"target {self.target!r} is not among mechanisms {sorted(self.mechanisms)}")
+        gap = [label for label, e in self.mechanisms.items() if (e or {}).get("mechanism", label) in AGGREGATE_MECHANISMS]
+        if gap and (self.evaluate.attacks if self.evaluate is not None else False):
+            raise ValueError(f"evaluate.attacks: mechanisms {gap} release aggregates, not edges; attacks on "
+                             "a model over aggregates are not built: remove the attacks")
+        if self.evaluate is not None and any(a.name == "attribute" for a in self.evaluate.attacks):
+            raise ValueError("evaluate.attacks: 'attribute' attacks a release, not a model; a comparison does "
+                             "not run it (list it in a pipeline's evaluate)")
+        if self.evaluate is not None and self.evaluate.ensemble > 1:
+            raise ValueError("evaluate.ensemble: a comparison trains one model per cell (its GNN is the one "
+                             "attacked); ensembles are for run and evaluate")
+        return self
+
+    def evaluate_settings(self, pipeline: PipelineConfig) -> EvaluateConfig:
+        """The evaluation of every cell: the comparison's own ``evaluate``, else its pipeline's with
+        the model attacks only (``attribute`` attacks a release: a pipeline's evaluation runs it) and
+        one model per cell (``ensemble`` 1)."""
+        if self.evaluate is not None:
+            return self.evaluate
+        ev = pipeline.evaluate
+        return ev.model_copy(update={"attacks": [a for a in ev.attacks if a.name != "attribute"], "ensemble": 1})
+
+
+class GraphSetConfig(_Strict):
+    """A multi-graph dataset for graph classification (paper 004's experiment)."""
+
+    name: Literal["tu", "graph_families"] = Field(
+        description="tu: a TUDataset in PyG's raw layout under $PRIVGRAPH_DATA_ROOT/tu (or root); graph_families: offline synthetic families")
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="tu: {name: REDDIT-BINARY}; graph_families: {num_graphs, families, min_nodes, max_nodes, m_range, seed}")
+    root: str | None = None
+    private_fraction: Float = Field(default=1.0, gt=0, le=1, description="fraction of each graph's users that are private (1 - alpha)")
+    split_seed: Int = Field(default=0, ge=0, description="seeds the (public) choice of private users; never written to a report")
+
+
+class GraphComparisonConfig(_Strict):
+    """A graph-classification comparison (``privgraph compare NAME``): every graph's private edges
+    privatized by each mechanism at each epsilon, GIN-0 cross-validated on each release against
+    NonPriv-Full (privgraph.evaluate.graph_comparison)."""
+
+    description: str = ""
+    dataset: GraphSetConfig
+    target: str
+    mechanisms: dict[str, dict[str, Any] | None]
+    epsilons: list[Float] = Field(min_length=1)
+    folds: Int = Field(default=10, ge=2)
+    epochs: Int = Field(default=100, ge=1)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    executor: Literal["serial", "dask"] = "dask"
+    dask: DaskConfig = DaskConfig()
+    seed: Int | None = Field(default=None, ge=0)
+    private_records: str = "./private-records"
+
+    @model_validator(mode="after")
+    def _target_listed(self) -> GraphComparisonConfig:
+        if self.target not in self.mechanisms:
+            raise ValueError(f"target {self.target!r} is not among mechanisms {sorted(self.mechanisms)}")
+        for e in self.epsilons:
+            if not (math.isfinite(e) and e > 0):
+                raise ValueError(f"every epsilon must be finite and > 0, got {e}")
+        return self
+
+
+class PipelinesConfig(_Strict):
+    pipelines: dict[str, PipelineConfig]
+    comparisons: dict[str, ComparisonConfig] = Field(default_factory=dict)
+    graph_comparisons: dict[str, GraphComparisonConfig] = Field(
+        default_factory=dict, description="graph-classification comparisons (paper 004): `privgraph compare NAME`")
+
+    @field_validator("pipelines")
+    @classmethod
+    def _names(cls, v: dict[str, PipelineConfig]) -> dict[str, PipelineConfig]:
+        if not v:
+            raise ValueError("no pipelines defined")
+        for name in v:
+            if not _NAME.match(name):
+                raise ValueError(
+                    f"pipeline name {name!r} must be lowercase letters, digits, '-' or '_'"
+                )
+        return v
+
+    @model_validator(mode="after")
+    def _comparison_pipelines(self) -> PipelinesConfig:
+        for name, c in self.comparisons.items():
+            if not _NAME.match(name):
+                raise ValueError(f"comparison name {name!r} must be lowercase letters, digits, '-' or '_'")
+            if name in self.pipelines:
+                raise ValueError(f"comparison {name!r} has the name of a pipeline; their artifacts would mix")
+            if c.pipeline not in self.pipelines:
+                raise ValueError(
+                    f"comparisons.{name}.pipeline: no such pipeline {c.pipeline!r}; defined: "
+                    f"{', '.join(sorted(self.pipelines))}"
+                )
+        for name in self.graph_comparisons:
+            if not _NAME.match(name):
+                raise ValueError(f"graph comparison name {name!r} must be lowercase letters, digits, '-' or '_'")
+            if name in self.pipelines or name in self.comparisons:
+                raise ValueError(f"graph comparison {name!r} has the name of a pipeline or comparison; their reports would mix")
+        return self
+
+    def graph_comparison(self, name: str) -> GraphComparisonConfig | None:
+        """The graph-classification comparison ``name``, or ``None`` when ``name`` is not one."""
+        return self.graph_comparisons.get(name)
+
+    def comparison(self, name: str) -> ComparisonConfig:
+        if name not in self.comparisons:
+            defined = sorted(self.comparisons) + sorted(self.graph_comparisons)
+            raise ConfigError(
+                f"comparisons.{name}: no such comparison; defined: {', '.join(defined) or 'none'}"
+            )
+        return self.comparisons[name]
+
+    def get(self, name: str) -> PipelineConfig:
+        if name not in self.pipelines:
+            raise ConfigError(
+                f"pipelines.{name}: no such pipeline; defined: {', '.join(sorted(self.pipelines))}"
+            )
+        return self.pipelines[name]
+
+
+def mechanism_entry(label: str, params: Mapping[str, Any]) -> tuple[str, dict[str, Any], bool]:
+    """``(registry name, constructor params, use_scores)`` of a comparison entry.
+
+    An entry is ``label: {params}``; ``mechanism:`` names the registered mechanism when the label
+    is not its registry name (e.g. ``heterorr: {mechanism: feature_rr, use_scores: true}`` next to
+    ``homogeneous_rr: {mechanism: feature_rr}``); ``use_scores: true`` passes the scores' theta.
+    """
+    p = dict(params or {})
+    name = p.pop("mechanism", label)
+    use_scores = p.pop("use_scores", False)
+    if not isinstance(name, str):
+        raise ValueError(f"mechanisms.{label}.mechanism must be a registry name, got {name!r}")
+    if not isinstance(use_scores, bool):
+        raise ValueError(f"mechanisms.{label}.use_scores must be true or false, got {use_scores!r}")
+    if "epsilon" in p:
+        raise ValueError(f"mechanisms.{label}: do not set epsilon; it takes each value of epsilons")
+    return name, p, use_scores
+
+

@@ -1,0 +1,126 @@
+"""Privacy mechanisms, their guarantees, and the registry used by ``pipelines.yaml``.
+
+``MECHANISMS`` maps a registry name (a mechanism's ``name``) to its class;
+:func:`build_mechanism` constructs one from a name and a dict of parameters.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, epsilon_upper
+from privgraph.guarantee.params import check_epsilon, check_int, check_probability
+from privgraph.privatize.mechanisms.base import Mechanism, check_generator
+from privgraph.privatize.mechanisms.edges import (
+    DPRR,
+    AggregationPerturbation,
+    EdgeRand,
+    EdgeRR,
+    LapGraph,
+    LocalLap,
+    NeighbourClassCounts,
+    NonPrivPart,
+    PrivHRG,
+    WarnerRR,
+)
+from privgraph.privatize.mechanisms.features import (
+    DuchiMechanism,
+    FeatureRR,
+    HybridMechanism,
+    LabelRR,
+    LaplaceMechanism,
+    MultiBitEncoder,
+    PiecewiseMechanism,
+    PMSubMechanism,
+    ThreeOutputMechanism,
+)
+
+__all__ = [
+    "MECHANISMS",
+    "build_at_epsilon",
+    "build_mechanism",
+    "takes_epsilon",
+    "DPRR",
+    "FeatureRR",
+    "Guarantee",
+    "GuaranteeKind",
+    "Mechanism",
+    "Scope",
+    "check_epsilon",
+    "check_generator",
+    "check_int",
+    "check_probability",
+    "epsilon_upper",
+]
+
+MECHANISMS: dict[str, type] = {
+    cls.name: cls
+    for cls in (
+        FeatureRR,
+        LaplaceMechanism,
+        DuchiMechanism,
+        PiecewiseMechanism,
+        HybridMechanism,
+        ThreeOutputMechanism,
+        PMSubMechanism,
+        MultiBitEncoder,
+        LabelRR,
+        DPRR,
+        WarnerRR,
+        LocalLap,
+        EdgeRand,
+        LapGraph,
+        NonPrivPart,
+        EdgeRR,
+        PrivHRG,
+        AggregationPerturbation,
+        NeighbourClassCounts,
+    )
+}
+
+
+def build_mechanism(name: str, params: Mapping[str, Any]) -> Mechanism:
+    """Construct the mechanism registered as ``name`` from keyword ``params``.
+
+    Raises:
+        ValueError: ``name`` is not registered, ``params`` names a parameter the mechanism does
+            not take or misses a required one, or a parameter value is out of range.
+        TypeError: a parameter value has the wrong type (from the mechanism's own validation).
+    """
+    if not isinstance(name, str) or name not in MECHANISMS:
+        known = ", ".join(sorted(MECHANISMS))
+        raise ValueError(f"unknown mechanism {name!r}; known: {known}")
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params of mechanism {name!r} must be a mapping, got {type(params).__name__}")
+    cls = MECHANISMS[name]
+    sig = inspect.signature(cls)
+    keyword = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    accepted = {p.name for p in sig.parameters.values() if p.kind in keyword}
+    unknown = sorted(str(k) for k in params if k not in accepted)
+    if unknown:
+        raise ValueError(
+            f"mechanism {name!r} has no parameter {unknown[0]!r}"
+            + (f" (nor {', '.join(map(repr, unknown[1:]))})" if len(unknown) > 1 else "")
+            + f"; its parameters: {', '.join(sorted(accepted))}"
+        )
+    missing = [
+        p.name
+        for p in sig.parameters.values()
+        if p.name in accepted and p.default is inspect.Parameter.empty and p.name not in params
+    ]
+    if missing:
+        raise ValueError(f"mechanism {name!r} needs parameter {missing[0]!r}")
+    return cls(**params)
+
+
+def takes_epsilon(name: str) -> bool:
+    """Does the mechanism registered as ``name`` spend a budget (take ``epsilon``)?"""
+    return "epsilon" in inspect.signature(MECHANISMS[name]).parameters
+
+
+def build_at_epsilon(name: str, params: Mapping[str, Any], epsilon: float) -> Mechanism:
+    """The mechanism ``name`` at ``epsilon`` (a comparison cell); one without a budget
+    (NonPriv-Part) ignores it."""
+    return build_mechanism(name, {**params, "epsilon": epsilon} if takes_epsilon(name) else dict(params))

@@ -1,0 +1,91 @@
+"""Artifact storage: immutable, versioned, checksummed artifacts of privatized graphs.
+
+``open_store(uri)`` picks the backend: a path or ``file://`` URI gives a :class:`LocalStore`,
+``s3://bucket/prefix`` an :class:`~privgraph.publish.storage.s3.S3Store` (boto3; any S3-compatible
+endpoint). Every backend is written by the one protocol of :mod:`privgraph.publish.storage.staging`
+(:func:`stage_version`, :func:`put_version`) and read by :class:`ArtifactStore`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from privgraph.errors import ConfigError
+from privgraph.publish.storage.base import (
+    MANIFEST_NAME,
+    ArtifactNameError,
+    ArtifactStore,
+    VersionInfo,
+    check_name,
+    check_version_id,
+)
+from privgraph.publish.storage.graph_io import graph_to_objects, objects_to_graph
+from privgraph.publish.storage.local import LocalStore
+from privgraph.publish.storage.manifest import REQUIRED_KEYS, code_version, validate_manifest
+from privgraph.publish.storage.staging import PendingVersion, gc_staged, put_version, stage_version
+
+__all__ = [
+    "ArtifactStore",
+    "ArtifactNameError",
+    "LocalStore",
+    "PendingVersion",
+    "VersionInfo",
+    "MANIFEST_NAME",
+    "REQUIRED_KEYS",
+    "check_name",
+    "check_version_id",
+    "code_version",
+    "validate_manifest",
+    "graph_to_objects",
+    "objects_to_graph",
+    "open_store",
+    "stage_version",
+    "put_version",
+    "gc_staged",
+]
+
+
+def open_store(uri: str | os.PathLike[str], **options: Any) -> ArtifactStore:
+    """The artifact store at ``uri``.
+
+    Args:
+        uri: a directory path, ``file:///abs/dir``, or ``s3://bucket[/prefix]``.
+        **options: backend options, e.g. ``endpoint_url=`` for an S3-compatible server
+            (MinIO) (default: none).
+
+    Raises:
+        ConfigError: an unsupported scheme or a malformed URI (a ``ValueError``; exit code 2).
+    """
+    if isinstance(uri, os.PathLike):
+        if options:
+            raise TypeError(f"LocalStore takes no options, got {sorted(options)}")
+        return LocalStore(Path(uri))
+    if not isinstance(uri, str) or not uri:
+        raise TypeError(f"uri must be a non-empty str or a path, got {uri!r}")
+    parsed = urlparse(uri)
+    scheme = parsed.scheme.lower()
+    if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):  # C:\ on Windows
+        if options:
+            raise TypeError(f"LocalStore takes no options, got {sorted(options)}")
+        if scheme == "file":
+            if parsed.netloc not in ("", "localhost"):
+                raise ConfigError(
+                    f"file URI {uri!r} names host {parsed.netloc!r}; use file:///absolute/path"
+                )
+            return LocalStore(Path(unquote(parsed.path)))
+        return LocalStore(Path(uri))
+    if scheme == "s3":
+        if not parsed.netloc:
+            raise ConfigError(f"S3 URI {uri!r} lacks a bucket; use s3://bucket/prefix")
+        try:
+            from privgraph.publish.storage.s3 import S3Store
+        except ImportError as err:
+            raise ConfigError(f"{uri!r}: the S3 store needs boto3 ({err})") from None
+        return S3Store(parsed.netloc, parsed.path.strip("/"), **options)
+    raise ConfigError(
+        f"unsupported artifact store URI {uri!r}: use a directory path, file:///path or "
+        f"s3://bucket/prefix"
+    )

@@ -1,5 +1,0 @@
-"""Validation checkpoints run before an artifact is published."""
-
-from privgraph.validation.checkpoint import ValidationReport, budget_failures, enforce, run_checkpoint
-
-__all__ = ["ValidationReport", "budget_failures", "enforce", "run_checkpoint"]
