@@ -218,7 +218,7 @@ def test_attacks_take_names_or_mappings_and_refuse_mistakes_with_their_path():
     from typing import get_args
 
     from privgraph.evaluate.attacks.link_stealing import DISTANCES
-    from privgraph.config.pipeline import LinkStealingAttack
+    from privgraph.config.evaluate import LinkStealingAttack
 
     ev = parse_config(_with("pipelines.cora.evaluate", {"attacks": ["linkteller", {"name": "membership", "signal": "entropy"}]}))
     attacks = ev.get("cora").evaluate.attacks

@@ -34,7 +34,7 @@ def test_the_library_imports_neither_prefect_nor_dask():
 # -- the import graph: one floor above another, no circle ------------------------------------------
 PACKAGES = ("privgraph", "tasks", "flows")
 #: the ground floor: imports nothing of privgraph but each other
-GROUND = {"privgraph.errors", "privgraph.guarantee.params", "privgraph.publish.private_files", "privgraph.seeding",
+GROUND = {"privgraph.errors", "privgraph.guarantee.params", "privgraph.guarantee.private_files", "privgraph.seeding",
           "privgraph.guarantee", "privgraph.privatize.mechanisms.randomized_response", "privgraph.ingest.arrow_io"}
 #: what the store may import: nothing above the ledger and the graph
 STORAGE_MAY_IMPORT = GROUND | {"privgraph.graph", "privgraph.guarantee.ledger"}
@@ -145,15 +145,64 @@ def test_the_check_finds_a_circle():
     assert any("privgraph.graph" in c and "privgraph.config.loader" in c for c in _cycles(graph))
 
 
-MAX_FUNCTION_LINES = 120
+#: the house by stage (docs/architecture.md, Layout): the packages lowest first; each may import
+#: the packages before it in this list, and nothing after it but the exceptions below
+STAGES = ("ground", "privatize", "ingest", "config", "publish", "validate", "evaluate", "cli")
+#: the ground floor's modules and package (everything else at the top of privgraph/ is a stage)
+GROUND_TYPES = {"privgraph", "privgraph.graph", "privgraph.errors", "privgraph.seeding", "privgraph.guarantee"}
+#: imports that run against STAGES, each for a reason (docs/architecture.md, Layout)
+EXCEPTIONS = {
+    # a mechanism that trains a model on the public data: class counts' floor model, GAP's encoder
+    ("privgraph.privatize.release", "privgraph.evaluate.training"),
+    # partitions.layout files: the partitions' tasks write their part of the version into the store
+    ("privgraph.privatize.partitioned", "privgraph.publish.storage.graph_io"),
+}
+MAX_TOP_ENTRIES = 12
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
 
 
-def test_no_function_is_longer_than_a_screenful_or_two():
-    """No definition (docstring included) over 120 lines in privgraph/, tasks/ or flows/: a long
-    one is split along its seams (issue 25)."""
+def _stage(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "privgraph":
+        return None
+    return "ground" if ".".join(parts[:2]) in GROUND_TYPES else parts[1]
+
+
+def _against_the_stages(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((a, b) for a, deps in graph.items() for b in deps
+                  if _stage(a) and _stage(b) and STAGES.index(_stage(b)) > STAGES.index(_stage(a))
+                  and (a, b) not in EXCEPTIONS)
+
+
+def test_the_library_is_laid_out_by_stage():
+    """At most twelve entries at the top of privgraph/: the ground-floor types and one package per
+    stage; every module belongs to one of them; no import runs against the stages' order."""
+    top = sorted(p.name for p in (ROOT / "privgraph").iterdir() if p.name != "__pycache__")
+    assert len(top) <= MAX_TOP_ENTRIES, top
+    graph = import_graph()
+    stages = {_stage(m) for m in graph if m.startswith("privgraph")}
+    assert stages == set(STAGES), stages
+    assert _against_the_stages(graph) == []
+    for a, b in EXCEPTIONS:  # an exception that no longer exists is removed from the list
+        assert b in graph[a], (a, b)
+
+
+def test_the_stage_check_finds_an_import_against_the_stages():
+    graph = import_graph()
+    graph["privgraph.privatize.partition"] = graph["privgraph.privatize.partition"] | {"privgraph.evaluate.metrics"}
+    assert _against_the_stages(graph) == [("privgraph.privatize.partition", "privgraph.evaluate.metrics")]
+
+
+def test_no_module_or_function_is_longer_than_a_screenful_or_two():
+    """No module over 600 lines and no definition (docstring included) over 80 lines in privgraph/,
+    tasks/ or flows/: a long one is split along its seams (issues 25 and 46)."""
     long = {}
     for mod, f in _module_files().items():
-        for node in ast.walk(ast.parse(f.read_text(), filename=str(f))):
+        text = f.read_text()
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            long[mod] = len(text.splitlines())
+        for node in ast.walk(ast.parse(text, filename=str(f))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 n = node.end_lineno - node.lineno + 1
                 if n > MAX_FUNCTION_LINES:

@@ -60,7 +60,7 @@ from privgraph.graph import GraphData, in_sorted
 from privgraph.guarantee import Scope
 from privgraph.privatize.parallel import Executor, map_partitions
 from privgraph.privatize.partition import Partitioning
-from privgraph.publish.private_files import mkdir_private, write_private_file
+from privgraph.guarantee.private_files import mkdir_private, write_private_file
 from privgraph.privatize.release import PrivatizationResult, _features_part, _labels_part, label_selection, ledger_entry
 from privgraph.seeding import noise_generator, partition_seeds, stage_seed
 

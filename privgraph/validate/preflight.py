@@ -22,7 +22,7 @@ from privgraph.guarantee.ledger import BudgetPolicy, LedgerEntry, PrivacyLedger
 from privgraph.config.pipeline import PipelineConfig
 from privgraph.errors import ClusterError, ConfigError, DatasetNotFoundError, ValidationFailedError
 from privgraph.publish.storage import ArtifactStore, open_store
-from privgraph.publish.private_files import mkdir_private
+from privgraph.guarantee.private_files import mkdir_private
 from privgraph.publish.storage.private_record import owner_key, owner_signing_key
 
 __all__ = ["STORE_ENV", "check_before_reading", "check_budget", "check_private_records", "planned_ledger", "resolve_store"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 
-from privgraph.publish.private_files import write_private_file
+from privgraph.guarantee.private_files import write_private_file
 
 import numpy as np
 

@@ -38,7 +38,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from privgraph.errors import ConfigError, PrivgraphError
-from privgraph.publish.private_files import mkdir_private, write_private_file
+from privgraph.guarantee.private_files import mkdir_private, write_private_file
 from privgraph.publish.storage.base import check_name, check_version_id
 
 __all__ = [

@@ -1,0 +1,166 @@
+"""The ``evaluate`` section of a pipeline: the trainings that measure what a version is worth
+(:mod:`privgraph.evaluate.utility`) and the privacy attacks run on it
+(:mod:`privgraph.evaluate.attacks`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from privgraph.config.base import Float, Int, _Strict
+
+__all__ = ["AttackConfig", "EvaluateConfig"]
+
+
+class LinkTellerAttack(_Strict):
+    """LinkTeller (influence analysis) on the private edges (:mod:`privgraph.evaluate.attacks.linkteller`)."""
+
+    name: Literal["linkteller"]
+    max_pairs: Int = Field(default=500, ge=10, description="private edges attacked (and as many non-edges of V_pri)")
+    delta: Float = Field(default=1e-4, gt=0, le=0.1, description="relative feature perturbation of a query")
+
+
+class LinkStealingAttack(_Strict):
+    """Link stealing from posteriors (:mod:`privgraph.evaluate.attacks.link_stealing`)."""
+
+    name: Literal["link_stealing"]
+    max_pairs: Int = Field(default=500, ge=10, description="private edges attacked (and as many non-edges of V_pri)")
+    metric: Literal["correlation", "cosine", "euclidean", "chebyshev", "braycurtis", "canberra", "cityblock",
+                    "sqeuclidean"] = "correlation"
+    supervised: bool = Field(default=True, strict=True,
+                             description="also the supervised attack, trained on the public edges the adversary knows")
+
+
+class MembershipAttack(_Strict):
+    """Node membership inference, training vs test nodes (:mod:`privgraph.evaluate.attacks.membership`)."""
+
+    name: Literal["membership"]
+    signal: Literal["confidence", "entropy", "true_label"] = "confidence"
+    shadow: bool = Field(default=True, strict=True,
+                         description="also the shadow-model attack (a second model trained by the adversary on "
+                                     "labelled nodes outside the target's training and test sets)")
+
+
+class AttributeAttack(_Strict):
+    """Private feature rows reconstructed from the release (:mod:`privgraph.evaluate.attacks.attribute`)."""
+
+    name: Literal["attribute"]
+    ridge: Float | None = Field(default=None, gt=0, description="ridge penalty of the adversary's regression (null: chosen by cross-validation)")
+    max_train_rows: Int = Field(default=5000, ge=10, description="public rows the adversary learns from")
+
+
+#: one entry of ``evaluate.attacks``: a name, or a mapping with ``name`` and the attack's parameters
+AttackConfig = Annotated[
+    LinkTellerAttack | LinkStealingAttack | MembershipAttack | AttributeAttack, Field(discriminator="name")
+]
+
+
+def _attack_entries(v: Any) -> Any:
+    """``[linkteller, {name: membership, signal: entropy}]``: a bare name stands for its defaults;
+    an attack named twice is an error."""
+    if not isinstance(v, list):
+        return v
+    out = [{"name": e} if isinstance(e, str) else e for e in v]
+    names = [e.get("name") for e in out if isinstance(e, Mapping)]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"attack {dup[0]!r} is listed twice")
+    return out
+
+
+class EvaluateConfig(_Strict):
+    runs: Int = Field(default=5, ge=1)
+    epochs: Int = Field(default=200, ge=1)
+    hidden: Int = Field(default=64, ge=1)
+    lr: Float = Field(default=0.01, gt=0)
+    weight_decay: Float = Field(default=5e-4, ge=0)
+    dropout: Float = Field(default=0.5, ge=0, lt=1)
+    aggr: Literal["mean", "gcn", "sum"] = Field(
+        default="mean", description="mean | gcn (GCN), mean (GraphSAGE, GAT), sum (GIN: its default)")
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    patience: Int | None = Field(default=25, ge=1)
+    model: Literal["gcn", "sage", "gat", "gin"] = Field(
+        default="gcn",
+        description="GNN: GCN, GraphSAGE (mean), GAT (8 attention heads; hidden a multiple of 8) or GIN-0 (sum)",
+    )
+    kprop_features: int = Field(
+        default=0, ge=0, strict=True,
+        description="LPGNN KProp steps on the private features before training (0: off)",
+    )
+    kprop_labels: int = Field(
+        default=0, ge=0, strict=True,
+        description="LPGNN KProp steps on the private (noisy) labels: train on the denoised labels",
+    )
+    drop: bool = Field(
+        default=False, strict=True,
+        description="LPGNN Drop: propagate predictions too; stop above the label RR accuracy bound",
+    )
+    kprop_search: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(
+        default=None, min_length=1,
+        description="LPGNN's search: every (K_x, K_y) of this grid trained, the best by validation accuracy on the version's labels (e.g. [0, 2, 4, 8, 16])",
+    )
+    kprop_search_labels: bool = Field(
+        default=True, strict=True,
+        description="kprop_search's grid covers K_y too (LPGNN's); false: K_x only (labels that were not randomized)",
+    )
+    ensemble: Int = Field(
+        default=1, ge=1,
+        description="each model of a run (`run`, `evaluate`) is the mean prediction of this many trainings with derived seeds: post-processing",
+    )
+    feature_dim: Int | None = Field(
+        default=None, ge=1,
+        description="train on the first k principal axes of DENSE (e.g. privatized) features: post-processing, d/k times cheaper first layer",
+    )
+    graph_report: bool = Field(
+        default=True, strict=True,
+        description="structure of the released edges vs the raw ones (degrees, triangles, clustering, communities, ...): private evaluation",
+    )
+    attacks: Annotated[list[AttackConfig], BeforeValidator(_attack_entries)] = Field(
+        default_factory=list,
+        description="privacy attacks on a model trained on the version and on the raw graph (private evaluation)",
+    )
+
+    def train_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`privgraph.evaluate.training.fit_node_classifier` this section sets."""
+        return self.model_dump(include={"epochs", "hidden", "lr", "weight_decay", "dropout", "aggr", "device",
+                                        "patience", "model", "kprop_features", "kprop_labels", "drop",
+                                        "feature_dim"}
+                               | ({"kprop_search", "kprop_search_labels"} if self.kprop_search else set()))
+
+    @model_validator(mode="after")
+    def _search_or_fixed_kprop(self) -> EvaluateConfig:
+        if self.kprop_search and (self.kprop_features or self.kprop_labels):
+            raise ValueError("kprop_search chooses kprop_features and kprop_labels per run: leave them out")
+        if not self.kprop_search and "kprop_search_labels" in self.model_fields_set:
+            raise ValueError("kprop_search_labels applies to kprop_search: set kprop_search too")
+        return self
+
+    @model_validator(mode="after")
+    def _aggr_fits_model(self) -> EvaluateConfig:
+        """Only the GCN takes aggr 'gcn', only GIN 'sum' (its default: GIN-0 sums); GAT splits
+        ``hidden`` over its 8 heads."""
+        if self.model == "gin":
+            if "aggr" in self.model_fields_set and self.aggr != "sum":
+                raise ValueError(f"model 'gin' sums (GIN-0): set aggr to 'sum' or leave it out (got {self.aggr!r})")
+            object.__setattr__(self, "aggr", "sum")
+            return self
+        if self.aggr == "sum":
+            raise ValueError(f"aggr 'sum' is GIN's (model 'gin'); model {self.model!r} takes 'mean'"
+                             + (" or 'gcn'" if self.model == "gcn" else ""))
+        takes_mean_only = {
+            "sage": "aggregates by mean",
+            "gat": "aggregates by attention-weighted mean",
+        }
+        if self.model in takes_mean_only and self.aggr != "mean":
+            raise ValueError(
+                f"model {self.model!r} {takes_mean_only[self.model]}: set aggr to 'mean' "
+                f"(got {self.aggr!r})"
+            )
+        if self.model == "gat" and self.hidden % 8:  # privgraph.evaluate.models.GAT's default heads
+            raise ValueError(
+                f"model 'gat' splits hidden over its 8 attention heads: set hidden to a multiple "
+                f"of 8 (got {self.hidden})"
+            )
+        return self
