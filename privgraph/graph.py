@@ -431,8 +431,8 @@ class GraphData:
 
     def to_pyg(self, edges: Literal["all", "public", "private"] = "all") -> Any:
         """A ``torch_geometric.data.Data`` with both directions of the chosen edges."""
-        import torch
-        from torch_geometric.data import Data
+        import torch  # lazy: torch, only where a model is trained
+        from torch_geometric.data import Data  # lazy: PyG, as torch
 
         e = self.edges(edges)
         ei = np.concatenate([e, e[::-1]], axis=1)

@@ -62,7 +62,7 @@ def noise_generator(seed: Any) -> np.random.Generator:
     """
     if isinstance(seed, np.random.Generator):
         return seed
-    from randomgen import AESCounter
+    from randomgen import AESCounter  # lazy: randomgen (~20 ms), only where privacy noise is drawn
 
     return np.random.Generator(AESCounter(seed=as_seed_sequence(seed)))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -159,8 +160,6 @@ class Guarantee:
 def sum_upper(*terms: float) -> float:
     """``sum(terms)`` rounded toward +inf: the exact rational sum, or the next float above it
     (an epsilon computed as a sum is never understated by float rounding)."""
-    from fractions import Fraction
-
     exact = sum((Fraction(float(t)) for t in terms), Fraction(0))
     f = float(exact)
     return f if Fraction(f) >= exact else float(np.nextafter(f, np.inf))
