@@ -49,10 +49,10 @@ import numpy as np
 
 from privgraph.errors import ConfigError
 from privgraph.graph import SPLIT_MASKS, GraphData
+from privgraph.ingest.scoring.importance import PublicRows, public_rows
 
 if TYPE_CHECKING:
     from privgraph.config.pipeline import PipelineConfig, PipelinesConfig
-    from privgraph.ingest.scoring.importance import PublicRows
     from privgraph.ingest.scoring.config import PublicNodesConfig, ScoresConfig
 
 __all__ = ["Disclosure", "declare_public", "disclosure_of", "FINGERPRINT_FORMAT"]
@@ -135,8 +135,6 @@ class Disclosure:
         """
         if self.public_nodes is None:
             raise ValueError(f"{self.path('scores')} is not set: the pipeline declares no public rows")
-        from privgraph.ingest.scoring.importance import public_rows
-
         return public_rows(graph, self.public_nodes, use_labels=self.scores_read_labels,
                            private_labels=self.private_label_rows(graph))
 

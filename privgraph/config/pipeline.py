@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -145,8 +146,6 @@ class ScheduleConfig(_Strict):
     @field_validator("cron")
     @classmethod
     def _cron(cls, v: str) -> str:
-        from datetime import datetime, timezone
-
         from cronsim import CronSim, CronSimError  # strict five-field cron parser (pinned in the lock)
 
         if len(v.split()) != 5:
