@@ -24,6 +24,8 @@ from privgraph.ingest.datasets.musae import load_musae_facebook
 from privgraph.ingest.datasets.planetoid import load_planetoid
 from privgraph.ingest.datasets.split import random_node_split, read_node_split, split_public_private
 from privgraph.ingest.datasets.synthetic import sbm_graph
+from privgraph.ingest.datasets.tu import load_tu
+from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
 
 __all__ = [
@@ -304,8 +306,6 @@ def load_dataset(
         graph = drop_cut_edges(graph)
     if rho is not None:
         if graph.edges_private.shape[1]:
-            from privgraph.errors import ConfigError
-
             # no count here: how many edges the data marks private is the data's, and this line
             # is published (CLI output, logs); ConfigError: one line, exit 2, not a traceback
             raise ConfigError(
@@ -347,11 +347,9 @@ def load_graph_set(
     Each graph's private users are a ``private_fraction`` of its nodes, seeded by ``split_seed``."""
     check_graph_set_options(name, options)
     if name == "tu":
-        from privgraph.ingest.datasets.tu import load_tu
-
         return load_tu(data_root() / "tu" if root is None else Path(root), options["name"],
                        private_fraction=private_fraction, split_seed=split_seed)
-    from privgraph.ingest.datasets.graph_families import synthetic_graph_set
+    from privgraph.ingest.datasets.graph_families import synthetic_graph_set  # lazy: networkx (~0.1 s)
 
     opts = dict(options)
     if "m_range" in opts:

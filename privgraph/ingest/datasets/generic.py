@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from privgraph.ingest.datasets.table import _list, _suffix, _Table  # _list, _Table stay importable from here
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
@@ -118,9 +120,6 @@ def _check_private_column(path: Path, columns: list[str], private_column: str | 
 def _check_edge_types(path: Path, private_column: str | None) -> None:
     """A Parquet edge list's column types, from its schema (a typed format stores ids as
     integers and the private flag as booleans or 0/1): what the loader would refuse later."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     schema = pq.ParquetFile(path, pre_buffer=False).schema_arrow
     for col in ("src", "dst"):
         t = schema.field(col).type
@@ -275,8 +274,6 @@ def _columns(path: Path) -> list[str]:
         except (UnicodeDecodeError, csv.Error) as exc:
             raise GraphValidationError(f"{path}: line 1: cannot read the header: {exc}") from exc
     if suffix in (".parquet", ".pq"):
-        import pyarrow.parquet as pq
-
         try:
             return list(pq.ParquetFile(path, pre_buffer=False).schema_arrow.names)
         except Exception as exc:  # pyarrow raises several unrelated types
@@ -319,9 +316,6 @@ def check_generic_files(
             _check_feature_width(feat_path, shape)
             rows["features"] = (feat_path, shape[0])
         elif suffix in (".parquet", ".pq"):
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
             schema = pq.ParquetFile(feat_path, pre_buffer=False).schema_arrow
             bad = [f"{f.name!r} ({f.type})" for f in schema
                    if not (pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_boolean(f.type))]

@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+import skimage.data
 from PIL import Image
 
 from privgraph.ingest.datasets.generic import _list, _Table
@@ -298,8 +299,6 @@ PHOTO_CLASSES: tuple[PhotoClass, ...] = (
 
 
 def _photo(name: str) -> np.ndarray:
-    import skimage.data
-
     a = np.asarray(getattr(skimage.data, name)())
     if a.ndim == 2:
         a = np.repeat(a[:, :, None], 3, axis=2)

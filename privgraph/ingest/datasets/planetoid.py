@@ -56,7 +56,7 @@ def _missing(raw_dir: Path, name: str) -> list[str]:
 
 def _download(pyg_name: str, cache_dir: Path) -> Path:
     """Download with PyG's ``Planetoid`` into ``cache_dir``; return the raw directory."""
-    from torch_geometric.datasets import Planetoid
+    from torch_geometric.datasets import Planetoid  # lazy: PyG (torch), only to download a dataset
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     Planetoid(root=str(cache_dir), name=pyg_name)
@@ -64,7 +64,7 @@ def _download(pyg_name: str, cache_dir: Path) -> Path:
 
 
 def _read_raw(raw_dir: Path, name: str) -> Any:
-    from torch_geometric.io import read_planetoid_data
+    from torch_geometric.io import read_planetoid_data  # lazy: PyG (torch), only to read the raw files
 
     try:
         with warnings.catch_warnings():  # read_file installs a global warnings filter

@@ -9,6 +9,7 @@ written into ``meta`` (a seed plus the raw data replays the split). A node split
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 from pathlib import Path
@@ -18,6 +19,7 @@ import numpy as np
 
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
 from privgraph.graph import GraphData
+from privgraph.ingest.datasets.table import _Table
 from privgraph.seeding import as_generator
 
 __all__ = ["split_public_private", "random_node_split", "read_node_split", "SPLIT_PARTS"]
@@ -160,8 +162,6 @@ def read_node_split(
 
 def _json_parts(path: Path, n: int, labelled: np.ndarray | None) -> np.ndarray:
     """A ``.json`` split file as each node's part (index into :data:`SPLIT_PARTS`, -1: none)."""
-    import json
-
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -216,8 +216,6 @@ def _json_part_ids(v: Any, n: int, where: str) -> np.ndarray:
 
 def _csv_parts(path: Path, n: int, labelled: np.ndarray | None) -> np.ndarray:
     """A ``.csv`` split file (``id,split`` or one column ``split``) as each node's part."""
-    from privgraph.ingest.datasets.table import _Table
-
     tab = _Table.read(path, typed={"id": "int"})
     cols = [str(c) for c in tab.df.columns]
     if sorted(cols) == ["id", "split"]:

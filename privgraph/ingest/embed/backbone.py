@@ -164,7 +164,7 @@ def _missing_weights(path: Path) -> ConfigError:
 def _skeleton() -> nn.Module:
     """torchvision's ResNet-50 with real but unset CPU tensors (built on the meta device, so
     torchvision's own initialisation never touches the global random state)."""
-    from torchvision.models import resnet50
+    from torchvision.models import resnet50  # lazy: torchvision, only where the ResNet is built
 
     with torch.device("meta"):
         model = resnet50(weights=None)

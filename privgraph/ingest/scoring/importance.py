@@ -108,8 +108,8 @@ def _check_y(y: Any, n: int, name: str) -> np.ndarray:
 
 def fit_surrogate(x: np.ndarray, y: np.ndarray, *, C: float = 1.0, max_iter: int = 1000) -> Any:
     """A multinomial logistic regression (lbfgs: deterministic for given data) on ``(x, y)``."""
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.exceptions import ConvergenceWarning  # lazy: scikit-learn, only where a surrogate is fit
+    from sklearn.linear_model import LogisticRegression  # lazy: scikit-learn, as above
 
     model = LogisticRegression(C=C, max_iter=max_iter, solver="lbfgs")
     with warnings.catch_warnings():
@@ -201,7 +201,7 @@ def _shap() -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PendingDeprecationWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
-        import shap
+        import shap  # lazy: shap (~2 s), only where importances are computed
     return shap
 
 

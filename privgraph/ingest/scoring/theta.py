@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+import privgraph
 from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee
@@ -128,8 +129,6 @@ class ScoreResult:
 
 
 def _code_version() -> dict[str, str]:
-    import privgraph
-
     def ver(pkg: str) -> str:
         try:
             return importlib.metadata.version(pkg)
