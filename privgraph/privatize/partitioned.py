@@ -116,7 +116,7 @@ def write_partitioned_input(graph: GraphData, partitioning: Partitioning, direct
         FileExistsError: ``directory`` exists (an input is never overwritten).
         ValueError: ``partitioning`` does not cover ``graph``'s nodes.
     """
-    from privgraph.privatize.mechanisms.edges.dprr import private_csr
+    from privgraph.privatize.mechanisms.edges.dprr import private_csr  # lazy: scipy via the registry (~0.7 s)
 
     root = Path(directory)
     if root.exists():
@@ -206,7 +206,7 @@ def _combine_file_part(j: int, seed: np.random.SeedSequence, *, mechanism: Any, 
                        num_nodes: int) -> dict[str, Any]:
     """Phase 2 of the edges: the OR rule over the reports about partition ``j``'s pairs, minus
     its public edges. ``seed`` is unused: combining is deterministic post-processing."""
-    from privgraph.privatize.mechanisms.edges.dprr import merge_with_public
+    from privgraph.privatize.mechanisms.edges.dprr import merge_with_public  # lazy: scipy via the registry
 
     inbox = Path(out) / "shuffle" / f"to-{j:05d}"
     files = sorted(inbox.glob("from-*.npy")) if inbox.is_dir() else []
@@ -377,7 +377,7 @@ def _store_file_part(i: int, seed: np.random.SeedSequence, *, source: str, out: 
     version's objects (:func:`~privgraph.publish.storage.graph_io.part_to_objects`): the released rows
     and edges from ``out``, the rest (public edges, splits, unprivatized fields) from ``source``.
     Returns the objects' ``{"sha256", "size"}`` by name. ``seed`` is unused (no randomness)."""
-    from privgraph.publish.storage.graph_io import GraphPart, part_to_objects
+    from privgraph.publish.storage.graph_io import GraphPart, part_to_objects  # lazy: pyarrow, the store's format
 
     src, rel = _part_dir(Path(source), i), _part_dir(Path(out), i)
     fields = {f: _load(rel / f"{f}.npy" if (rel / f"{f}.npy").is_file() else src / f"{f}.npy")
@@ -410,7 +410,7 @@ def commit_release_parts(area: Any, parts: dict[str, dict[str, Any]], num_nodes:
     tasks wrote: ``graph.json`` written by the client, the parts copied into the version without
     being read (:meth:`~privgraph.publish.storage.parts.PartsArea.commit`; a failed commit keeps the
     area, for a retry)."""
-    from privgraph.publish.storage.graph_io import GRAPH_INFO, NODES, partitioned_graph_info
+    from privgraph.publish.storage.graph_io import GRAPH_INFO, NODES, partitioned_graph_info  # lazy: pyarrow, as above
 
     num_parts = sum(name.endswith("." + NODES) for name in parts)
     return area.commit(parts, {GRAPH_INFO: partitioned_graph_info(num_nodes, num_parts, sorted(parts))})

@@ -153,7 +153,7 @@ def _per_node_reports(
 ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
     """Run ``mechanism.<method>(nodes, indptr, indices, candidates, rng)`` per partition on the
     partition's nodes of ``V_pri`` (each node reports on its own private neighbour list)."""
-    from privgraph.privatize.mechanisms.edges.dprr import private_csr
+    from privgraph.privatize.mechanisms.edges.dprr import private_csr  # lazy: scipy via the registry (~0.7 s)
 
     candidates = graph.private_nodes()
     indptr, indices = private_csr(graph.edges_private, graph.num_nodes)
@@ -233,7 +233,7 @@ def _privatize_edges(
     graph: GraphData, mechanism: Any, parts: list[np.ndarray], root: np.random.SeedSequence,
     executor: Executor | None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    from privgraph.privatize.mechanisms.edges.dprr import merge_with_public
+    from privgraph.privatize.mechanisms.edges.dprr import merge_with_public  # lazy: scipy via the registry
 
     if hasattr(mechanism, "privatize_nodes") and hasattr(mechanism, "combine_reports"):
         noisy, stats = _privatize_edges_local(graph, mechanism, parts, root, executor)
@@ -260,7 +260,7 @@ def _privatize_edges_aggregates(
     are not released. A mechanism whose ``encoding`` is ``"classes"`` (class counts) gets the
     public classes instead (:func:`~privgraph.evaluate.training.public_classes`: the released training
     labels, else the floor model's prediction)."""
-    from privgraph.evaluate.training import encode_features, public_classes
+    from privgraph.evaluate.training import encode_features, public_classes  # lazy: torch, only for GAP's encoder
 
     missing = [m for m in ("train_mask", "val_mask") if getattr(graph, m) is None]
     if missing or released.y is None or released.x is None:

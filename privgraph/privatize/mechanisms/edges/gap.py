@@ -95,8 +95,9 @@ def noise_multiplier(epsilon: float, delta: float, hops: int, *, prior: tuple[in
 
     Raises:
         ValueError: ``prior`` alone spends ``epsilon`` or more at ``delta``."""
+    # lazy: dp_accounting, only where GAP calibrates its noise
     from dp_accounting import ComposedDpEvent, GaussianDpEvent, SelfComposedDpEvent, calibrate_dp_mechanism
-    from dp_accounting.rdp import RdpAccountant
+    from dp_accounting.rdp import RdpAccountant  # lazy: dp_accounting, as above
 
     def event(z: float) -> Any:
         hop_events = SelfComposedDpEvent(GaussianDpEvent(z), hops)
@@ -458,9 +459,9 @@ class AggregationPerturbation:
         self, h: np.ndarray, edges: np.ndarray, rows: np.ndarray, labels: np.ndarray, train_mask: np.ndarray,
         rng: np.random.Generator,
     ) -> np.ndarray:
-        import torch
+        import torch  # lazy: torch, only for the learned attention
 
-        from privgraph.privatize.mechanisms.edges.gap_attention import attention_weights, train_attention
+        from privgraph.privatize.mechanisms.edges.gap_attention import attention_weights, train_attention  # lazy: torch
 
         model, record = train_attention(
             h, edges, rows, labels, train_mask, steps=self.attention_steps,

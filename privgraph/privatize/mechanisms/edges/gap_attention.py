@@ -170,7 +170,7 @@ def train_attention(
         head = torch.nn.Linear(d, classes).double()
     _reset(model, init)
     _reset(head, init)
-    from opacus import GradSampleModule
+    from opacus import GradSampleModule  # lazy: opacus, only where the attention trains
 
     sampled = GradSampleModule(model, batch_first=True, loss_reduction="sum")
     params = list(model.parameters())

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from privgraph.guarantee.params import check_int
+from privgraph.privatize.partition import metis_membership
 
 __all__ = ["LeafBlocks", "bisection_blocks", "range_blocks", "block_edges", "compose", "run_blocks",
            "MIN_BLOCK_LEAVES"]
@@ -103,8 +104,6 @@ def _metis_halves(idx: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.nd
     """METIS bisection of the leaves ``idx`` (sorted) by ``edges`` (local ids, both ends in ``idx``)."""
     if edges.shape[1] == 0:
         return _halves(idx)
-    from privgraph.privatize.partition import metis_membership
-
     k = idx.size
     loc = np.searchsorted(idx, edges)
     src = np.concatenate([loc[0], loc[1]])
