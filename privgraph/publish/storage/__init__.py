@@ -81,7 +81,7 @@ def open_store(uri: str | os.PathLike[str], **options: Any) -> ArtifactStore:
         if not parsed.netloc:
             raise ConfigError(f"S3 URI {uri!r} lacks a bucket; use s3://bucket/prefix")
         try:
-            from privgraph.publish.storage.s3 import S3Store
+            from privgraph.publish.storage.s3 import S3Store  # lazy: s3:// only; ImportError -> ConfigError
         except ImportError as err:
             raise ConfigError(f"{uri!r}: the S3 store needs boto3 ({err})") from None
         return S3Store(parsed.netloc, parsed.path.strip("/"), **options)

@@ -34,12 +34,22 @@ from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from privgraph.errors import ArtifactError, ArtifactIntegrityError, one_line
+from privgraph.guarantee.ledger import PrivacyLedger
+from privgraph.publish.storage.graph_io import (
+    GRAPH_INFO,
+    GraphPart,
+    check_object_names,
+    check_objects,
+    objects_to_graph,
+    part_from_objects,
+    part_prefix,
+    read_graph_info,
+)
 from privgraph.publish.storage.manifest import MANIFEST_FORMAT, READABLE_MANIFEST_FORMATS, manifest_bytes
 from privgraph.publish.storage.seal import SEAL_FIELD, check_seal
 
 if TYPE_CHECKING:
     from privgraph.graph import GraphData
-    from privgraph.publish.storage.graph_io import GraphPart
 
 __all__ = [
     "ArtifactStore",
@@ -115,8 +125,6 @@ def _is_manifest_bytes(manifest: Mapping[str, Any], raw: bytes) -> bool:
 
 def _epsilon_summary(ledger: Any) -> str:
     """``"features 1.0 / edges 1.0"`` from a stored ledger (``""`` when it cannot be read)."""
-    from privgraph.guarantee.ledger import PrivacyLedger
-
     try:
         rows = PrivacyLedger.from_dict(ledger).summary()
     except (TypeError, ValueError, KeyError):
@@ -323,8 +331,6 @@ class ArtifactStore(abc.ABC):
             ArtifactError: no such version.
             ArtifactIntegrityError: anything above does not hold (names what and where).
         """
-        from privgraph.publish.storage.graph_io import check_objects
-
         blobs = self.read_objects(pipeline, version, trusted=trusted, sealed=sealed)
         try:
             check_objects(blobs)
@@ -373,8 +379,6 @@ class ArtifactStore(abc.ABC):
                 objects are not exactly those ``graph.json`` lists, each the canonical encoding
                 of its content (:mod:`privgraph.publish.storage.graph_io`).
         """
-        from privgraph.publish.storage.graph_io import GRAPH_INFO, objects_to_graph, read_graph_info
-
         check_name(pipeline, "pipeline")
         check_version_id(version)
         if not staged or self._exists(self._key(pipeline, version, MANIFEST_NAME)):
@@ -420,14 +424,6 @@ class ArtifactStore(abc.ABC):
                 exactly those its ``graph.json`` lists, or a part's object is not the canonical
                 encoding of its content (raised when that part is reached).
         """
-        from privgraph.publish.storage.graph_io import (
-            GRAPH_INFO,
-            check_object_names,
-            part_from_objects,
-            part_prefix,
-            read_graph_info,
-        )
-
         manifest = self.read_manifest(pipeline, version)
         info_blob = self._read_verified(pipeline, version, GRAPH_INFO, manifest)
         try:

@@ -39,6 +39,7 @@ from typing import Any
 
 
 from privgraph.errors import ArtifactError
+from privgraph.guarantee.ledger import PrivacyLedger
 
 __all__ = [
     "REQUIRED_KEYS",
@@ -136,8 +137,6 @@ def validate_manifest(manifest: Any, *, allow_store_keys: bool = False) -> None:
             raise ArtifactError(f"manifest keys {reserved} are set by the store; leave them out")
     if not isinstance(manifest["pipeline"], str):
         raise ArtifactError(f"manifest 'pipeline' must be a str, got {manifest['pipeline']!r}")
-    from privgraph.guarantee.ledger import PrivacyLedger
-
     try:
         PrivacyLedger.from_dict(manifest["ledger"])
     except (TypeError, ValueError) as err:

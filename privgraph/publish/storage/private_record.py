@@ -40,6 +40,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from privgraph.errors import ConfigError, PrivgraphError
 from privgraph.guarantee.private_files import mkdir_private, write_private_file
 from privgraph.publish.storage.base import check_name, check_version_id
+from privgraph.publish.storage.seal import public_key_hex
 
 __all__ = [
     "write_private_record",
@@ -198,8 +199,6 @@ def owner_signing_key(directory: str | os.PathLike[str]) -> Ed25519PrivateKey:
 
 def owner_public_key(directory: str | os.PathLike[str]) -> str | None:
     """The owner's public signing key (hex) when the key exists; ``None`` (nothing created) if not."""
-    from privgraph.publish.storage.seal import public_key_hex
-
     path = owner_signing_key_path(directory)
     if not path.exists():
         return None

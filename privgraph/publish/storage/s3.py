@@ -62,7 +62,7 @@ class S3Store(ArtifactStore):
         self._client = self._make_client() if client is None else client
 
     def _make_client(self) -> Any:
-        import boto3
+        import boto3  # lazy: boto3, only for an s3:// store
 
         return boto3.client("s3", endpoint_url=self.endpoint_url)
 
@@ -87,7 +87,7 @@ class S3Store(ArtifactStore):
 
     def check_writable(self) -> None:
         """``HeadBucket``: the endpoint answers, the credentials are accepted, the bucket exists."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import BotoCoreError, ClientError  # lazy: botocore, as boto3
 
         where = f"s3://{self.bucket}/{self.prefix}".rstrip("/")
         try:
@@ -109,7 +109,7 @@ class S3Store(ArtifactStore):
 
     # -- primitives -------------------------------------------------------------------------------
     def _put_new(self, key: str, data: bytes) -> None:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import ClientError  # lazy: botocore, as boto3
 
         try:
             self._client.put_object(
@@ -124,7 +124,7 @@ class S3Store(ArtifactStore):
             raise
 
     def _get(self, key: str) -> bytes:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import ClientError  # lazy: botocore, as boto3
 
         try:
             response = self._client.get_object(Bucket=self.bucket, Key=self._s3_key(key))
@@ -135,7 +135,7 @@ class S3Store(ArtifactStore):
         return response["Body"].read()
 
     def _exists(self, key: str) -> bool:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import ClientError  # lazy: botocore, as boto3
 
         try:
             self._client.head_object(Bucket=self.bucket, Key=self._s3_key(key))
