@@ -22,6 +22,7 @@ import os
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from privgraph.guarantee.ledger import BudgetPolicy, PrivacyLedger
 from privgraph.errors import ValidationFailedError
@@ -96,12 +97,12 @@ def budget_failures(ledger: PrivacyLedger, policy: BudgetPolicy) -> list[str]:
 
 def _context() -> Any:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    import great_expectations as gx
+    import great_expectations as gx  # lazy: great_expectations (~2 s), only where the checkpoint runs
 
     logging.getLogger("great_expectations").setLevel(logging.ERROR)
     ctx = gx.get_context(mode="ephemeral")
     try:
-        from great_expectations.data_context.types.base import ProgressBarsConfig
+        from great_expectations.data_context.types.base import ProgressBarsConfig  # lazy: as gx above
 
         ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
     except Exception:  # progress bars are cosmetic; older/newer layouts may differ
@@ -110,7 +111,7 @@ def _context() -> Any:
 
 
 def _run_suite(ctx: Any, name: str, df: Any, expectations: list[Any]) -> list[dict[str, Any]]:
-    import great_expectations as gx
+    import great_expectations as gx  # lazy: great_expectations, only where the checkpoint runs
 
     ds = ctx.data_sources.add_pandas(f"privgraph-{name}")
     batch_def = ds.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe("all")
@@ -148,8 +149,7 @@ def run_checkpoint(
     ``feature_range`` is the feature mechanism's output range when it has one (FeatureRR's grid
     lies in [1/k, 1]); unbiased estimators (Laplace, Piecewise, ...) have none.
     """
-    import great_expectations as gx
-    import pandas as pd
+    import great_expectations as gx  # lazy: great_expectations, only where the checkpoint runs
 
     ctx = _context()
     budget = _budget_rows(ledger, policy)

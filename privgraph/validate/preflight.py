@@ -21,9 +21,13 @@ from pathlib import Path
 from privgraph.guarantee.ledger import BudgetPolicy, LedgerEntry, PrivacyLedger
 from privgraph.config.pipeline import PipelineConfig
 from privgraph.errors import ClusterError, ConfigError, DatasetNotFoundError, ValidationFailedError
+from privgraph.ingest.datasets import SPLIT_FILE_OPTION, data_root
+from privgraph.ingest.datasets.generic import check_generic_files
+from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.publish.storage import ArtifactStore, open_store
 from privgraph.guarantee.private_files import mkdir_private
 from privgraph.publish.storage.private_record import owner_key, owner_signing_key
+from privgraph.validate import budget_failures
 
 __all__ = ["STORE_ENV", "check_before_reading", "check_budget", "check_private_records", "planned_ledger", "resolve_store"]
 
@@ -67,8 +71,6 @@ def _check_dataset_files(cfg: PipelineConfig) -> None:
     shape and dtype, row counts: :func:`~privgraph.ingest.datasets.generic.check_generic_files`, no data
     read), an ``images`` dataset's directory with its ``nodes.csv`` and ``edges.csv`` and any
     dataset's split file exist; other loaders check their own."""
-    from privgraph.ingest.datasets import SPLIT_FILE_OPTION, data_root
-
     ds = cfg.dataset
     root = Path(ds.root).expanduser() if ds.root else data_root()
     split = ds.options.get(SPLIT_FILE_OPTION)
@@ -94,8 +96,6 @@ def _check_dataset_files(cfg: PipelineConfig) -> None:
             raise DatasetNotFoundError(f"dataset.options.{opt}: file not found: {path}")
         paths[opt] = path
     if "edges" in paths:  # what the files' headers show, before Prefect starts (the data is read later)
-        from privgraph.ingest.datasets.generic import check_generic_files
-
         num_nodes = ds.options.get("num_nodes")
         check_generic_files(paths["edges"], features=paths.get("features"), labels=paths.get("labels"),
                             num_nodes=num_nodes if isinstance(num_nodes, int) and not isinstance(num_nodes, bool) else None,
@@ -106,9 +106,8 @@ def _check_embed_weights(cfg: PipelineConfig) -> None:
     """An image pipeline's ResNet-50 weights file exists (``weights: random`` needs none)."""
     if cfg.embed is None:
         return
-    from privgraph.ingest.datasets import data_root
-    from privgraph.ingest.embed.backbone import weights_file
-    from privgraph.ingest.embed.stage import resolve_weights
+    from privgraph.ingest.embed.backbone import weights_file  # lazy: torch, only for an image pipeline
+    from privgraph.ingest.embed.stage import resolve_weights  # lazy: torch, as above
 
     weights_file(resolve_weights(cfg.embed.weights, Path(cfg.dataset.root).expanduser() if cfg.dataset.root else data_root()))
 
@@ -118,8 +117,6 @@ def planned_ledger(cfg: PipelineConfig) -> PrivacyLedger:
     (each guarantee is a function of the mechanism's parameters, not of the data): what
     :func:`privgraph.privatize.release.privatize_graph` records, less the scores' label charge, which
     depends on which labels the scoring subset holds."""
-    from privgraph.privatize.mechanisms import build_mechanism
-
     ledger = PrivacyLedger()
     for scope in ("features", "edges", "labels"):
         section = getattr(cfg, scope)
@@ -139,8 +136,6 @@ def check_budget(cfg: PipelineConfig) -> None:
     Raises:
         ValidationFailedError: in the checkpoint's words (exit code 3); nothing is read, spent or written.
     """
-    from privgraph.validate import budget_failures
-
     failures = budget_failures(planned_ledger(cfg), BudgetPolicy(cfg.budget, cfg.budget_delta))
     if failures:
         raise ValidationFailedError(
