@@ -41,6 +41,9 @@ from privgraph.evaluate.comparison_report import (
     utility_plot_png,
 )
 from privgraph.config.pipeline import mechanism_entry
+from privgraph.evaluate.correct_and_smooth import release_correct_and_smooth
+from privgraph.evaluate.label_propagation import release_propagation
+from privgraph.evaluate.public_reference import per_run_reference, public_only_reference
 from privgraph.graph import GraphData, in_sorted
 from privgraph.privatize.mechanisms import build_at_epsilon, takes_epsilon
 from privgraph.guarantee import Scope
@@ -325,9 +328,6 @@ def _post_processed(g: GraphData, refs: Mapping[str, Any], model: Any, kw: Mappi
     (label propagation over the public and released edges) and ``correct_and_smooth`` (the
     references' and the GNN's predictions corrected and smoothed over them), each with
     ``test_acc`` (on ``kw["eval_y"]``) and ``val_acc``; absent where not defined."""
-    from privgraph.evaluate.correct_and_smooth import release_correct_and_smooth
-    from privgraph.evaluate.label_propagation import release_propagation
-
     classes = output_classes(g, kw.get("label_classes"))
     raw_y = kw.get("eval_y")
     device = choose_device(kw.get("device", "auto"))  # the training's: a GPU propagates a large release in seconds
@@ -357,8 +357,6 @@ def _references(
     comparison, which leaves the features as they are): the floor is public-only too, and
     ``public_only`` is whichever of it and label propagation validates better
     (:func:`~privgraph.evaluate.public_reference.per_run_reference`)."""
-    from privgraph.evaluate.public_reference import per_run_reference, public_only_reference
-
     cache = {} if cache is None else cache
     out = {}
     if "public_only" not in cache:

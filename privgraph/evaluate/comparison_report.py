@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import textwrap
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +22,7 @@ import numpy as np
 
 from privgraph.config.pipeline import mechanism_entry
 from privgraph.evaluate.utility import paired_test
+from privgraph.publish.storage.manifest import code_version
 
 __all__ = [
     "CLEAN",
@@ -87,10 +89,10 @@ class ComparisonResult:
 def degree_plot_png(title: str, result: ComparisonResult, epsilon: float) -> bytes:
     """Degree preservation (PNG): mean released degree against original degree, log-log, one line
     per edge mechanism at ``epsilon``, with the identity line (paper 004, Fig. 7)."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib, only for the plot
 
     matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # lazy: matplotlib, after choosing its backend
 
     fig = Figure(figsize=(6, 5), dpi=110)
     ax = fig.add_subplot(1, 1, 1)
@@ -251,10 +253,10 @@ def utility_plot_png(title: str, result: ComparisonResult) -> bytes:
     """Privacy-utility plot (PNG bytes): accuracy against epsilon (log scale) with +-1 std bars,
     one line per mechanism, the clean graph as a dashed line; with attacks, one more panel per
     attack (its ROC-AUC against epsilon, chance dotted)."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib, only for the plot
 
     matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # lazy: matplotlib, after choosing its backend
 
     s = summarize(result)
     panels = [("test accuracy", s["cells"], s["clean"])]
@@ -298,8 +300,6 @@ def utility_plot_png(title: str, result: ComparisonResult) -> bytes:
 def comparison_objects(title: str, result: ComparisonResult) -> dict[str, bytes]:
     """The stored objects of a comparison: ``results.json`` (per-run accuracies and the summary),
     ``table.md`` and ``utility.png``."""
-    import json
-
     objects = {
         "results.json": (json.dumps(result.to_dict(), sort_keys=True, indent=2) + "\n").encode(),
         "table.md": comparison_markdown(title, result).encode(),
@@ -320,8 +320,6 @@ def comparison_info(
     degree curves are the exact private degree histogram, so the report is an evaluation for the
     data owner, covered by no guarantee (stored with
     :func:`~privgraph.publish.storage.private_record.write_private_report`, never as a shareable version)."""
-    from privgraph.publish.storage.manifest import code_version
-
     dataset = pipeline_config.dataset
     return {
         "kind": "comparison",

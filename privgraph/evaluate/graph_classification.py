@@ -211,7 +211,7 @@ def _predict(net: GIN0GraphClassifier, data: list[tuple[Tensor, Tensor]], idx: n
 
 def _auc(y: np.ndarray, p: np.ndarray, num_classes: int) -> float:
     """ROC AUC: binary, of the class-1 probability; else macro one-vs-rest (sklearn)."""
-    from sklearn.metrics import roc_auc_score
+    from sklearn.metrics import roc_auc_score  # lazy: scikit-learn, only for the AUC
 
     if num_classes == 2:
         return float(roc_auc_score(y, p[:, 1]))
@@ -359,7 +359,7 @@ def cross_validate(
         ``folds``, ``epochs``, ``edges``, ``device``, ``protocol`` (the model and optimiser
         settings), ``seconds``.
     """
-    from sklearn.model_selection import StratifiedKFold
+    from sklearn.model_selection import StratifiedKFold  # lazy: scikit-learn, only for the folds
 
     folds, epochs, batch_size, lr_step, dev = _check_cv_args(graph_set, rng, edges, selection, folds, epochs,
                                                               batch_size, lr_step, device)

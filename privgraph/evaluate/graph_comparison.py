@@ -187,10 +187,10 @@ def graph_comparison_markdown(title: str, result: GraphComparisonResult) -> str:
 
 
 def _plot_png(title: str, result: GraphComparisonResult) -> bytes:
-    import matplotlib
+    import matplotlib  # lazy: matplotlib, only for the plot
 
     matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # lazy: matplotlib, after choosing its backend
 
     s = summarize_graph_comparison(result)
     fig = Figure(figsize=(12, 4.5), dpi=110)

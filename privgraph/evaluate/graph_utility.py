@@ -24,6 +24,8 @@ Computed on the raw graph, the report is a PRIVATE evaluation for the data owner
 
 from __future__ import annotations
 
+import io
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -198,8 +200,8 @@ def graph_utility_report(
 ) -> dict[str, Any]:
     """Compare two edge lists ``[2, m]`` over the same ``num_nodes`` nodes (see the module
     docstring); every value is a plain float, JSON-ready."""
-    from scipy.stats import ks_2samp
-    from sklearn.metrics import normalized_mutual_info_score
+    from scipy.stats import ks_2samp  # lazy: scipy.stats (~0.4 s), only for the report (the CLI imports the plot)
+    from sklearn.metrics import normalized_mutual_info_score  # lazy: scikit-learn, only for the report
 
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"graph_utility_report: rng must be a numpy Generator, got {type(rng).__name__}")
@@ -231,13 +233,10 @@ def graph_utility_report(
 def structure_plot_png(title: str, report: dict[str, Any]) -> bytes:
     """The report as a PNG: the degree distributions of both graphs (complementary CDF, log-log)
     and a bar per statistic (relative error, KS distance, 1 - NMI, 1 - top-k overlap; 0 = kept)."""
-    import io
-    import textwrap
-
-    import matplotlib
+    import matplotlib  # lazy: matplotlib, only for the plot
 
     matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # lazy: matplotlib, after choosing its backend
 
     fig = Figure(figsize=(11, 4.5), dpi=110)
     ax, bx = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)

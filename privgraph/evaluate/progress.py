@@ -217,7 +217,7 @@ def rich_progress(console: Any, status: str | None = None, transient: bool = Fal
     allows one live display per console: use this instead of ``console.status(...)``, not inside
     it. Yields the :class:`rich.progress.Progress`.
     """
-    from rich.progress import (
+    from rich.progress import (  # lazy: rich (~40 ms), only for the CLI's live display
         BarColumn,
         Progress,
         SpinnerColumn,

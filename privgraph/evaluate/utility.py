@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy.stats import ttest_rel
 
 from privgraph.evaluate.correct_and_smooth import release_correct_and_smooth
 from privgraph.graph import SPLIT_MASKS, GraphData
@@ -301,8 +302,6 @@ def paired_test(a: list[float], b: list[float]) -> dict[str, Any]:
     """Paired t-test of ``a`` against ``b`` (runs paired by seed; ``scipy.stats.ttest_rel``):
     ``mean_difference`` (a - b), ``statistic`` and two-sided ``pvalue`` (None with fewer than two
     runs or identical pairs)."""
-    from scipy.stats import ttest_rel
-
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     out: dict[str, Any] = {"test": "paired t-test (scipy.stats.ttest_rel)", "runs": int(d.size),
                            "mean_difference": float(d.mean()) if d.size else 0.0, "statistic": None, "pvalue": None}

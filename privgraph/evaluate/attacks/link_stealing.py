@@ -87,8 +87,8 @@ def link_stealing_supervised(
     shadow: PairSample, rng: np.random.Generator, *, hidden: int = 32,
 ) -> AttackResult:
     """Fit an MLP on the shadow pairs' features (:func:`pair_features`), score the target pairs."""
-    from sklearn.neural_network import MLPClassifier
-    from sklearn.preprocessing import StandardScaler
+    from sklearn.neural_network import MLPClassifier  # lazy: scikit-learn, only for the shadow-model attack
+    from sklearn.preprocessing import StandardScaler  # lazy: scikit-learn, as above
 
     if shadow.labels.all() or not shadow.labels.any():
         raise GraphValidationError("link stealing (supervised): the shadow pairs need edges and non-edges")

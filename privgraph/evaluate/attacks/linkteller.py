@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from privgraph.evaluate.attacks.pairs import PairSample
@@ -152,8 +153,6 @@ class _LocalGCN:
     """
 
     def __init__(self, model: TrainedClassifier, xp: torch.Tensor, ei: torch.Tensor | None) -> None:
-        import scipy.sparse as sp
-
         net = model._net64()
         edges = model._edges(ei)
         n = xp.shape[0]

@@ -122,8 +122,8 @@ def membership_shadow(
     non-members (``shadow_out``), scoring the target's training vs test nodes. With the nodes'
     ``labels`` (the target's) and ``shadow_labels`` (the adversary's own) the true label's
     posterior is a feature too (the adversary of the ``true_label`` signal)."""
-    from sklearn.neural_network import MLPClassifier
-    from sklearn.preprocessing import StandardScaler
+    from sklearn.neural_network import MLPClassifier  # lazy: scikit-learn, only for the shadow-model attack
+    from sklearn.preprocessing import StandardScaler  # lazy: scikit-learn, as above
 
     tr, te = np.asarray(train_mask, bool), np.asarray(test_mask, bool)
     si, so = np.asarray(shadow_in, bool), np.asarray(shadow_out, bool)

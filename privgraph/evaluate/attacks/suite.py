@@ -16,11 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from privgraph.evaluate.attacks.link_stealing import link_stealing_supervised, link_stealing_unsupervised
-from privgraph.evaluate.attacks.linkteller import linkteller
-from privgraph.evaluate.attacks.membership import membership_inference, membership_shadow, shadow_split
+from privgraph.evaluate.attacks.attribute import attribute_inference
+from privgraph.evaluate.attacks.link_stealing import link_stealing_supervised, link_stealing_unsupervised, pair_distances
+from privgraph.evaluate.attacks.linkteller import linkteller, linkteller_scores
+from privgraph.evaluate.attacks.membership import membership_inference, membership_scores, membership_shadow, shadow_split
 from privgraph.evaluate.attacks.pairs import PairSample, private_edge_pairs, public_edge_pairs
-from privgraph.errors import GraphValidationError
+from privgraph.evaluate.attacks.scoring import roc_auc
+from privgraph.errors import ConfigError, GraphValidationError
 from privgraph.graph import GraphData
 from privgraph.evaluate.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import as_seed_sequence
@@ -173,8 +175,6 @@ class AttackProbe:
         self.raw = raw
         self.attacks = list(attacks)
         if any(a.name == "attribute" for a in self.attacks):
-            from privgraph.errors import ConfigError
-
             raise ConfigError("evaluate.attacks: 'attribute' attacks a release, not a model; a comparison does not run it "
                               "(use it in a pipeline's evaluate)")
         self.samples: dict[str, PairSample] = {}
@@ -190,11 +190,6 @@ class AttackProbe:
 
     def aucs(self, model: Any) -> dict[str, float]:
         """ROC-AUC of each attack on ``model`` (a :class:`~privgraph.evaluate.training.TrainedClassifier`)."""
-        from privgraph.evaluate.attacks.link_stealing import pair_distances
-        from privgraph.evaluate.attacks.linkteller import linkteller_scores
-        from privgraph.evaluate.attacks.membership import membership_scores
-        from privgraph.evaluate.attacks.scoring import roc_auc
-
         out: dict[str, float] = {}
         post = model.query() if any(a.name != "linkteller" for a in self.attacks) else None
         for a in self.attacks:
@@ -221,8 +216,6 @@ def _attribute(
     private: GraphData, clean: GraphData, a: Any, mechanism: Any | None, public_rows: np.ndarray | None,
     seed: np.random.SeedSequence,
 ) -> dict[str, Any]:
-    from privgraph.evaluate.attacks.attribute import attribute_inference
-
     if mechanism is None or public_rows is None:
         return {"skipped": "no feature mechanism made this version's features"}
     if private.x is None or clean.x is None or private.x.shape != clean.x.shape:
