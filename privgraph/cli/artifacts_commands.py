@@ -4,6 +4,7 @@ they read."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -16,16 +17,15 @@ from privgraph.cli.console import err, out
 from privgraph.cli.failures import _errors
 from privgraph.cli.options import _PRIVATE_RECORDS_HELP, _PUBLIC_KEY_HELP, _default_store
 from privgraph.cli.tables import _print_ledger, _print_metrics
-from privgraph.errors import one_line
+from privgraph.errors import ArtifactIntegrityError, ConfigError, one_line
 
 
 def _published_store(uri: str | None) -> Any:
     """The store a reading command (``artifacts list / show / verify / gc``) reads: a directory
     store that does not exist is a mistyped path, not an empty store (exit 2, as a missing S3
     bucket is)."""
-    from privgraph.errors import ConfigError
-    from privgraph.publish.storage import open_store
-    from privgraph.publish.storage.local import LocalStore
+    from privgraph.publish.storage import open_store  # lazy: CLI start-up (the store loads pyarrow)
+    from privgraph.publish.storage.local import LocalStore  # lazy: CLI start-up
 
     st = open_store(uri or _default_store())
     if isinstance(st, LocalStore) and not st.root.is_dir():
@@ -36,8 +36,7 @@ def _published_store(uri: str | None) -> Any:
 def _trusted_keys(public_keys: list[str] | None, private_records: str) -> list[str] | None:
     """The public keys whose seals a reader trusts: the ones given, else the owner's own key when
     this machine holds it, else ``None`` (a seal is checked only against the key it names)."""
-    from privgraph.errors import ConfigError
-    from privgraph.publish.storage.private_record import owner_public_key
+    from privgraph.publish.storage.private_record import owner_public_key  # lazy: CLI start-up
 
     keys = [k.strip().lower() for k in public_keys or []]
     for k in keys:
@@ -70,8 +69,6 @@ def artifacts_list(
     seal checked (against a trusted key when one is at hand); a version whose manifest cannot be
     read or does not match its seal is left out and fails the command."""
     with _errors():
-        from privgraph.errors import ArtifactIntegrityError
-
         trusted = _trusted_keys(public_key, private_records)
         _note_untrusted(trusted)
         broken: list[str] = []
@@ -161,8 +158,6 @@ def artifacts_verify(
     and the objects exactly those graph.json lists; with --all a version whose manifest cannot
     be read fails too."""
     with _errors():
-        from privgraph.errors import ArtifactIntegrityError, ConfigError
-
         if (version is None) == (not all_versions):
             raise ConfigError("artifacts verify: give a VERSION or --all (not both)")
         trusted = _trusted_keys(public_key, private_records)
@@ -214,7 +209,7 @@ def artifacts_public_key(
 ) -> None:
     """Print the owner's public signing key (64 hex), for consumers to pin with --public-key."""
     with _errors():
-        from privgraph.errors import ConfigError
+        # lazy: CLI start-up
         from privgraph.publish.storage.private_record import owner_public_key, owner_signing_key_path
 
         key = owner_public_key(private_records)
@@ -236,14 +231,11 @@ def artifacts_gc(
     areas of partitioned releases never committed, and the raw partitioned input a killed run
     left in the owner's staging area; published versions are never touched."""
     with _errors():
-        import datetime as dt
-
-        from privgraph.errors import ConfigError
-        from privgraph.publish.storage import gc_staged
+        from privgraph.publish.storage import gc_staged  # lazy: CLI start-up
 
         if isinstance(min_age_hours, bool) or not min_age_hours >= 0:
             raise ConfigError(f"--min-age-hours must be >= 0, got {min_age_hours}")
-        from privgraph.privatize.partitioned import sweep_staging
+        from privgraph.privatize.partitioned import sweep_staging  # lazy: CLI start-up
 
         removed = gc_staged(_published_store(store), dt.timedelta(hours=min_age_hours), dry_run=dry_run)
         inputs = sweep_staging(Path(private_records) / "staging", dt.timedelta(hours=min_age_hours), dry_run=dry_run)

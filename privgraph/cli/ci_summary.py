@@ -28,7 +28,7 @@ def _ci_summary(pipeline: str, res: dict[str, Any] | None, code: int, seconds: f
         "seconds": seconds,
     }
     if res is not None:
-        from privgraph.guarantee.ledger import PrivacyLedger
+        from privgraph.guarantee.ledger import PrivacyLedger  # lazy: CLI start-up
 
         summary.update(
             version=res["version"], store=str(res["store"]),

@@ -17,6 +17,7 @@ from privgraph.cli.console import err, out
 from privgraph.cli.failures import _errors, _quiet_prefect
 from privgraph.cli.options import _SHOW_PRIVATE_HELP, _VERBOSE_HELP, _default_store
 from privgraph.cli.tables import _print_ledger, _print_metrics
+from privgraph.errors import ConfigError
 
 
 def run(
@@ -37,15 +38,15 @@ def run(
     res: dict[str, Any] | None = None
     try:
         with _errors():
-            from privgraph.config.loader import load_config
-            from privgraph.validate.preflight import check_before_reading, resolve_store
-            from privgraph.evaluate.progress import rich_progress
+            from privgraph.config.loader import load_config  # lazy: CLI start-up (pydantic, the loaders)
+            from privgraph.validate.preflight import check_before_reading, resolve_store  # lazy: CLI start-up
+            from privgraph.evaluate.progress import rich_progress  # lazy: CLI start-up
 
             cfg = load_config(config).get(pipeline)  # fail fast on config errors, before Prefect starts
             store = resolve_store(cfg, store)
             check_before_reading(cfg, store)  # store, private records, input files: before any data is read
-            from flows.privatize import privatize_flow
-            from flows.server import prefect_api
+            from flows.privatize import privatize_flow  # lazy: prefect, imported only when a flow runs
+            from flows.server import prefect_api  # lazy: CLI start-up
 
             _quiet_prefect(verbose)
             status = f"running pipeline [bold]{escape(pipeline)}[/] (privatize -> validate -> evaluate -> store)"
@@ -92,16 +93,15 @@ def evaluate(
     """Train the GNN on a published version (shareable accuracy) and on the clean graph (the
     owner's private evaluation); print both."""
     with _errors():
-        from privgraph.errors import ConfigError
-        from privgraph.publish.storage import open_store
+        from privgraph.publish.storage import open_store  # lazy: CLI start-up (the store loads pyarrow)
 
         if structure_plot is not None and not structure_plot.parent.is_dir():
             raise ConfigError(f"--structure-plot: directory {structure_plot.parent} does not exist")
         store_uri = store or _default_store()
         pipeline, version = open_store(store_uri).find_version(version)
-        from flows.evaluate import evaluate_flow
-        from flows.server import prefect_api
-        from privgraph.evaluate.progress import rich_progress
+        from flows.evaluate import evaluate_flow  # lazy: torch and prefect, only where a model trains
+        from flows.server import prefect_api  # lazy: CLI start-up
+        from privgraph.evaluate.progress import rich_progress  # lazy: CLI start-up
 
         _quiet_prefect(verbose)
         with prefect_api(), rich_progress(err, status=f"evaluating {escape(pipeline)}/{escape(version)}", transient=True):
@@ -111,7 +111,7 @@ def evaluate(
             if report is None:
                 raise ConfigError("--structure-plot: no structure report (the graph has no private edges, "
                                   "or evaluate.graph_report is false)")
-            from privgraph.evaluate.graph_utility import structure_plot_png
+            from privgraph.evaluate.graph_utility import structure_plot_png  # lazy: scipy, only for --structure-plot
 
             tmp = structure_plot.with_name(f".{structure_plot.name}.tmp")
             tmp.write_bytes(structure_plot_png(f"{pipeline} {version}: released edges against the raw graph "
@@ -137,13 +137,13 @@ def compare(
     the table (mean +- std, t-test of the target against the best other) and the plots as a
     PRIVATE report (scored on raw data) under the pipeline's private_records directory."""
     with _errors():
-        from privgraph.config.loader import load_config
+        from privgraph.config.loader import load_config  # lazy: CLI start-up
 
         cfg = load_config(config)
         if cfg.graph_comparison(name) is not None:
             return _graph_compare(name, config, as_json, verbose)
         cfg.comparison(name)  # fail fast on config errors
-        from flows.compare import compare_flow
+        from flows.compare import compare_flow  # lazy: torch and prefect, only where a comparison runs
 
         res = _run_comparison_flow(f"running comparison [bold]{escape(name)}[/]", compare_flow, verbose,
                                    name=name, config_path=str(config), store=store)
@@ -177,8 +177,8 @@ def compare(
 def _run_comparison_flow(status: str, flow: Any, verbose: bool, **kwargs: Any) -> dict[str, Any]:
     """Run a comparison flow against a temporary Prefect API with a progress bar; its result with
     ``seconds``."""
-    from flows.server import prefect_api
-    from privgraph.evaluate.progress import rich_progress
+    from flows.server import prefect_api  # lazy: CLI start-up
+    from privgraph.evaluate.progress import rich_progress  # lazy: CLI start-up
 
     _quiet_prefect(verbose)
     t0 = time.perf_counter()
@@ -199,7 +199,7 @@ def _reported(res: dict[str, Any], as_json: bool) -> bool:
 
 def _graph_compare(name: str, config: Path, as_json: bool, verbose: bool) -> None:
     """``privgraph compare`` of a graph-classification comparison (``graph_comparisons:``)."""
-    from flows.compare import graph_compare_flow
+    from flows.compare import graph_compare_flow  # lazy: torch and prefect, only where a comparison runs
 
     res = _run_comparison_flow(f"running graph comparison [bold]{escape(name)}[/]", graph_compare_flow, verbose,
                                name=name, config_path=str(config))
@@ -231,22 +231,20 @@ def serve(
     Crashed, claimed runs go back to the schedule, and the schedules are paused until the next
     ``serve``."""
     with _errors():
-        from privgraph.config.loader import load_config
+        from privgraph.config.loader import load_config  # lazy: CLI start-up
 
         cfg = load_config(config)
         names = pipelines or [n for n, p in cfg.pipelines.items() if p.schedule is not None]
         if not names:
-            from privgraph.errors import ConfigError
-
             raise ConfigError(f"{config}: no pipeline has a 'schedule'; add one or name pipelines and pass --cron")
-        from flows.schedule import check_not_served, pipeline_deployments
-        from flows.schedule import serve as serve_deployments
+        from flows.schedule import check_not_served, pipeline_deployments  # lazy: prefect, only for serve
+        from flows.schedule import serve as serve_deployments  # lazy: prefect, only for serve
 
         if cron is not None:
             _check_cron(cron)
         for n in names:
             cfg.get(n)
-        from flows.server import require_prefect_api
+        from flows.server import require_prefect_api  # lazy: CLI start-up
 
         require_prefect_api()
         deployments = pipeline_deployments(cfg, names, str(config.resolve()), cron=cron, evaluate=evaluate)
@@ -265,10 +263,9 @@ def serve(
 
 def _check_cron(expr: str) -> None:
     """``--cron`` is validated like ``schedule.cron`` in pipelines.yaml, before anything runs."""
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # lazy: CLI start-up
 
-    from privgraph.config.pipeline import ScheduleConfig
-    from privgraph.errors import ConfigError
+    from privgraph.config.pipeline import ScheduleConfig  # lazy: CLI start-up
 
     try:
         ScheduleConfig(cron=expr)
