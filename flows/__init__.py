@@ -14,11 +14,11 @@ __all__ = ["evaluate_flow", "privatize_flow"]
 
 def __getattr__(name: str) -> Any:
     if name == "evaluate_flow":
-        from flows.evaluate import evaluate_flow
+        from flows.evaluate import evaluate_flow  # lazy: torch and PyG, only where a model trains
 
         return evaluate_flow
     if name == "privatize_flow":
-        from flows.privatize import privatize_flow
+        from flows.privatize import privatize_flow  # lazy: prefect, imported only when a flow runs
 
         return privatize_flow
     raise AttributeError(f"module 'flows' has no attribute {name!r}")

@@ -20,6 +20,7 @@ from typing import Any
 
 from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
+from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
 
 from privgraph.config.pipeline import ComparisonConfig, PipelineConfig, mechanism_entry
@@ -60,8 +61,6 @@ def label_flow_run(name: str | None = None, tags: Iterable[str] = ()) -> None:
         return
     merged = _unique([*(run.tags or []), *tags])
     try:
-        from prefect.client.orchestration import get_client
-
         with get_client(sync_client=True) as client:
             client.update_flow_run(run.id, name=name, tags=merged if tags else None)
     except Exception as exc:  # noqa: BLE001 - the API's error types vary; a label never fails a run

@@ -12,11 +12,23 @@ Crashed: :func:`end_interrupted_runs`; either frees their concurrency slot), han
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from typing import Any
 
-from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import (
+    DeploymentFilter,
+    DeploymentFilterName,
+    FlowRunFilter,
+    FlowRunFilterState,
+    FlowRunFilterStateType,
+)
+from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy, StateType
+from prefect.client.schemas.sorting import FlowRunSort
+from prefect.exceptions import ObjectNotFound
 from prefect.schedules import Cron
+from prefect.states import Crashed, Scheduled
 
 from flows.privatize import privatize_flow
 from privgraph.config.pipeline import PipelinesConfig
@@ -55,9 +67,6 @@ def check_not_served(deployments: list[Any]) -> None:
     """Refuse to serve a deployment that another process serves now (the server saw it poll within
     the last minute, status READY, and it is not paused: a ``serve`` that stopped cleanly paused
     it); two would re-register it, and the first to stop pauses it."""
-    from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
-
     with get_client(sync_client=True) as client:
         for d in deployments:
             try:
@@ -77,17 +86,6 @@ def check_not_served(deployments: list[Any]) -> None:
 def _set_runs(deployments: list[Any], states: list[str], new_state: Any, *, force: bool) -> list[str]:
     """Set every run of ``deployments`` whose state type is one of ``states`` to ``new_state()``;
     returns their names."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        DeploymentFilter,
-        DeploymentFilterName,
-        FlowRunFilter,
-        FlowRunFilterState,
-        FlowRunFilterStateType,
-    )
-    from prefect.client.schemas.objects import StateType
-    from prefect.client.schemas.sorting import FlowRunSort
-
     names = []
     with get_client(sync_client=True) as client:
         runs = client.read_flow_runs(
@@ -105,8 +103,6 @@ def _set_runs(deployments: list[Any], states: list[str], new_state: Any, *, forc
 def release_claimed_runs(deployments: list[Any]) -> list[str]:
     """Hand the runs of ``deployments`` that were claimed but not started (Pending) back to the
     schedule (Scheduled, now), so that the next ``serve`` runs them; returns their names."""
-    from prefect.states import Scheduled
-
     return _set_runs(deployments, ["PENDING"], lambda: Scheduled(scheduled_time=dt.datetime.now(dt.timezone.utc)),
                      force=True)
 
@@ -116,8 +112,6 @@ def end_interrupted_runs(deployments: list[Any]) -> list[str]:
     process went with it) set to Crashed, so that they release the deployment's concurrency slot
     (a run left Running held it: every new run was cancelled until its lease expired); returns
     their names. Nothing of such a run was published: the manifest is its last write."""
-    from prefect.states import Crashed
-
     return _set_runs(deployments, ["RUNNING", "CANCELLING"],
                      lambda: Crashed(message="privgraph serve was stopped while this run executed; nothing was published"),
                      force=False)
@@ -129,8 +123,6 @@ def serve(deployments: list[Any]) -> tuple[list[str], list[str]]:  # pragma: no 
     :func:`end_interrupted_runs`), then hand back the
     runs it had claimed (:func:`release_claimed_runs`) and pause the deployments' schedules.
     Returns the names of the runs ended and of those handed back."""
-    import asyncio
-
     runner = _quiet_runner_class()(pause_on_shutdown=True)
     for d in deployments:
         runner.add_deployment(d)
@@ -143,7 +135,7 @@ def serve(deployments: list[Any]) -> tuple[list[str], list[str]]:  # pragma: no 
 
 def _quiet_runner_class() -> type:
     """Built on first use: ``prefect.runner`` is heavy to import."""
-    from prefect.runner import Runner
+    from prefect.runner import Runner  # lazy: prefect.runner, heavy to import, only for serve
 
     class QuietRunner(Runner):  # type: ignore[misc]
         """Prefect's runner, whose SIGTERM stops it from inside its own event loop: the polling

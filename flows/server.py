@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import IO
 
 import httpx
+import psutil
 
 from privgraph.errors import ConfigError, OrchestrationError
 
@@ -78,8 +79,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 def _drain_workers(timeout: float = 10.0) -> None:
     """Send the logs and events Prefect still holds to the server before it stops."""
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogWorker
+    from prefect.events.worker import EventsWorker  # lazy: prefect, only when a server stops
+    from prefect.logging.handlers import APILogWorker  # lazy: prefect, as above
 
     for worker in (APILogWorker, EventsWorker):
         with contextlib.suppress(Exception):  # best effort: the run's outcome is already known
@@ -94,7 +95,7 @@ MIN_START_TIMEOUT_S = 120.0
 def _start_timeout() -> float:
     """How long to wait for the server: Prefect's ephemeral-startup setting
     (``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``), at least :data:`MIN_START_TIMEOUT_S`."""
-    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS  # lazy: prefect
 
     return max(float(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()), MIN_START_TIMEOUT_S)
 
@@ -112,8 +113,8 @@ def prefect_api(timeout: float | None = None) -> Iterator[str]:
     (``PR_SET_PDEATHSIG``), so enter this from the main thread. Raises
     :class:`~privgraph.errors.OrchestrationError` (exit code 4) if the server does not come up.
     """
-    import prefect
-    from prefect.settings import (
+    import prefect  # lazy: prefect, only when a server starts
+    from prefect.settings import (  # lazy: prefect, as above
         PREFECT_API_URL,
         get_current_settings,
         temporary_settings,
@@ -197,8 +198,6 @@ def _start_server(env: dict[str, str], wait_s: float, log: IO[bytes], app_dir: s
 
 def _listening(pid: int, port: int) -> bool:
     """Whether process ``pid`` listens on TCP ``port``, so that what answers there is its own."""
-    import psutil
-
     with contextlib.suppress(psutil.Error):
         return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port
                    for c in psutil.Process(pid).net_connections(kind="tcp"))
@@ -242,7 +241,7 @@ def require_prefect_api() -> None:
         ConfigError: PREFECT_API_URL is not set (exit 2).
         OrchestrationError: the server does not answer its health check.
     """
-    from prefect.settings import PREFECT_API_URL
+    from prefect.settings import PREFECT_API_URL  # lazy: prefect, only where the API is checked
 
     url = PREFECT_API_URL.value()
     if not url:

@@ -60,8 +60,8 @@ class DaskExecutor:
 
     def __enter__(self) -> DaskExecutor:
         if self._client is None:
-            import dask
-            from dask.distributed import Client, LocalCluster
+            import dask  # lazy: dask, only when a cluster runs the partitions
+            from dask.distributed import Client, LocalCluster  # lazy: dask, as above
 
             if self.address:
                 self._client = Client(self.address)
