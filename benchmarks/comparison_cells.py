@@ -8,7 +8,7 @@ GPU box) or for a subset of a comparison's cells (``--mechanisms``, ``--epsilons
 
 Every run prints one line as it finishes (the clean graph's runs first, then each cell's): its
 accuracies, the model chosen by validation, each attack's ROC-AUC, and the seconds since the
-start; the last line is :func:`privgraph.evaluate.comparison.summarize` of the whole grid. Like the
+start; the last line is :func:`privgraph.evaluate.comparison_report.summarize` of the whole grid. Like the
 compare flow's report, these figures are scored on raw data: a PRIVATE evaluation for the data
 owner (here, of a public benchmark dataset), never a release.
 
@@ -73,7 +73,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, help="default: the comparison's seed")
     args = ap.parse_args()
 
-    from privgraph.evaluate.comparison import run_comparison, summarize
+    from privgraph.evaluate.comparison import run_comparison
+    from privgraph.evaluate.comparison_report import summarize
     from privgraph.config.pipeline import mechanism_entry
     from privgraph.config.loader import load_config
     from privgraph.ingest.datasets import load_dataset

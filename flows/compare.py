@@ -21,7 +21,7 @@ from prefect import flow
 
 from flows.reporting import comparison_tags, label_flow_run, publish_comparison
 from privgraph.config.disclosure import disclosure_of
-from privgraph.evaluate.comparison import comparison_info, comparison_objects, summarize
+from privgraph.evaluate.comparison_report import comparison_info, comparison_objects, summarize
 from privgraph.evaluate.graph_comparison import graph_comparison_objects, summarize_graph_comparison
 from privgraph.config.loader import load_config
 from privgraph.errors import ConfigError

@@ -11,7 +11,7 @@ from privgraph.ingest.datasets import data_root
 from privgraph.ingest.embed.cache import EmbeddingCache
 from privgraph.graph import GraphData
 from privgraph.ingest.scoring import ScoreResult, ScoresConfig, compute_scores
-from privgraph.ingest.scoring.importance import PublicRows
+from privgraph.ingest.scoring.public_subset import PublicRows
 
 
 @task(name="scores", cache_policy=NO_CACHE, persist_result=False)

@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privgraph.evaluate.comparison import (
-    ComparisonResult,
-    comparison_markdown,
-    run_comparison,
-    summarize,
-    utility_plot_png,
-)
+from privgraph.evaluate.comparison import ComparisonResult, run_comparison
+from privgraph.evaluate.comparison_report import comparison_markdown, summarize, utility_plot_png
 from privgraph.ingest.datasets import load_dataset
 from privgraph.privatize.partition import partition_graph
 
@@ -156,7 +151,7 @@ def test_labels_alias_a_registered_mechanism_and_use_scores_needs_theta(small):
 
 
 def test_edge_comparison_records_degree_curves_and_budgetless_baseline(small):
-    from privgraph.evaluate.comparison import comparison_objects
+    from privgraph.evaluate.comparison_report import comparison_objects
 
     r = _run(small, scope="edges", mechanisms={"dprr": {}, "nonpriv_part": {}}, target="dprr", epsilons=[1.0, 2.0])
     assert set(r.degree_curves) == {"dprr/1", "dprr/2", "nonpriv_part/1", "nonpriv_part/2"}
@@ -194,7 +189,7 @@ def test_edge_comparison_attacks_every_model_on_the_same_pairs(small):
     """evaluate.attacks in a comparison: each cell's model (and the clean one) attacked on one set
     of candidate pairs; the clean graph gives its edges away, NonPriv-Part (no private edge
     released) leaves LinkTeller only what the public edges show; table and plot get the columns."""
-    from privgraph.evaluate.comparison import comparison_objects
+    from privgraph.evaluate.comparison_report import comparison_objects
     from privgraph.config.pipeline import EvaluateConfig
 
     attacks = EvaluateConfig(attacks=[{"name": "linkteller", "max_pairs": 40}, {"name": "link_stealing", "max_pairs": 40},

@@ -786,7 +786,7 @@ def test_every_planted_leak_is_caught(harness, owner, data_root, tmp_path_factor
 
     from privgraph.config.disclosure import Disclosure
     from privgraph.errors import GraphValidationError
-    from privgraph.ingest.scoring.importance import PublicRows, PublicSubset, restrict_rows
+    from privgraph.ingest.scoring.public_subset import PublicRows, PublicSubset, restrict_rows
 
     name = "generic-unlabelled"
     graph = _input_graph(name, data_root)

@@ -49,7 +49,7 @@ import numpy as np
 
 from privgraph.errors import ConfigError
 from privgraph.graph import SPLIT_MASKS, GraphData
-from privgraph.ingest.scoring.importance import PublicRows, public_rows
+from privgraph.ingest.scoring.public_subset import PublicRows, public_rows
 
 if TYPE_CHECKING:
     from privgraph.config.pipeline import PipelineConfig, PipelinesConfig
@@ -124,9 +124,9 @@ class Disclosure:
 
     def public_rows(self, graph: GraphData) -> PublicRows:
         """The scores' declared-public rows as the view the scores stage reads (a graph of those
-        rows only: :class:`~privgraph.ingest.scoring.importance.PublicRows`).
+        rows only: :class:`~privgraph.ingest.scoring.public_subset.PublicRows`).
 
-        Made by THE one selection, :func:`~privgraph.ingest.scoring.importance.public_rows` (public
+        Made by THE one selection, :func:`~privgraph.ingest.scoring.public_subset.public_rows` (public
         selection seed; unlabelled nodes excluded exactly when the scores read labels), which
         :func:`~privgraph.ingest.scoring.compute_scores` also calls when given a whole graph.
 

@@ -33,12 +33,6 @@ from privgraph.evaluate.attacks.suite import AttackProbe
 from privgraph.evaluate.comparison_report import (
     CLEAN,
     ComparisonResult,
-    comparison_info,
-    comparison_markdown,
-    comparison_objects,
-    degree_plot_png,
-    summarize,
-    utility_plot_png,
 )
 from privgraph.config.pipeline import mechanism_entry
 from privgraph.evaluate.correct_and_smooth import release_correct_and_smooth
@@ -58,14 +52,8 @@ from privgraph.evaluate.utility import feature_only_kwargs, public_edges_kwargs,
 __all__ = [
     "ComparisonResult",
     "run_comparison",
-    "summarize",
-    "comparison_markdown",
     "mechanism_entry",
-    "utility_plot_png",
     "degree_curve",
-    "degree_plot_png",
-    "comparison_objects",
-    "comparison_info",
 ]
 
 

@@ -215,7 +215,7 @@ def test_the_published_check_record_does_not_move_with_a_private_edge(cls: type)
 def test_a_block_proxy_carries_the_whole_graphs_public_leaves() -> None:
     """A leaf whose only public edge leaves its block is still a public leaf in the block's proxy,
     as in the block's real chain (``_fit_blocks``)."""
-    from privgraph.privatize.mechanisms.hrg.convergence import edge_rr_proxy
+    from privgraph.privatize.mechanisms.hrg.proxy import edge_rr_proxy
 
     leaves = np.arange(6)
     inside = _edges([(0, 1)])  # leaf 2's public edge (2, 5) crosses to another block

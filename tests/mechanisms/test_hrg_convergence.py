@@ -27,11 +27,9 @@ from privgraph.privatize.mechanisms.hrg.convergence import (
     Proxy,
     clear_check_cache,
     convergence_check,
-    edge_rr_proxy,
-    priv_hrg_proxy,
     split_rhat,
-    synthetic_edges,
 )
+from privgraph.privatize.mechanisms.hrg.proxy import edge_rr_proxy, priv_hrg_proxy, synthetic_edges
 from privgraph.publish.storage.manifest import seed_key_paths
 
 REPO = Path(__file__).resolve().parents[2]

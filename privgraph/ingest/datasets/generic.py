@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from privgraph.ingest.datasets.table import _list, _suffix, _Table  # _list, _Table stay importable from here
+from privgraph.ingest.datasets.table import _list, _suffix, _Table
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
 from privgraph.graph import MAX_NODES, UNLABELLED, GraphData, check_edge_list
 

@@ -42,7 +42,7 @@ import pandas as pd
 import skimage.data
 from PIL import Image
 
-from privgraph.ingest.datasets.generic import _list, _Table
+from privgraph.ingest.datasets.table import _list, _Table
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
 from privgraph.graph import UNLABELLED, GraphData
 from privgraph.seeding import as_generator, as_seed_sequence, stage_seed

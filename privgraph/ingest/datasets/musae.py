@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from privgraph.ingest.datasets.generic import _list, _Table
+from privgraph.ingest.datasets.table import _list, _Table
 from privgraph.ingest.datasets.split import random_node_split
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
 from privgraph.graph import GraphData

@@ -19,20 +19,22 @@ Typical use::
 from privgraph.ingest.scoring.cache import ScoreCache, default_cache_dir, fingerprint
 from privgraph.ingest.scoring.importance import (
     MODEL_FILE_FORMAT,
-    RULES,
     ImportanceResult,
     LinearSurrogate,
-    PrivateLabelsError,
-    PublicSubset,
     fit_surrogate,
     linear_shap_values,
     load_linear_surrogate,
     model_file_importance,
-    public_node_subset,
-    randomize_private_labels,
     sample_shap_rows,
     save_linear_surrogate,
     shap_importance,
+)
+from privgraph.ingest.scoring.public_subset import (
+    RULES,
+    PrivateLabelsError,
+    PublicSubset,
+    public_node_subset,
+    randomize_private_labels,
 )
 from privgraph.ingest.scoring.sensitivity import MASK_VALUES, mask_inputs, masking_sensitivity
 from privgraph.ingest.scoring.config import (

@@ -43,7 +43,7 @@ class _Strict(BaseModel):
 
 
 class PublicNodesConfig(_Strict):
-    """Which nodes scoring may read (see :func:`privgraph.ingest.scoring.importance.public_node_subset`)."""
+    """Which nodes scoring may read (see :func:`privgraph.ingest.scoring.public_subset.public_node_subset`)."""
 
     rule: Literal["train_mask", "random", "all"] = Field(
         default="train_mask",

@@ -36,30 +36,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from privgraph.guarantee.params import check_int
-from privgraph.ingest.scoring.public_subset import (
-    RULES,
-    PrivateLabelsError,
-    PublicRows,
-    PublicSubset,
-    public_node_subset,
-    public_rows,
-    randomize_private_labels,
-    restrict_rows,
-)
 from privgraph.seeding import as_generator
 
 __all__ = [
-    "RULES",
     "MODEL_FILE_FORMAT",
-    "PrivateLabelsError",
-    "PublicSubset",
-    "PublicRows",
-    "public_rows",
-    "restrict_rows",
     "ImportanceResult",
     "LinearSurrogate",
-    "public_node_subset",
-    "randomize_private_labels",
     "fit_surrogate",
     "sample_shap_rows",
     "linear_shap_values",

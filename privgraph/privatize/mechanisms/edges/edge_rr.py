@@ -21,7 +21,6 @@ from privgraph.privatize.mechanisms.edges.dprr import merge_with_public
 from privgraph.privatize.mechanisms.edges.hrg_settings import (
     HRG_EPSILON_RANGE,
     _threshold,
-    check_steps,
     chosen_steps,
     fit_schedule,
     split_budget,
@@ -37,14 +36,14 @@ from privgraph.privatize.mechanisms.hrg.convergence import (
     check_steps_setting,
     block_convergence_check,
     convergence_check,
-    edge_rr_proxy,
 )
+from privgraph.privatize.mechanisms.hrg.proxy import edge_rr_proxy
 from privgraph.privatize.mechanisms.hrg.fit import FittedHRG, fit_hrg
 from privgraph.privatize.mechanisms.hrg.mcmc import Phase, exponent, private_sensitivity
 from privgraph.privatize.mechanisms.hrg.noisy_prob import TAU_B, TAU_C, NoisyDendrogram
 from privgraph.privatize.mechanisms.hrg.sample import sample_all, sample_internal_nodes, split_internal_nodes
 
-__all__ = ["EdgeRR", "HRG_EPSILON_RANGE", "split_budget", "check_steps", "chosen_steps", "fit_schedule"]
+__all__ = ["EdgeRR", "HRG_EPSILON_RANGE", "split_budget", "chosen_steps", "fit_schedule"]
 
 _LEAVES = ("private", "all")
 _SCHEDULES = ("alternating", "joint")

@@ -16,7 +16,6 @@ from privgraph.privatize.mechanisms.edges.edge_rr import EdgeRR
 from privgraph.privatize.mechanisms.edges.hrg_settings import HRG_EPSILON_RANGE, _threshold, chosen_steps, fit_schedule, split_budget
 from privgraph.privatize.mechanisms.hrg.convergence import (
     CHECK_CHAINS,
-    DEFAULT_PROXY_MEAN_DEGREE,
     MAX_STEPS_PER_LEAF,
     MIN_STEPS_PER_LEAF,
     RHAT_THRESHOLD,
@@ -25,8 +24,8 @@ from privgraph.privatize.mechanisms.hrg.convergence import (
     block_convergence_check,
     check_steps_setting,
     convergence_check,
-    priv_hrg_proxy,
 )
+from privgraph.privatize.mechanisms.hrg.proxy import DEFAULT_PROXY_MEAN_DEGREE, priv_hrg_proxy
 from privgraph.privatize.mechanisms.hrg.blocks import LeafBlocks, check_block_leaves, range_blocks
 from privgraph.privatize.mechanisms.hrg.fit import FittedHRG, fit_hrg
 from privgraph.privatize.mechanisms.hrg.mcmc import Phase, exponent
@@ -76,7 +75,7 @@ class PrivHRG:
         tau_b, tau_c (float, optional): CalculateNoisyProb's thresholds (default: ``0.05``, ``0.01``).
         proxy_mean_degree (float, optional): the PUBLIC mean degree of the check's synthetic
             proxy, ``>= 1``: an assumption about the private graph's density, never read from it
-            (default: :data:`~privgraph.privatize.mechanisms.hrg.convergence.DEFAULT_PROXY_MEAN_DEGREE`).
+            (default: :data:`~privgraph.privatize.mechanisms.hrg.proxy.DEFAULT_PROXY_MEAN_DEGREE`).
         convergence_chains, convergence_max_steps_per_leaf, convergence_seed: as for
             :class:`~privgraph.privatize.mechanisms.edges.edge_rr.EdgeRR` (``convergence_seed`` is public and
             left out of :meth:`params`).

@@ -27,10 +27,9 @@ from privgraph.privatize.mechanisms.hrg.convergence import (
     MIN_STEPS_PER_LEAF,
     Proxy,
     convergence_check,
-    edge_rr_proxy,
-    priv_hrg_proxy,
     split_rhat,
 )
+from privgraph.privatize.mechanisms.hrg.proxy import edge_rr_proxy, priv_hrg_proxy
 from privgraph.privatize.mechanisms.hrg.noisy_prob import NoisyDendrogram, calculate_noisy_prob, noisy_dendrogram
 from privgraph.privatize.mechanisms.hrg.sample import sample_all, sample_internal_nodes, split_internal_nodes
 

@@ -71,12 +71,8 @@ from privgraph.guarantee.params import check_int
 from privgraph.privatize.mechanisms.hrg.blocks import LeafBlocks, run_blocks
 from privgraph.privatize.mechanisms.hrg.mcmc import Phase, convergence_stats, run_mcmc
 from privgraph.privatize.mechanisms.hrg.proxy import (
-    DEFAULT_PROXY_MEAN_DEGREE,
     Proxy,
     check_seed,
-    edge_rr_proxy,
-    priv_hrg_proxy,
-    synthetic_edges,
 )
 
 __all__ = [
@@ -86,16 +82,10 @@ __all__ = [
     "WARMUP_FRACTION",
     "MIN_STEPS_PER_LEAF",
     "MAX_STEPS_PER_LEAF",
-    "DEFAULT_PROXY_MEAN_DEGREE",
-    "Proxy",
     "split_rhat",
-    "synthetic_edges",
-    "edge_rr_proxy",
-    "priv_hrg_proxy",
     "convergence_check",
     "block_convergence_check",
     "clear_check_cache",
-    "check_seed",
     "check_steps_setting",
 ]
 
