@@ -150,7 +150,6 @@ def _read_features(path: Path) -> np.ndarray:
     if suffix == ".npy":
         x = _load_npy(path)
         _check_features_meta(path, x.shape, x.dtype)
-        unit = "rows {} (0-based row indices)"
     elif suffix in (".parquet", ".pq"):
         tab = _Table.read(path)
         bad_cols = [
@@ -164,20 +163,25 @@ def _read_features(path: Path) -> np.ndarray:
                 f"{_list([f'{c!r} ({tab.df[c].dtype})' for c in bad_cols])}"
             )
         x = tab.df.to_numpy(dtype=np.float64, na_value=np.nan)
-        unit = "rows {} (0-based row indices)"
     else:
         raise _unsupported(path, "features", ".npy or .parquet")
     _check_feature_width(path, x.shape)
     x = np.ascontiguousarray(x, dtype=np.float32)
+    _check_finite_features(path, x)
+    return x
+
+
+def _check_finite_features(path: Path, x: np.ndarray, first_row: int = 0) -> None:
+    """Refuse NaN or infinite float32 feature rows; ``x`` holds rows ``first_row ..`` of the file."""
     finite = np.isfinite(x)
     if not finite.all():
         bad = np.flatnonzero(~finite.all(1))
         col = int(np.flatnonzero(~finite[bad[0]])[0])
         raise GraphValidationError(
             f"{path}: NaN, missing or infinite (or beyond float32) feature values at "
-            f"{unit.format(_list(bad.tolist()))}; first: row {int(bad[0])}, column {col}"
+            f"rows {_list((bad + first_row).tolist())} (0-based row indices); first: row {int(bad[0]) + first_row}, "
+            f"column {col}"
         )
-    return x
 
 
 #: the shapes a labels table may take (docs/your-own-graph.md shows each with a two-line example)
@@ -194,22 +198,7 @@ def _read_labels(path: Path) -> np.ndarray | tuple[_Table, np.ndarray, np.ndarra
     if suffix == ".npy":
         y = _load_npy(path)
         _check_labels_meta(path, y.shape, y.dtype)
-        if not np.issubdtype(y.dtype, np.integer):
-            ok = (np.isfinite(y) & (y == np.round(y))).reshape(len(y), -1).all(1)
-            if not ok.all():
-                bad = np.flatnonzero(~ok)
-                raise GraphValidationError(
-                    f"{path}: non-integer labels at rows {_list(bad.tolist())} (0-based row indices)"
-                )
-        y = np.ascontiguousarray(y, dtype=np.int64)
-        low = UNLABELLED if y.ndim == 1 else 0
-        if y.size and (y < low).any():
-            bad = np.flatnonzero((y < low).reshape(len(y), -1).any(1))
-            raise GraphValidationError(
-                f"{path}: labels below {low} at rows {_list(bad.tolist())} (0-based row indices); "
-                "-1 marks an unlabelled node"
-            )
-        return y
+        return _npy_label_rows(path, y)
     if suffix not in (".csv", ".parquet", ".pq"):
         raise _unsupported(path, "labels", ".npy, .csv or .parquet")
     tab = _Table.read(path, typed={"id": "int", "label": "int"})
@@ -224,6 +213,27 @@ def _read_labels(path: Path) -> np.ndarray | tuple[_Table, np.ndarray, np.ndarra
         _check_label_values(tab, "label", y)
         return tab, ids, y
     raise _label_columns_error(path, cols)
+
+
+def _npy_label_rows(path: Path, y: np.ndarray, first_row: int = 0) -> np.ndarray:
+    """Rows ``first_row ..`` of a ``.npy`` label array as int64, refusing non-integer labels and
+    labels below -1 (below 0 for multi-label ``[n, C]``)."""
+    if not np.issubdtype(y.dtype, np.integer):
+        ok = (np.isfinite(y) & (y == np.round(y))).reshape(len(y), -1).all(1)
+        if not ok.all():
+            bad = np.flatnonzero(~ok) + first_row
+            raise GraphValidationError(
+                f"{path}: non-integer labels at rows {_list(bad.tolist())} (0-based row indices)"
+            )
+    y = np.ascontiguousarray(y, dtype=np.int64)
+    low = UNLABELLED if y.ndim == 1 else 0
+    if y.size and (y < low).any():
+        bad = np.flatnonzero((y < low).reshape(len(y), -1).any(1)) + first_row
+        raise GraphValidationError(
+            f"{path}: labels below {low} at rows {_list(bad.tolist())} (0-based row indices); "
+            "-1 marks an unlabelled node"
+        )
+    return y
 
 
 def _check_label_values(tab: _Table, col: str, y: np.ndarray) -> None:
@@ -247,14 +257,22 @@ def _check_inferred_node_count(tab: _Table, e: np.ndarray, n: int) -> None:
     """With no features and no labels the node count is the largest id + 1: refuse ids that do not
     number the nodes ``0 .. n-1`` (beyond :data:`MAX_NODES`, or fewer than half of a count over a
     million used) before anything of that size is allocated."""
-    if not e.size or n <= 1_000_000:
+    if not e.size or n <= INFERRED_COUNT_CHECKED_ABOVE:
         return
     col, row = divmod(int(np.argmax(e)), e.shape[1])
-    used = np.unique(e).size
+    _check_ids_number_nodes(n, np.unique(e).size, ("src", "dst")[col], tab.where(np.array([row])))
+
+
+#: an inferred node count above this is checked to number the nodes (:func:`_check_inferred_node_count`)
+INFERRED_COUNT_CHECKED_ABOVE = 1_000_000
+
+
+def _check_ids_number_nodes(n: int, used: int, name: str, where: str) -> None:
+    """Refuse an inferred count of ``n`` nodes of which only ``used`` are in an edge (fewer than
+    half), or beyond :data:`MAX_NODES`; ``name``/``where``: the column and place of the largest id."""
     if n > MAX_NODES or used < n // 2:
-        name = ("src", "dst")[col]
         raise GraphValidationError(
-            f"column {name!r}: node id {n - 1} at {tab.where(np.array([row]))} makes {n} nodes, most of them in no "
+            f"column {name!r}: node id {n - 1} at {where} makes {n} nodes, most of them in no "
             f"edge; node ids must number the nodes 0..n-1 (renumber them, or give features or "
             f"labels with one row per node){'' if n <= MAX_NODES else f'; at most {MAX_NODES} nodes'}"
         )
