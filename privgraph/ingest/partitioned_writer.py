@@ -1,0 +1,576 @@
+"""Write a partitioned graph (``privgraph-partitioned-graph/1``) from the generic loader's files in
+bounded memory: :func:`write_partitioned_graph`.
+
+The edge list is read in batches (Parquet row batches; CSV through ``pyarrow.csv.open_csv``), each
+edge routed by its smaller end to a spill fragment of its range on disk, with its source row; then
+each range's fragment is checked (duplicates in either direction, named by source rows), sorted
+and written beside the range's node rows, which are read from the ``.npy`` files at their offsets.
+Peak memory: one batch plus one range's nodes and edges. Every check and message is the generic
+loader's (:mod:`privgraph.ingest.datasets.generic`); a problem found in one batch or range lists
+the rows of that batch or range. All or nothing: the graph is written into ``.<name>.tmp`` beside
+the destination, ``graph.json`` last, and renamed; any failure removes it. Reasoning, memory
+bound and figures: docs/partitioned-input.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from privgraph.errors import ConfigError, GraphValidationError
+from privgraph.graph import MAX_CLASSES, MAX_NODES, UNLABELLED, check_edge_list
+from privgraph.guarantee.private_files import mkdir_private, write_private_file
+from privgraph.ingest.datasets.generic import (
+    INFERRED_COUNT_CHECKED_ABOVE, _check_exists, _check_finite_features, _check_ids_number_nodes,
+    _check_load_arguments, _check_row_counts, _columns, _npy_header, _npy_label_rows, _place_labels, _read_features,
+    _read_labels, check_generic_files)
+from privgraph.ingest.datasets.split import read_node_split
+from privgraph.ingest.datasets.table import _list, _suffix, _Table
+from privgraph.ingest.partitioned_graph import (
+    DEFAULT_RANGE_SIZE, EDGE_SCHEMA, GRAPH_FILE, PartitionedGraph, node_schema, range_file)
+
+__all__ = ["write_partitioned_graph"]
+
+#: one spilled edge: both ends as the file gives them, its source row (CSV line or Parquet row), the flag
+SPILL = np.dtype([("u", "<i8"), ("v", "<i8"), ("row", "<i8"), ("p", "?")])
+INVALID = "invalid"  # the fragment of edges out of range or self-loops, checked once n is known
+#: rows per edge batch (Parquet), bytes per CSV block (about a million rows either way)
+BATCH_ROWS = 1 << 20
+CSV_BLOCK_BYTES = 1 << 24
+
+
+# -- sources: the input files, read a piece at a time ---------------------------------------------
+class NpyRows:
+    """A ``.npy`` array (checked by the generic loader's header checks) whose rows are read on
+    demand at their file offset: no memory map, so finished ranges leave no resident pages."""
+
+    def __init__(self, path: Path) -> None:
+        _npy_header(path)  # an empty file, a .npz or a pickle: the loader's one-line errors
+        mm = np.load(path, mmap_mode="r", allow_pickle=False)
+        self.path, self.shape, self.dtype = path, tuple(mm.shape), mm.dtype
+        self._offset, self._c_order = int(mm.offset), bool(mm.flags.c_contiguous)
+        del mm
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start .. stop - 1``."""
+        if not self._c_order:  # Fortran order: rows are not contiguous in the file
+            return np.array(np.load(self.path, mmap_mode="r", allow_pickle=False)[start:stop])
+        width = int(np.prod(self.shape[1:], dtype=np.int64))
+        flat = np.fromfile(self.path, self.dtype, count=(stop - start) * width,
+                           offset=self._offset + start * width * self.dtype.itemsize)
+        return flat.reshape((stop - start, *self.shape[1:]))
+
+
+@dataclasses.dataclass
+class EdgeBatch:
+    """A batch of the edge list: int64 ``[2, b]`` as given, the private flags, the source rows
+    (1-based CSV line numbers or 0-based Parquet row indices)."""
+
+    edges: np.ndarray
+    private: np.ndarray | None
+    rows: np.ndarray
+
+
+class _OffsetTable(_Table):
+    """A batch of a Parquet file whose messages name the file's rows (the batch starts at ``offset``)."""
+
+    def __init__(self, path: Path, df: pd.DataFrame, offset: int) -> None:
+        super().__init__(path, df, None)
+        self.offset = offset
+
+    def where(self, rows: np.ndarray) -> str:
+        return super().where(np.asarray(rows, dtype=np.int64) + self.offset)
+
+
+def _table_batch(tab: _Table, flag: str, rows: np.ndarray) -> EdgeBatch:
+    """A batch's columns checked and typed by the generic loader's table (its messages)."""
+    e = np.stack([tab.int_column("src"), tab.int_column("dst")]) if len(tab.df) else np.zeros((2, 0), np.int64)
+    private = tab.bool_column(flag) if flag in tab.df.columns else None
+    return EdgeBatch(e, private, rows)
+
+
+def _parquet_batches(path: Path, flag: str) -> Iterator[EdgeBatch]:
+    try:
+        pf = pq.ParquetFile(path, pre_buffer=False)
+        cols = ["src", "dst"] + ([flag] if flag in pf.schema_arrow.names else [])
+        offset = 0
+        for rb in pf.iter_batches(batch_size=BATCH_ROWS, columns=cols, use_threads=False):
+            tab = _OffsetTable(path, rb.to_pandas(), offset)
+            yield _table_batch(tab, flag, np.arange(offset, offset + rb.num_rows, dtype=np.int64))
+            offset += rb.num_rows
+    except (pa.ArrowException, OSError) as exc:  # pyarrow raises several unrelated types
+        raise GraphValidationError(f"{path}: cannot read as Parquet: {exc}") from exc
+
+
+def _csv_data_lines(path: Path) -> int:
+    """The lines after the header (each a row of the fast read, blank ones included)."""
+    count, last = 0, b"\n"
+    with open(path, "rb") as fh:
+        while block := fh.read(CSV_BLOCK_BYTES):
+            count += block.count(b"\n")
+            last = block[-1:]
+    return count - 1 + (last != b"\n")
+
+
+def _csv_fast(path: Path, flag: str) -> Iterator[EdgeBatch | None]:
+    """Arrow's streaming CSV read, typed; row ``i`` is line ``i + 2``. Yields None (and stops) at
+    anything it cannot type or place exactly (an empty cell, a blank line, a value to report, a
+    quoted line break): the exact read takes over."""
+    cols = ["src", "dst"] + ([flag] if flag in _columns(path) else [])
+    types = {"src": pa.int64(), "dst": pa.int64(), flag: pa.bool_()}
+    line = 2
+    try:
+        reader = pacsv.open_csv(
+            str(path), read_options=pacsv.ReadOptions(use_threads=False, block_size=CSV_BLOCK_BYTES),
+            parse_options=pacsv.ParseOptions(ignore_empty_lines=False),
+            convert_options=pacsv.ConvertOptions(include_columns=cols, column_types={c: types[c] for c in cols}))
+        for rb in reader:
+            if any(c.null_count for c in rb.columns):
+                yield None
+                return
+            e = np.stack([rb.column(c).to_numpy() for c in ("src", "dst")]).astype(np.int64, copy=False)
+            private = rb.column(flag).to_numpy(zero_copy_only=False) if flag in cols else None
+            yield EdgeBatch(e, private, np.arange(line, line + rb.num_rows, dtype=np.int64))
+            line += rb.num_rows
+    except pa.ArrowInvalid:
+        yield None
+        return
+    if line - 2 != _csv_data_lines(path):
+        yield None
+
+
+def _csv_exact(path: Path, flag: str) -> Iterator[EdgeBatch]:
+    """Python's csv module, as the generic loader's exact path reads a CSV file (each record's line
+    number; blank lines skipped; a wrong field count is an error), a batch at a time."""
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh)
+        try:
+            header = next(reader)
+            cols = ["src", "dst"] + ([flag] if flag in header else [])
+            idx = [header.index(c) for c in cols]
+            records: list[list[str]] = []
+            lines: list[int] = []
+            for rec in reader:
+                if not rec:
+                    continue
+                if len(rec) != len(header):
+                    raise GraphValidationError(
+                        f"{path}: line {reader.line_num}: expected {len(header)} fields {header}, found {len(rec)}")
+                records.append([rec[j] for j in idx])
+                lines.append(reader.line_num)
+                if len(records) == BATCH_ROWS:
+                    yield _csv_batch(path, flag, cols, records, lines)
+                    records, lines = [], []
+        except csv.Error as exc:
+            raise GraphValidationError(f"{path}: line {reader.line_num}: malformed CSV: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise GraphValidationError(f"{path}: not UTF-8 text: {exc}") from exc
+    yield _csv_batch(path, flag, cols, records, lines)
+
+
+def _csv_batch(path: Path, flag: str, cols: list[str], records: list[list[str]], lines: list[int]) -> EdgeBatch:
+    rows = np.asarray(lines, dtype=np.int64)
+    return _table_batch(_Table(path, pd.DataFrame(records, columns=cols, dtype=object), rows), flag, rows)
+
+
+def edge_batches(path: Path, flag: str, *, exact: bool) -> Iterator[EdgeBatch | None]:
+    """The edge list ``path`` in batches; None from the fast CSV read means: read again with ``exact``."""
+    if _suffix(path) != ".csv":
+        return _parquet_batches(path, flag)
+    return _csv_exact(path, flag) if exact else _csv_fast(path, flag)
+
+
+@dataclasses.dataclass
+class _Inputs:
+    """The checked arguments of one ingest."""
+
+    edges: Path
+    features: Path | None
+    labels: Path | None
+    split: Path | None
+    num_nodes: int | None
+    private_column: str | None
+    destination: Path
+    range_size: int
+
+
+@dataclasses.dataclass
+class _Spill:
+    """Edges routed to per-range fragment files under ``root``, and what the pass learnt."""
+
+    root: Path
+    range_size: int
+    known_n: int | None
+    rows: int = 0
+    max_id: tuple[int, int, int] | None = None  # (largest id, column 0 src / 1 dst, its first source row)
+    invalid: int = 0
+
+    def fragment(self, r: int | str) -> Path:
+        return self.root / f"{r}.bin"
+
+    def _append(self, r: int | str, rec: np.ndarray) -> None:
+        fd = os.open(self.fragment(r), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            rec.tofile(f)
+
+    def add(self, batch: EdgeBatch) -> None:
+        """Route one batch: invalid edges (negative ids, ids beyond the node count or
+        :data:`MAX_NODES`, self-loops) to one fragment, the others to their smaller end's range."""
+        u, v = batch.edges
+        rec = np.empty(u.size, SPILL)
+        rec["u"], rec["v"], rec["row"] = u, v, batch.rows
+        rec["p"] = False if batch.private is None else batch.private
+        self.rows += u.size
+        if not u.size:
+            return
+        self._track_max(u, v, batch.rows)
+        lo, hi = np.minimum(u, v), np.maximum(u, v)
+        bad = (lo < 0) | (u == v) | (hi >= (MAX_NODES if self.known_n is None else self.known_n))
+        if bad.any():
+            self.invalid += int(bad.sum())
+            self._append(INVALID, rec[bad])
+            rec, lo = rec[~bad], lo[~bad]
+        r = lo // self.range_size
+        order = np.argsort(r, kind="stable")
+        rec, r = rec[order], r[order]
+        cuts = np.flatnonzero(np.diff(r)) + 1
+        for part, key in zip(np.split(rec, cuts), r[np.concatenate([[0], cuts])] if r.size else [], strict=True):
+            self._append(int(key), part)
+
+    def _track_max(self, u: np.ndarray, v: np.ndarray, rows: np.ndarray) -> None:
+        """The largest id and its first place, as ``np.argmax`` over ``[src; dst]`` finds it."""
+        for col, a in ((0, u), (1, v)):
+            j = int(np.argmax(a))
+            cand = (int(a[j]), col, int(rows[j]))
+            best = self.max_id
+            if best is None or cand[0] > best[0] or (cand[0] == best[0] and col < best[1]):
+                self.max_id = cand
+
+    def read(self, r: int | str) -> np.ndarray:
+        """Fragment ``r`` (its edges in source order); empty when no edge went there."""
+        path = self.fragment(r)
+        return np.fromfile(path, SPILL) if path.exists() else np.empty(0, SPILL)
+
+
+# -- arguments, destination -----------------------------------------------------------------------
+def _check_arguments(edges: Any, features: Any, labels: Any, split: Any, num_nodes: Any, private_column: Any,
+                     destination: Any, range_size: Any) -> _Inputs:
+    """The files exist, the arguments have their types, the headers pass :func:`check_generic_files`
+    and the destination is free (nothing there, nor a temporary directory of another ingest)."""
+    if isinstance(range_size, bool) or not isinstance(range_size, (int, np.integer)) or not 1 <= range_size <= MAX_NODES:
+        raise ConfigError(f"range_size must be an int in 1..{MAX_NODES}, got {range_size!r}")
+    ins = _Inputs(
+        edges=_check_exists(Path(edges), "edges"),
+        features=None if features is None else _check_exists(Path(features), "features"),
+        labels=None if labels is None else _check_exists(Path(labels), "labels"),
+        split=None if split is None else _check_exists(Path(split), "split"),
+        num_nodes=num_nodes, private_column=private_column,
+        destination=Path(destination).expanduser().absolute(), range_size=int(range_size),
+    )
+    _check_load_arguments(num_nodes, private_column)
+    check_generic_files(ins.edges, features=ins.features, labels=ins.labels, num_nodes=num_nodes,
+                        private_column=private_column)
+    for p in (ins.destination, _temporary(ins.destination)):
+        if os.path.lexists(p):
+            why = "" if p == ins.destination else (
+                " (another ingest is writing it, or one was interrupted: remove it when none runs)")
+            raise ConfigError(f"{p} exists{why}; an ingest never overwrites: choose a new destination")
+    return ins
+
+
+def _temporary(destination: Path) -> Path:
+    return destination.with_name(f".{destination.name}.tmp")
+
+
+# -- nodes ----------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class _Nodes:
+    """The node rows' sources: ``.npy`` files read at offsets, or tables read whole."""
+
+    features: NpyRows | np.ndarray | None = None
+    labels: NpyRows | np.ndarray | None = None
+    keyed: tuple[_Table, np.ndarray, np.ndarray] | None = None  # an id,label table, placed once n is known
+    num_classes: int | None = None
+
+    @property
+    def num_features(self) -> int:
+        return 0 if self.features is None else int(self.features.shape[1])
+
+    def rows(self) -> int | None:
+        """The node count the features or labels (by row) give, if any."""
+        for a in (self.features, self.labels):
+            if a is not None:
+                return int(a.shape[0])
+        return None
+
+
+def _open_nodes(ins: _Inputs) -> _Nodes:
+    """Features and labels opened (``.npy``) or read whole (tables), labels checked range by range
+    (the generic loader's messages) and counted; row counts checked against each other."""
+    nodes = _Nodes()
+    if ins.features is not None:
+        nodes.features = NpyRows(ins.features) if _suffix(ins.features) == ".npy" else _read_features(ins.features)
+    if ins.labels is not None:
+        if _suffix(ins.labels) == ".npy":
+            nodes.labels = NpyRows(ins.labels)
+        else:
+            y = _read_labels(ins.labels)
+            if isinstance(y, tuple):
+                nodes.keyed = y
+            else:
+                nodes.labels = y
+    if nodes.labels is not None and len(nodes.labels.shape) != 1:
+        raise GraphValidationError(f"{ins.labels}: labels of shape {list(nodes.labels.shape)}; the partitioned "
+                                   "format holds one label per node ([n]), not multi-label [n, C]")
+    rows = {what: (p, int(a.shape[0])) for what, a, p in (("features", nodes.features, ins.features),
+                                                          ("labels", nodes.labels, ins.labels)) if a is not None}
+    _check_row_counts(rows, ins.num_nodes)
+    if nodes.labels is not None:
+        nodes.num_classes = _check_labels(ins.labels, nodes.labels, ins.range_size)
+    return nodes
+
+
+def _label_rows(path: Path, labels: NpyRows | np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Labels ``start .. stop - 1`` as int64, checked as the generic loader checks them."""
+    if isinstance(labels, NpyRows):
+        return _npy_label_rows(path, labels.rows(start, stop), first_row=start)
+    return labels[start:stop]
+
+
+def _check_labels(path: Path, labels: NpyRows | np.ndarray, step: int) -> int:
+    """Check every label (by ranges of ``step`` rows) and return the largest + 1; class ids of
+    :data:`MAX_CLASSES` or more are refused as GraphData refuses them."""
+    top = UNLABELLED
+    for start in range(0, labels.shape[0], step):
+        y = _label_rows(path, labels, start, min(start + step, labels.shape[0]))
+        if y.size and y.max() >= MAX_CLASSES:
+            bad = np.flatnonzero(y >= MAX_CLASSES)
+            raise GraphValidationError(
+                f"y: class ids of {MAX_CLASSES} or more in rows {_list((bad + start).tolist())} (first: "
+                f"{int(y[bad[0]])}); labels are 0..C-1 with C <= {MAX_CLASSES}")
+        top = max(top, int(y.max()) if y.size else top)
+    return top + 1
+
+
+def _labelled(nodes: _Nodes, path: Path | None, n: int, step: int) -> np.ndarray | None:
+    """Which nodes carry a label (for the split's check), built range by range."""
+    if nodes.labels is None:
+        return None
+    return np.concatenate([_label_rows(path, nodes.labels, s, min(s + step, n)) != UNLABELLED
+                           for s in range(0, n, step)])
+
+
+# -- edges ----------------------------------------------------------------------------------------
+def _spill_edges(ins: _Inputs, root: Path, known_n: int | None) -> tuple[_Spill, Callable[[np.ndarray], str]]:
+    """Read the edge list in batches into per-range fragments under ``root`` (restarted on the
+    exact path when the fast CSV read cannot name lines); returns the spill and ``where(rows)``."""
+    flag = ins.private_column or "private"
+    for exact in (False, True):
+        shutil.rmtree(root, ignore_errors=True)
+        mkdir_private(root)
+        spill = _Spill(root, ins.range_size, known_n)
+        batches = edge_batches(ins.edges, flag, exact=exact)
+        for batch in batches:
+            if batch is None:  # the fast read gave up: read again on the exact path
+                break
+            spill.add(batch)
+        else:
+            return spill, _where(ins.edges)
+    raise AssertionError("the exact path never gives up")  # pragma: no cover
+
+
+def _where(path: Path) -> Callable[[np.ndarray], str]:
+    """``where(rows)``: source rows (CSV lines or Parquet rows) worded as the generic loader does."""
+    if _suffix(path) == ".csv":
+        return lambda rows: _Table(path, None, np.asarray(rows, np.int64)).where(np.arange(np.size(rows)))
+    return _Table(path, None, None).where
+
+
+def _node_count(ins: _Inputs, nodes: _Nodes, spill: _Spill, where: Callable[[np.ndarray], str]) -> int:
+    """The node count as the generic loader finds it (``num_nodes``, the features', the labels', or
+    the largest id + 1, refused when the ids do not number the nodes)."""
+    if ins.num_nodes is not None:
+        return int(ins.num_nodes)
+    if nodes.rows() is not None:
+        return nodes.rows()
+    n = max(spill.max_id[0] + 1, 0) if spill.max_id is not None else 0
+    if nodes.keyed is not None and nodes.keyed[1].size:
+        n = max(n, int(nodes.keyed[1].max()) + 1)
+    if spill.max_id is not None and n > INFERRED_COUNT_CHECKED_ABOVE:
+        used = _distinct_ids(spill, n) if n <= MAX_NODES else 0
+        _check_ids_number_nodes(n, used, ("src", "dst")[spill.max_id[1]], where(np.array([spill.max_id[2]])))
+    return n
+
+
+def _distinct_ids(spill: _Spill, n: int) -> int:
+    """How many distinct ids the edges use (a bitmap of ``n`` bits, one fragment at a time)."""
+    bits = np.zeros((n + 7) // 8, np.uint8)
+    negative: set[int] = set()
+    for path in spill.root.iterdir():
+        rec = np.fromfile(path, SPILL)
+        ids = np.concatenate([rec["u"], rec["v"]])
+        negative.update(ids[ids < 0].tolist())
+        ids = ids[(ids >= 0) & (ids < n)]
+        np.bitwise_or.at(bits, ids >> 3, (1 << (ids & 7)).astype(np.uint8))
+    return int(np.bitwise_count(bits).sum(dtype=np.int64)) + len(negative)
+
+
+def _check_invalid(spill: _Spill, n: int, where: Callable[[np.ndarray], str]) -> None:
+    """Ids out of ``[0, n)`` and self-loops, over the whole edge list, with the loader's message."""
+    if not spill.invalid:
+        return
+    rec = spill.read(INVALID)
+    check_edge_list(np.stack([rec["u"], rec["v"]]), n, prefix="", where=lambda idx: where(rec["row"][idx]))
+    raise AssertionError("an invalid edge passed the check")  # pragma: no cover
+
+
+def _check_empty(ins: _Inputs, n: int) -> None:
+    if n == 0:
+        raise GraphValidationError(
+            f"{ins.edges}: empty graph: no nodes (no edge rows"
+            + (", and the features/labels have no rows)" if ins.features or ins.labels else ")"))
+
+
+# -- ranges ---------------------------------------------------------------------------------------
+def _write_parquet(path: Path, table: pa.Table) -> None:
+    """One range file, private to the owner (0600 from creation on)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        pq.write_table(table, f)
+
+
+def _node_table(ins: _Inputs, nodes: _Nodes, part: np.ndarray | None, start: int, stop: int) -> pa.Table:
+    """Range ``[start, stop)``'s node columns, each checked as the generic loader checks it."""
+    cols: dict[str, pa.Array] = {"id": pa.array(np.arange(start, stop, dtype=np.int64))}
+    if nodes.features is not None:
+        if isinstance(nodes.features, NpyRows):
+            x = np.ascontiguousarray(nodes.features.rows(start, stop), dtype=np.float32)
+            _check_finite_features(ins.features, x, first_row=start)
+        else:
+            x = nodes.features[start:stop]
+        cols["x"] = pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), x.shape[1])
+    if nodes.labels is not None:
+        cols["y"] = pa.array(_label_rows(ins.labels, nodes.labels, start, stop))
+    if part is not None:
+        for k, name in enumerate(("train", "val", "test")):
+            cols[name] = pa.array(part[start:stop] == k)
+    schema = node_schema(nodes.num_features, nodes.labels is not None, part is not None)
+    return pa.Table.from_arrays(list(cols.values()), schema=schema)
+
+
+def _edge_table(spill: _Spill, i: int, n: int, where: Callable[[np.ndarray], str]) -> pa.Table:
+    """Range ``i``'s edges: duplicates (either direction) refused with their source rows, then
+    each as ``src = min < dst = max``, sorted."""
+    rec = spill.read(i)
+    e = np.stack([rec["u"], rec["v"]])
+    check_edge_list(e, n, prefix="", where=lambda idx: where(rec["row"][idx]))
+    lo, hi = np.minimum(e[0], e[1]), np.maximum(e[0], e[1])
+    order = np.lexsort((hi, lo))
+    return pa.Table.from_arrays([pa.array(lo[order]), pa.array(hi[order]), pa.array(rec["p"][order])],
+                                schema=EDGE_SCHEMA)
+
+
+def _split_parts(ins: _Inputs, nodes: _Nodes, n: int) -> np.ndarray | None:
+    """Each node's split part (0 train, 1 val, 2 test, -1 none) from the split file, if any."""
+    if ins.split is None:
+        return None
+    masks = read_node_split(ins.split, n, _labelled(nodes, ins.labels, n, ins.range_size))
+    part = np.full(n, -1, np.int8)
+    for k, m in enumerate(masks):
+        part[m] = k
+    return part
+
+
+def _metadata(ins: _Inputs, nodes: _Nodes, n: int, has_flag: bool, has_split: bool) -> PartitionedGraph:
+    """The graph's ``graph.json``: public layout and shapes, the source files' names only."""
+    return PartitionedGraph(
+        path=str(ins.destination), num_nodes=n, num_features=nodes.num_features, feature_dtype="float32",
+        has_labels=ins.labels is not None, num_classes=nodes.num_classes, has_split=has_split,
+        range_size=ins.range_size, num_ranges=math.ceil(n / ins.range_size),
+        private_column=(ins.private_column or "private") if has_flag else None,
+        source={k: None if p is None else p.name for k, p in (
+            ("edges", ins.edges), ("features", ins.features), ("labels", ins.labels), ("split", ins.split))},
+    )
+
+
+def write_partitioned_graph(
+    edges: Path | str,
+    *,
+    features: Path | str | None = None,
+    labels: Path | str | None = None,
+    split: Path | str | None = None,
+    num_nodes: int | None = None,
+    private_column: str | None = None,
+    destination: Path | str,
+    range_size: int = DEFAULT_RANGE_SIZE,
+    progress: Callable[[str], None] | None = None,
+) -> PartitionedGraph:
+    """Write the graph of the generic loader's files (and a split file) as a partitioned graph at
+    ``destination``, in memory bounded by one batch and one range (docs/partitioned-input.md).
+
+    Args:
+        edges, features, labels, num_nodes, private_column: as
+            :func:`~privgraph.ingest.datasets.generic.load_generic` takes them.
+        split: a ``.json`` / ``.csv`` split file, as
+            :func:`~privgraph.ingest.datasets.split.read_node_split` reads it.
+        destination: a local directory that must not exist.
+        range_size: nodes per range (the last may be shorter).
+        progress: called with one line per finished stage (public metadata only).
+
+    Returns:
+        PartitionedGraph: the graph written (``load_partitioned_graph(destination)`` equals
+        ``load_generic`` on the same files, with the split).
+
+    Raises:
+        ConfigError: a bad ``range_size``, or the destination (or ``.<name>.tmp`` beside it) exists.
+        DatasetNotFoundError, GraphValidationError: as ``load_generic`` and ``read_node_split``,
+            naming the file and rows. Nothing is left at the destination.
+    """
+    say = progress or (lambda line: None)
+    ins = _check_arguments(edges, features, labels, split, num_nodes, private_column, destination, range_size)
+    tmp = _temporary(ins.destination)
+    mkdir_private(tmp)
+    try:
+        nodes = _open_nodes(ins)
+        known = ins.num_nodes if ins.num_nodes is not None else nodes.rows()
+        spill, where = _spill_edges(ins, tmp / ".spill", known)
+        say("edges read and routed to their ranges")
+        n = _node_count(ins, nodes, spill, where)
+        if nodes.keyed is not None:
+            nodes.labels = _place_labels(nodes.keyed[0], nodes.keyed[2], n)
+            nodes.num_classes = _check_labels(ins.labels, nodes.labels, ins.range_size)
+        _check_empty(ins, n)
+        _check_invalid(spill, n, where)
+        part = _split_parts(ins, nodes, n)
+        has_flag = (ins.private_column or "private") in _columns(ins.edges)
+        graph = _metadata(ins, nodes, n, has_flag, part is not None)
+        for sub in ("nodes", "edges"):
+            mkdir_private(tmp / sub)
+        for i in range(graph.num_ranges):
+            start, stop = graph.node_range(i)
+            _write_parquet(tmp / range_file("nodes", i), _node_table(ins, nodes, part, start, stop))
+            _write_parquet(tmp / range_file("edges", i), _edge_table(spill, i, n, where))
+            spill.fragment(i).unlink(missing_ok=True)
+        say(f"{graph.num_ranges} ranges of up to {graph.range_size} nodes written")
+        shutil.rmtree(tmp / ".spill")
+        write_private_file(tmp / GRAPH_FILE, (json.dumps(graph.metadata(), indent=2) + "\n").encode())
+        if os.path.lexists(ins.destination):
+            raise ConfigError(f"{ins.destination} exists; an ingest never overwrites: choose a new destination")
+        os.rename(tmp, ins.destination)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return graph
