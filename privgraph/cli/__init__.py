@@ -25,6 +25,7 @@ from privgraph.cli.ci_summary import _ci_markdown, _ci_summary
 from privgraph.cli.console import _PIPE_WIDTH, _console, err, out
 from privgraph.cli.failures import (_LAST_ERROR, EXIT_INTERNAL, _errors, _failure, _NoTracebackForKnownErrors,
                                     _OtherLibrariesBelowWarning, _quiet_prefect)
+from privgraph.cli.ingest_command import ingest
 from privgraph.cli.options import (_PRIVATE_RECORDS_HELP, _PUBLIC_KEY_HELP, _SHOW_PRIVATE_HELP, _VERBOSE_HELP,
                                    DEFAULT_STORE, _default_store)
 from privgraph.cli.pipeline_commands import (_check_cron, _graph_compare, _reported, _run_comparison_flow, compare,
@@ -53,6 +54,7 @@ warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.*", category=Fu
 
 for _command in (run, evaluate, compare, serve):
     app.command()(_command)
+app.command()(ingest)
 for _name, _command in (("list", artifacts_list), ("show", artifacts_show), ("verify", artifacts_verify),
                         ("public-key", artifacts_public_key), ("gc", artifacts_gc)):
     artifacts_app.command(_name)(_command)

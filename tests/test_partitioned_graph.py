@@ -1,0 +1,340 @@
+"""The partitioned graph format (privgraph-partitioned-graph/1), its streaming writer and reader,
+and ``privgraph ingest``: the same arrays as the generic loader, the loader's one-line messages
+naming file and rows (also across batches and ranges), all or nothing, owner-only files."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from privgraph.errors import ConfigError, DatasetNotFoundError, GraphValidationError
+from privgraph.ingest import partitioned_writer
+from privgraph.ingest.datasets import load_generic, read_node_split
+from privgraph.ingest.partitioned_graph import (FORMAT, load_partitioned_graph, open_partitioned_graph,
+                                                range_file, read_edge_range, read_node_range)
+from privgraph.ingest.partitioned_writer import write_partitioned_graph
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _edges(n: int, m: int, seed: int = 0) -> np.ndarray:
+    """``m`` distinct undirected edges on ``n`` nodes in random direction, no self-loop."""
+    rng = np.random.default_rng(seed)
+    u, v = rng.integers(0, n, 4 * m), rng.integers(0, n, 4 * m)
+    keep = u != v
+    u, v = u[keep], v[keep]
+    _, first = np.unique(np.minimum(u, v) * n + np.maximum(u, v), return_index=True)
+    pick = np.sort(first)[:m]
+    return np.stack([u[pick], v[pick]])
+
+
+def _files(tmp: Path, n: int = 103, m: int = 400, *, fmt: str = "csv", d: int = 5, labels: bool = True,
+           split: bool = True, flag: bool = True) -> dict[str, Path]:
+    """A generic graph's files: edges (``fmt``), features .npy, labels .npy (some -1), split .json."""
+    rng = np.random.default_rng(1)
+    e = _edges(n, m)
+    df = pd.DataFrame({"src": e[0], "dst": e[1]})
+    if flag:
+        df["private"] = rng.random(e.shape[1]) < 0.2
+    files = {"edges": tmp / f"edges.{fmt}"}
+    df.to_csv(files["edges"], index=False) if fmt == "csv" else df.to_parquet(files["edges"])
+    if d:
+        files["features"] = tmp / "x.npy"
+        np.save(files["features"], rng.normal(size=(n, d)))
+    if labels:
+        files["labels"] = tmp / "y.npy"
+        y = rng.integers(0, 4, n)
+        y[rng.random(n) < 0.1] = -1
+        np.save(files["labels"], y)
+        if split:
+            lab = np.flatnonzero(y >= 0)
+            files["split"] = tmp / "split.json"
+            files["split"].write_text(json.dumps({"train": lab[::3].tolist(), "val": lab[1::3].tolist(),
+                                                  "test": lab[2::3].tolist()}))
+    return files
+
+
+def _sorted(e: np.ndarray) -> np.ndarray:
+    return e[:, np.lexsort((e[1], e[0]))]
+
+
+def _assert_same_graph(a, b) -> None:
+    assert a.num_nodes == b.num_nodes
+    for name in ("x", "y", "train_mask", "val_mask", "test_mask"):
+        va, vb = getattr(a, name), getattr(b, name)
+        assert (va is None) == (vb is None), name
+        if va is not None:
+            assert va.dtype == vb.dtype and np.array_equal(va, vb), name
+    for name in ("edges_public", "edges_private"):
+        assert np.array_equal(_sorted(getattr(a, name)), _sorted(getattr(b, name))), name
+
+
+def _generic(files: dict[str, Path], **kw):
+    """What load_generic (and the split file) give for ``files``."""
+    g = load_generic(files["edges"], features=files.get("features"), labels=files.get("labels"), **kw)
+    if "split" in files:
+        tr, va, te = read_node_split(files["split"], g.num_nodes, g.labelled())
+        g = g.replace(train_mask=tr, val_mask=va, test_mask=te)
+    return g
+
+
+def _write(files: dict[str, Path], dest: Path, **kw):
+    return write_partitioned_graph(files["edges"], features=files.get("features"), labels=files.get("labels"),
+                                   split=files.get("split"), destination=dest, **kw)
+
+
+def _message(fn, *args, **kw) -> str:
+    with pytest.raises(GraphValidationError) as info:
+        fn(*args, **kw)
+    return str(info.value)
+
+
+# -- the same graph as the generic loader ---------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_the_same_arrays_as_load_generic_over_ranges(tmp_path, fmt, monkeypatch):
+    monkeypatch.setattr(partitioned_writer, "BATCH_ROWS", 64)  # several batches per file
+    monkeypatch.setattr(partitioned_writer, "CSV_BLOCK_BYTES", 1024)
+    files = _files(tmp_path, fmt=fmt)
+    graph = _write(files, tmp_path / "g", range_size=10)  # 103 nodes: 10 ranges of 10 and one of 3
+    assert (graph.num_nodes, graph.num_ranges, graph.range_size) == (103, 11, 10)
+    _assert_same_graph(load_partitioned_graph(tmp_path / "g"), _generic(files))
+    opened = open_partitioned_graph(tmp_path / "g")
+    assert opened == graph.__class__(**{**graph.__dict__, "path": str(tmp_path / "g")})
+    meta = json.loads((tmp_path / "g" / "graph.json").read_text())
+    assert meta["format"] == FORMAT and meta["num_features"] == 5 and meta["has_split"] is True
+    assert meta["source"] == {"edges": files["edges"].name, "features": "x.npy", "labels": "y.npy", "split": "split.json"}
+    assert meta["num_classes"] == int(np.load(files["labels"]).max()) + 1
+    last = read_node_range(opened, 10)
+    assert last["id"].tolist() == [100, 101, 102] and last["x"].shape == (3, 5) and last["x"].dtype == np.float32
+    for i in range(opened.num_ranges):
+        e, private = read_edge_range(opened, i)
+        assert ((e[0] >= 10 * i) & (e[0] < 10 * i + 10) & (e[0] < e[1])).all() and private.dtype == bool
+        assert np.array_equal(e, _sorted(e))
+    assert set(read_node_range(opened, 3, columns=["y"])) == {"y"}
+
+
+def test_the_fast_csv_read_names_the_same_lines_as_the_exact_one(tmp_path, monkeypatch):
+    """A blank line sends the read to the csv module; both name the file's lines the same way."""
+    monkeypatch.setattr(partitioned_writer, "CSV_BLOCK_BYTES", 64)
+    fast = tmp_path / "fast.csv"
+    fast.write_text("src,dst\n" + "".join(f"{i},{i + 1}\n" for i in range(30)) + "7,6\n")
+    exact = tmp_path / "exact.csv"
+    exact.write_text("src,dst\n" + "".join(f"{i},{i + 1}\n" for i in range(30)) + "\n7,6\n")
+    used = []
+    real = partitioned_writer._csv_exact
+    monkeypatch.setattr(partitioned_writer, "_csv_exact", lambda *a: used.append(a) or real(*a))
+    for path, exact_read, line in ((fast, False, 32), (exact, True, 33)):
+        used.clear()
+        msg = _message(write_partitioned_graph, path, destination=tmp_path / path.stem)
+        assert msg == _message(load_generic, path) and f"lines [{line}]" in msg and "which repeats" in msg
+        assert bool(used) is exact_read
+        assert not (tmp_path / path.stem).exists()
+
+
+def test_no_features_no_labels_no_flag(tmp_path):
+    files = _files(tmp_path, n=40, m=60, d=0, labels=False, flag=False)
+    graph = _write(files, tmp_path / "g", range_size=7)
+    assert (graph.num_features, graph.has_labels, graph.num_classes, graph.private_column) == (0, False, None, None)
+    assert set(read_node_range(graph, 0)) == {"id"}
+    assert not read_edge_range(graph, 0)[1].any()
+    _assert_same_graph(load_partitioned_graph(graph.path), _generic(files))
+    with pytest.raises(ValueError, match="no node column"):
+        read_node_range(graph, 0, columns=["x"])
+    with pytest.raises(IndexError):
+        read_node_range(graph, graph.num_ranges)
+
+
+def test_tables_read_whole_id_label_labels_and_parquet_features(tmp_path):
+    files = _files(tmp_path, n=50, m=80, labels=False, d=0)
+    rng = np.random.default_rng(2)
+    files["features"] = tmp_path / "x.parquet"
+    pd.DataFrame(rng.normal(size=(50, 3)), columns=["a", "b", "c"]).to_parquet(files["features"])
+    files["labels"] = tmp_path / "labels.csv"
+    files["labels"].write_text("id,label\n" + "".join(f"{i},{i % 3}\n" for i in range(0, 50, 2)))
+    graph = _write(files, tmp_path / "g", range_size=16)
+    assert graph.num_classes == 3
+    _assert_same_graph(load_partitioned_graph(graph.path), _generic(files))
+
+
+# -- errors: the generic loader's one-line messages -----------------------------------------------
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_duplicate_in_the_other_direction_in_another_batch_is_refused(tmp_path, fmt, monkeypatch):
+    monkeypatch.setattr(partitioned_writer, "BATCH_ROWS", 4)
+    monkeypatch.setattr(partitioned_writer, "CSV_BLOCK_BYTES", 64)
+    e = [[i + 1, i] for i in range(29)] + [[3, 25]]  # (25, 3) early, (3, 25) in the last batch, other ranges
+    e.insert(2, [25, 3])
+    df = pd.DataFrame(e, columns=["src", "dst"])
+    path = tmp_path / f"edges.{fmt}"
+    df.to_csv(path, index=False) if fmt == "csv" else df.to_parquet(path)
+    msg = _message(write_partitioned_graph, path, destination=tmp_path / "g", range_size=10)
+    assert msg == _message(load_generic, path) and "duplicate edges" in msg and str(path) in msg
+    assert "\n" not in msg and not (tmp_path / "g").exists() and not (tmp_path / ".g.tmp").exists()
+
+
+@pytest.mark.parametrize("text, what", [
+    ("src,dst\n0,1\n2,x\n", "non-integer values"),
+    ("src,dst\n0,1\n2,\n", "missing values"),
+    ("src,dst\n0,1\n2,3,4\n", "expected 2 fields"),
+    ("src,dst,private\n0,1,true\n2,3,maybe\n", "expected booleans"),
+    ("src,dst\n0,1\n2,2\n", "self-loops"),
+    ("src,dst\n0,1\n-2,3\n", "out of range"),
+    ("src,dst\n", "empty graph"),
+])
+def test_bad_csv_rows_get_the_loaders_message(tmp_path, text, what):
+    path = tmp_path / "edges.csv"
+    path.write_text(text)
+    msg = _message(write_partitioned_graph, path, destination=tmp_path / "g")
+    assert msg == _message(load_generic, path) and what in msg and str(path) in msg and "\n" not in msg
+
+
+def test_bad_types_and_values_name_the_file(tmp_path):
+    files = _files(tmp_path, n=30, m=40, labels=False, split=False)
+    bad = tmp_path / "float.parquet"
+    pd.DataFrame({"src": [0.0, 1.0], "dst": [1.0, 2.0]}).to_parquet(bad)
+    assert "has type double, expected integers" in _message(write_partitioned_graph, bad, destination=tmp_path / "a")
+    nulls = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"src": pa.array([0, None, 2], pa.int64()), "dst": pa.array([1, 2, 3], pa.int64())}), nulls)
+    msg = _message(write_partitioned_graph, nulls, destination=tmp_path / "a")
+    assert msg == _message(load_generic, nulls) and "rows [1] (0-based row indices)" in msg
+    x = np.load(files["features"])
+    x[25, 2] = np.nan
+    np.save(files["features"], x)
+    msg = _message(_write, files, tmp_path / "b", range_size=10)  # found in range 2, named by its file row
+    assert msg == _message(load_generic, files["edges"], features=files["features"]) and "rows [25]" in msg
+    np.save(tmp_path / "y.npy", np.where(np.arange(30) == 17, 1.5, 1.0))
+    msg = _message(write_partitioned_graph, files["edges"], labels=tmp_path / "y.npy", destination=tmp_path / "c",
+                   range_size=10)
+    assert msg == _message(load_generic, files["edges"], labels=tmp_path / "y.npy") and "rows [17]" in msg
+    assert not any(p.name.startswith((".a", ".b", ".c", "a", "b", "c")) for p in tmp_path.iterdir())
+    with pytest.raises(DatasetNotFoundError, match="split file not found"):
+        write_partitioned_graph(files["edges"], split=tmp_path / "none.json", destination=tmp_path / "d")
+
+
+def test_ids_that_do_not_number_the_nodes_are_refused_as_the_loader_does(tmp_path):
+    path = tmp_path / "edges.csv"
+    path.write_text("src,dst\n0,1\n2,5000000\n3,4\n")
+    msg = _message(write_partitioned_graph, path, destination=tmp_path / "g")
+    assert msg == _message(load_generic, path) and "makes 5000001 nodes" in msg
+    msg = _message(write_partitioned_graph, path, num_nodes=10, destination=tmp_path / "g")
+    assert msg == _message(load_generic, path, num_nodes=10) and "out of range [0, 10)" in msg
+
+
+# -- all or nothing, never overwrite, owner only ---------------------------------------------------
+@pytest.mark.parametrize("exc", [RuntimeError("disk on fire"), KeyboardInterrupt()])
+def test_an_interrupted_write_leaves_no_destination(tmp_path, monkeypatch, exc):
+    files = _files(tmp_path)
+    real, calls = partitioned_writer._edge_table, []
+
+    def failing(spill, i, *a):
+        calls.append(i)
+        if i == 4:
+            raise exc
+        return real(spill, i, *a)
+
+    monkeypatch.setattr(partitioned_writer, "_edge_table", failing)
+    with pytest.raises(type(exc)):
+        _write(files, tmp_path / "g", range_size=10)
+    assert calls == [0, 1, 2, 3, 4]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in files.values())
+
+
+def test_an_existing_destination_is_never_overwritten(tmp_path):
+    files = _files(tmp_path, n=30, m=40)
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / "mine.txt").write_text("keep")
+    with pytest.raises(ConfigError, match="never overwrites"):
+        _write(files, tmp_path / "g")
+    assert [p.name for p in (tmp_path / "g").iterdir()] == ["mine.txt"]
+    (tmp_path / ".h.tmp").mkdir()
+    with pytest.raises(ConfigError, match="another ingest"):
+        _write(files, tmp_path / "h")
+    assert (tmp_path / ".h.tmp").exists() and not (tmp_path / "h").exists()
+    with pytest.raises(ConfigError, match="range_size"):
+        _write(files, tmp_path / "i", range_size=0)
+
+
+def test_files_are_private_to_the_owner(tmp_path):
+    graph = _write(_files(tmp_path, n=30, m=40), tmp_path / "g", range_size=8)
+    root = Path(graph.path)
+    modes = {p.relative_to(root).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in [root, *root.rglob("*")]}
+    assert modes.pop(".") == 0o700 and modes.pop("nodes") == 0o700 and modes.pop("edges") == 0o700
+    assert set(modes.values()) == {0o600} and len(modes) == 1 + 2 * graph.num_ranges
+
+
+# -- the reader refuses what is not the format ----------------------------------------------------
+def test_the_reader_refuses_what_is_not_the_format(tmp_path):
+    graph = _write(_files(tmp_path, n=30, m=40), tmp_path / "g", range_size=8)
+    root = Path(graph.path)
+    with pytest.raises(DatasetNotFoundError):
+        open_partitioned_graph(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    assert "graph.json: no such file" in _message(open_partitioned_graph, tmp_path / "empty")
+    meta = json.loads((root / "graph.json").read_text())
+    for change, expect in (({"format": "privgraph-partitioned-graph/2"}, "format"),
+                           ({"num_ranges": 3}, "'num_ranges' is 3"),
+                           ({"num_nodes": "30"}, "'num_nodes'")):
+        (root / "graph.json").write_text(json.dumps({**meta, **change}))
+        msg = _message(open_partitioned_graph, root)
+        assert expect in msg and str(root / "graph.json") in msg and "\n" not in msg
+    (root / "graph.json").write_text(json.dumps(meta))
+    e, p = read_edge_range(graph, 0)
+    pq.write_table(pa.table({"src": e[0][::-1], "dst": e[1][::-1], "private": p[::-1]}), root / range_file("edges", 0))
+    assert "out of (src, dst) order" in _message(read_edge_range, graph, 0)
+    pq.write_table(pa.table({"src": [0], "dst": [0], "private": [False]}), root / range_file("edges", 0))
+    assert "src < dst" in _message(read_edge_range, graph, 0)
+    nodes = pq.read_table(root / range_file("nodes", 1))
+    pq.write_table(nodes.slice(1), root / range_file("nodes", 1))
+    assert "7 rows; range 1 holds nodes 8..15" in _message(read_node_range, graph, 1)
+    (root / range_file("nodes", 2)).unlink()
+    assert range_file("nodes", 2) in _message(read_node_range, graph, 2)
+
+
+# -- the command ----------------------------------------------------------------------------------
+def test_the_ingest_command_prints_public_metadata_only_and_fails_in_one_line(tmp_path):
+    files = _files(tmp_path, n=60, m=90)
+    cmd = [sys.executable, "-m", "privgraph.cli", "ingest", str(files["edges"]), str(tmp_path / "g"),
+           "--features", str(files["features"]), "--labels", str(files["labels"]), "--split", str(files["split"]),
+           "--range-size", "25"]
+    env = {**os.environ, "COLUMNS": "200"}
+    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert re.fullmatch(rf"ingested 60 nodes in 3 range\(s\) of up to 25 into {re.escape(str(tmp_path / 'g'))} "
+                        r"\(\d+\.\d s\)\n", r.stdout), r.stdout
+    assert r.stderr.splitlines() == ["edges read and routed to their ranges", "3 ranges of up to 25 nodes written"]
+    _assert_same_graph(load_partitioned_graph(tmp_path / "g"), _generic(files))
+    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.startswith("error: ") and "never overwrites" in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+# -- real data -------------------------------------------------------------------------------------
+@pytest.mark.dataset
+def test_cora_through_the_generic_files(tmp_path, cora_root):
+    from privgraph.ingest.datasets import load_dataset
+
+    cora = load_dataset("cora", root=cora_root, rho=0.2)
+    files = {"edges": tmp_path / "edges.parquet", "features": tmp_path / "x.npy", "labels": tmp_path / "y.npy",
+             "split": tmp_path / "split.csv"}
+    e = np.concatenate([cora.edges_public[::-1], cora.edges_private], axis=1)  # public ones as (v, u)
+    flags = np.r_[np.zeros(cora.edges_public.shape[1], bool), np.ones(cora.edges_private.shape[1], bool)]
+    pd.DataFrame({"src": e[0], "dst": e[1], "secret": flags}).to_parquet(files["edges"])
+    np.save(files["features"], cora.x)
+    np.save(files["labels"], cora.y)
+    part = np.select([cora.train_mask, cora.val_mask, cora.test_mask], ["train", "val", "test"], "")
+    pd.DataFrame({"split": part}).to_csv(files["split"], index=False)
+    graph = _write(files, tmp_path / "cora", range_size=1000, private_column="secret")
+    assert (graph.num_nodes, graph.num_ranges, graph.num_features) == (2708, 3, 1433)
+    loaded = load_partitioned_graph(graph.path)
+    _assert_same_graph(loaded, _generic(files, private_column="secret"))
+    _assert_same_graph(loaded, cora)
