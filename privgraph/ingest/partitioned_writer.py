@@ -48,8 +48,8 @@ __all__ = ["write_partitioned_graph"]
 SPILL = np.dtype([("u", "<i8"), ("v", "<i8"), ("row", "<i8"), ("p", "?")])
 INVALID = "invalid"  # the fragment of edges out of range or self-loops, checked once n is known
 #: rows per edge batch (Parquet), bytes per CSV block (about a million rows either way)
-BATCH_ROWS = 1 << 20
-CSV_BLOCK_BYTES = 1 << 24
+BATCH_ROWS = 1 << 18
+CSV_BLOCK_BYTES = 1 << 22
 
 
 # -- sources: the input files, read a piece at a time ---------------------------------------------
