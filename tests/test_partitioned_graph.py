@@ -165,6 +165,9 @@ def test_tables_read_whole_id_label_labels_and_parquet_features(tmp_path):
     graph = _write(files, tmp_path / "g", range_size=16)
     assert graph.num_classes == 3
     _assert_same_graph(load_partitioned_graph(graph.path), _generic(files))
+    files["features"] = tmp_path / "fortran.npy"  # columns contiguous: read through a memory map
+    np.save(files["features"], np.asfortranarray(np.random.default_rng(3).normal(size=(50, 4))))
+    _assert_same_graph(load_partitioned_graph(_write(files, tmp_path / "f", range_size=16).path), _generic(files))
 
 
 # -- errors: the generic loader's one-line messages -----------------------------------------------

@@ -12,8 +12,9 @@ Layout of a graph directory (the exact format: docs/partitioned-input.md, Format
 :func:`~privgraph.ingest.partitioned_writer.write_partitioned_graph` writes one from the generic
 loader's files in bounded memory; a user's own ETL may write one too. The reader checks what a
 range holds against ``graph.json`` (ids, types, order) and names the file in a one-line
-:class:`~privgraph.errors.GraphValidationError` otherwise. Paths: local directories; the I/O goes
-through ``pyarrow.fs`` (``FileSystem.from_uri``), so a URI names the graph the same way.
+:class:`~privgraph.errors.GraphValidationError` otherwise. Paths: local directories (what is
+tested); every read goes through ``pyarrow.fs`` (``FileSystem.from_uri`` for a URI), so that an
+object store can follow.
 """
 
 from __future__ import annotations

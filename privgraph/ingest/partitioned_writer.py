@@ -214,7 +214,6 @@ class _Spill:
     root: Path
     range_size: int
     known_n: int | None
-    rows: int = 0
     max_id: tuple[int, int, int] | None = None  # (largest id, column 0 src / 1 dst, its first source row)
     invalid: int = 0
 
@@ -233,7 +232,6 @@ class _Spill:
         rec = np.empty(u.size, SPILL)
         rec["u"], rec["v"], rec["row"] = u, v, batch.rows
         rec["p"] = False if batch.private is None else batch.private
-        self.rows += u.size
         if not u.size:
             return
         self._track_max(u, v, batch.rows)
@@ -268,8 +266,7 @@ class _Spill:
 # -- arguments, destination -----------------------------------------------------------------------
 def _check_arguments(edges: Any, features: Any, labels: Any, split: Any, num_nodes: Any, private_column: Any,
                      destination: Any, range_size: Any) -> _Inputs:
-    """The files exist, the arguments have their types, the headers pass :func:`check_generic_files`
-    and the destination is free (nothing there, nor a temporary directory of another ingest)."""
+    """The files exist, the arguments have their types and the headers pass :func:`check_generic_files`."""
     if isinstance(range_size, bool) or not isinstance(range_size, (int, np.integer)) or not 1 <= range_size <= MAX_NODES:
         raise ConfigError(f"range_size must be an int in 1..{MAX_NODES}, got {range_size!r}")
     ins = _Inputs(
@@ -283,16 +280,26 @@ def _check_arguments(edges: Any, features: Any, labels: Any, split: Any, num_nod
     _check_load_arguments(num_nodes, private_column)
     check_generic_files(ins.edges, features=ins.features, labels=ins.labels, num_nodes=num_nodes,
                         private_column=private_column)
-    for p in (ins.destination, _temporary(ins.destination)):
-        if os.path.lexists(p):
-            why = "" if p == ins.destination else (
-                " (another ingest is writing it, or one was interrupted: remove it when none runs)")
-            raise ConfigError(f"{p} exists{why}; an ingest never overwrites: choose a new destination")
     return ins
 
 
-def _temporary(destination: Path) -> Path:
-    return destination.with_name(f".{destination.name}.tmp")
+def _refuse_existing(path: Path, why: str = "") -> None:
+    raise ConfigError(f"{path} exists{why}; an ingest never overwrites: choose a new destination")
+
+
+def _claim(destination: Path) -> Path:
+    """Create ``.<name>.tmp`` beside ``destination`` (0700, exclusively) and return it; refuse an
+    existing destination, or a temporary directory of another (or an interrupted) ingest."""
+    tmp = destination.with_name(f".{destination.name}.tmp")
+    if os.path.lexists(destination):
+        _refuse_existing(destination)
+    mkdir_private(tmp.parent)
+    try:
+        tmp.mkdir(mode=0o700)
+    except FileExistsError:
+        _refuse_existing(tmp, " (another ingest is writing it, or one was interrupted: remove it when none runs)")
+    tmp.chmod(0o700)
+    return tmp
 
 
 # -- nodes ----------------------------------------------------------------------------------------
@@ -541,8 +548,7 @@ def write_partitioned_graph(
     """
     say = progress or (lambda line: None)
     ins = _check_arguments(edges, features, labels, split, num_nodes, private_column, destination, range_size)
-    tmp = _temporary(ins.destination)
-    mkdir_private(tmp)
+    tmp = _claim(ins.destination)
     try:
         nodes = _open_nodes(ins)
         known = ins.num_nodes if ins.num_nodes is not None else nodes.rows()
@@ -568,7 +574,7 @@ def write_partitioned_graph(
         shutil.rmtree(tmp / ".spill")
         write_private_file(tmp / GRAPH_FILE, (json.dumps(graph.metadata(), indent=2) + "\n").encode())
         if os.path.lexists(ins.destination):
-            raise ConfigError(f"{ins.destination} exists; an ingest never overwrites: choose a new destination")
+            _refuse_existing(ins.destination)
         os.rename(tmp, ins.destination)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
