@@ -191,6 +191,7 @@ def test_a_duplicate_in_the_other_direction_in_another_batch_is_refused(tmp_path
     ("src,dst\n0,1\n2,3,4\n", "expected 2 fields"),
     ("src,dst,private\n0,1,true\n2,3,maybe\n", "expected booleans"),
     ("src,dst\n0,1\n2,2\n", "self-loops"),
+    ("src,dst\n1,1\n", "self-loops"),
     ("src,dst\n0,1\n-2,3\n", "out of range"),
     ("src,dst\n", "empty graph"),
 ])

@@ -241,11 +241,13 @@ class _Spill:
             self.invalid += int(bad.sum())
             self._append(INVALID, rec[bad])
             rec, lo = rec[~bad], lo[~bad]
+            if not rec.size:
+                return
         r = lo // self.range_size
         order = np.argsort(r, kind="stable")
         rec, r = rec[order], r[order]
         cuts = np.flatnonzero(np.diff(r)) + 1
-        for part, key in zip(np.split(rec, cuts), r[np.concatenate([[0], cuts])] if r.size else [], strict=True):
+        for part, key in zip(np.split(rec, cuts), r[np.concatenate([[0], cuts])], strict=True):
             self._append(int(key), part)
 
     def _track_max(self, u: np.ndarray, v: np.ndarray, rows: np.ndarray) -> None:
