@@ -304,6 +304,28 @@ def test_the_reader_refuses_what_is_not_the_format(tmp_path):
     assert range_file("nodes", 2) in _message(read_node_range, graph, 2)
 
 
+def test_a_graph_in_an_s3_bucket_reads_the_same(tmp_path, moto_endpoint, monkeypatch):
+    import boto3
+
+    for k, v in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"), ("AWS_DEFAULT_REGION", "us-east-1")):
+        monkeypatch.setenv(k, v)
+    graph = _write(_files(tmp_path, n=40, m=70), tmp_path / "g", range_size=16)
+    s3 = boto3.client("s3", endpoint_url=moto_endpoint)
+    s3.create_bucket(Bucket="privgraph-partitioned")
+    for p in Path(graph.path).rglob("*"):
+        if p.is_file():
+            s3.upload_file(str(p), "privgraph-partitioned", "graphs/g/" + p.relative_to(graph.path).as_posix())
+    query = f"?endpoint_override={moto_endpoint.removeprefix('http://')}&scheme=http"
+    remote = open_partitioned_graph(f"s3://privgraph-partitioned/graphs/g{query}")
+    assert remote.metadata() == graph.metadata()
+    _assert_same_graph(load_partitioned_graph(remote.path), load_partitioned_graph(graph.path))
+    s3.delete_object(Bucket="privgraph-partitioned", Key="graphs/g/" + range_file("edges", 1))
+    msg = _message(read_edge_range, remote, 1)
+    assert msg.startswith(f"s3://privgraph-partitioned/graphs/g/{range_file('edges', 1)}: no such file")
+    with pytest.raises(DatasetNotFoundError, match=r"not found: s3://privgraph-partitioned/nothing$"):
+        open_partitioned_graph(f"s3://privgraph-partitioned/nothing{query}")
+
+
 # -- the command ----------------------------------------------------------------------------------
 def test_the_ingest_command_prints_public_metadata_only_and_fails_in_one_line(tmp_path):
     files = _files(tmp_path, n=60, m=90)

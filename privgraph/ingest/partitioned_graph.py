@@ -12,9 +12,9 @@ Layout of a graph directory (the exact format: docs/partitioned-input.md, Format
 :func:`~privgraph.ingest.partitioned_writer.write_partitioned_graph` writes one from the generic
 loader's files in bounded memory; a user's own ETL may write one too. The reader checks what a
 range holds against ``graph.json`` (ids, types, order) and names the file in a one-line
-:class:`~privgraph.errors.GraphValidationError` otherwise. Paths: local directories (what is
-tested); every read goes through ``pyarrow.fs`` (``FileSystem.from_uri`` for a URI), so that an
-object store can follow.
+:class:`~privgraph.errors.GraphValidationError` otherwise. Paths: local directories or URIs
+that ``pyarrow.fs.FileSystem.from_uri`` opens (tested: ``s3://bucket/prefix?endpoint_override=...``
+against an S3 server); the writer writes local directories only.
 """
 
 from __future__ import annotations
@@ -122,19 +122,25 @@ def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(path))
 
 
+def _named(path: str, name: str) -> str:
+    """``name`` inside the graph at ``path``, for a message (a URI's query string left out)."""
+    return f"{path.partition('?')[0].rstrip('/')}/{name}"
+
+
 def _read_metadata(path: str) -> dict[str, Any]:
     """``graph.json`` of the graph at ``path``, parsed (one-line errors naming the file)."""
     fs, root = _filesystem(path)
-    where = f"{path.rstrip('/')}/{GRAPH_FILE}"
+    where = _named(path, GRAPH_FILE)
     info = fs.get_file_info(root)
     if info.type == pafs.FileType.NotFound:
-        raise DatasetNotFoundError(f"partitioned graph not found: {path}")
+        raise DatasetNotFoundError(f"partitioned graph not found: {path.partition('?')[0]}")
     try:
         with fs.open_input_stream(f"{root}/{GRAPH_FILE}") as f:
             raw = f.read()
     except FileNotFoundError:
         raise GraphValidationError(
-            f"{where}: no such file; {path} is not a partitioned graph (an interrupted ingest leaves none)") from None
+            f"{where}: no such file; {path.partition('?')[0]} is not a partitioned graph (an interrupted ingest "
+            "leaves none)") from None
     try:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -175,7 +181,7 @@ def open_partitioned_graph(path: str | os.PathLike[str]) -> PartitionedGraph:
     """
     path = os.fspath(path)
     doc = _read_metadata(path)
-    where = f"{path.rstrip('/')}/{GRAPH_FILE}"
+    where = _named(path, GRAPH_FILE)
     n = _int_field(doc, "num_nodes", where, 1)
     size = _int_field(doc, "range_size", where, 1)
     ranges = _int_field(doc, "num_ranges", where, 1)
@@ -204,7 +210,7 @@ def _read_range_table(graph: PartitionedGraph, kind: str, i: int, columns: Seque
     """Range ``i``'s ``kind`` file as a table of ``columns`` (read on this thread), and its name."""
     fs, root = _filesystem(graph.path)
     name = range_file(kind, i)
-    where = f"{graph.path.rstrip('/')}/{name}"
+    where = _named(graph.path, name)
     try:
         with fs.open_input_file(f"{root}/{name}") as f:
             pf = pq.ParquetFile(f, pre_buffer=False)
