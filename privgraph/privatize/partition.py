@@ -23,13 +23,17 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import IO, Literal
+from collections.abc import Callable
+from typing import IO, Any, Literal
 
 import numpy as np
 
 from privgraph.graph import GraphData
 
-__all__ = ["Partitioning", "metis_membership", "partition_graph"]
+__all__ = [
+    "Partitioning", "check_partition_arguments", "metis_membership", "partition_assignment", "partition_graph",
+    "public_csr",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,19 +184,54 @@ def metis_membership(xadj: np.ndarray, adjncy: np.ndarray, num_parts: int) -> np
     return _METIS.part_graph(xadj, adjncy, int(num_parts))
 
 
-def _metis_parts(graph: GraphData, num_parts: int) -> np.ndarray:
-    n = graph.num_nodes
-    e = graph.edges_public
+def public_csr(edges_public: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR METIS is given (int32 ``xadj`` ``[n + 1]``, ``adjncy`` ``[2 m]``): both directions of
+    each public edge, rows in node order, within a row the edges' order (first as ``u``, then as
+    ``v``): the same edges in another order may give another partition."""
+    e = edges_public
     src = np.concatenate([e[0], e[1]])
     dst = np.concatenate([e[1], e[0]])
     order = np.argsort(src, kind="stable")
     adjncy = dst[order].astype(np.int32)
-    xadj = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.bincount(src, minlength=n), out=xadj[1:])
-    assignment = metis_membership(xadj, adjncy, num_parts)
-    # METIS may leave a part empty on tiny or edgeless graphs: relabel to 0..P'-1 densely
+    xadj = np.zeros(num_nodes + 1, dtype=np.int32)
+    np.cumsum(np.bincount(src, minlength=num_nodes), out=xadj[1:])
+    return xadj, adjncy
+
+
+def _dense(assignment: np.ndarray) -> np.ndarray:
+    """The parts relabelled to ``0..P'-1`` in order (an empty part's label dropped), int64."""
     _, dense = np.unique(assignment, return_inverse=True)
     return dense.astype(np.int64)
+
+
+def check_partition_arguments(num_parts: Any, method: Any) -> None:
+    """Refuse a ``num_parts`` that is not an int >= 1 and a method other than metis or hash."""
+    if isinstance(num_parts, bool) or not isinstance(num_parts, (int, np.integer)) or num_parts < 1:
+        raise ValueError(f"num_parts must be an int >= 1, got {num_parts!r}")
+    if method not in ("metis", "hash"):
+        raise ValueError(f"method must be 'metis' or 'hash', got {method!r}")
+
+
+def partition_assignment(
+    num_nodes: int, num_parts: int, method: str, public_edges: Callable[[], np.ndarray]
+) -> tuple[np.ndarray, str]:
+    """The assignment (int64 ``[n]``) and the method used, as :func:`partition_graph` computes
+    them; ``public_edges()`` (the public edges ``[2, m]``) is called only when METIS may run
+    (``method == "metis"``, more than one part). Arguments are checked by the caller."""
+    n = num_nodes
+    p = int(min(num_parts, max(n, 1)))
+    if p == 1 or n == 0:
+        return np.zeros(n, dtype=np.int64), method
+    if method == "hash":
+        return _dense(_hash_parts(n, p)), method
+    edges = public_edges()
+    if edges.shape[1] == 0:
+        # METIS needs edges to be meaningful; with none, a hash split is as good and defined
+        return _hash_parts(n, p), "hash"
+    xadj, adjncy = public_csr(edges, n)
+    del edges
+    # METIS may leave a part empty on tiny or edgeless graphs: relabel to 0..P'-1 densely
+    return _dense(metis_membership(xadj, adjncy, p)), method
 
 
 def partition_graph(
@@ -208,19 +247,5 @@ def partition_graph(
 
     Runtime: O(n + m_pub) for both methods (METIS is near-linear).
     """
-    if isinstance(num_parts, bool) or not isinstance(num_parts, (int, np.integer)) or num_parts < 1:
-        raise ValueError(f"num_parts must be an int >= 1, got {num_parts!r}")
-    if method not in ("metis", "hash"):
-        raise ValueError(f"method must be 'metis' or 'hash', got {method!r}")
-    n = graph.num_nodes
-    p = int(min(num_parts, max(n, 1)))
-    if p == 1 or n == 0:
-        return Partitioning(np.zeros(n, dtype=np.int64), method)
-    if method == "hash":
-        assignment = _hash_parts(n, p)
-        _, assignment = np.unique(assignment, return_inverse=True)
-        return Partitioning(assignment.astype(np.int64), method)
-    if graph.edges_public.shape[1] == 0:
-        # METIS needs edges to be meaningful; with none, a hash split is as good and defined
-        return Partitioning(_hash_parts(n, p), "hash")
-    return Partitioning(_metis_parts(graph, p), method)
+    check_partition_arguments(num_parts, method)
+    return Partitioning(*partition_assignment(graph.num_nodes, num_parts, method, lambda: graph.edges_public))
