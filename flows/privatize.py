@@ -119,7 +119,7 @@ def _privatize_validate_stage(pipeline: str, cfg: Any, store_uri: str, graph: An
                 partitions=tuple(range(len(parts.parts))), params={"epsilon": theta_scores.guarantee.epsilon},
             ))
         policy = BudgetPolicy(cfg.budget, cfg.budget_delta)
-        report = validate(result.graph, result.ledger, policy, result.stats.get("feature_range"))
+        report = validate(result.graph, result.ledger, policy, result.stats.get("feature_range"), result.summaries)
         try:
             enforce(report)  # exit code 3, nothing written
         except BaseException:

@@ -61,6 +61,7 @@ from privgraph.guarantee import Scope
 from privgraph.privatize.parallel import Executor, map_partitions
 from privgraph.privatize.partition import Partitioning
 from privgraph.guarantee.private_files import mkdir_private, write_private_file
+from privgraph.privatize.summary import SUMMARY_FIELDS, release_summary
 from privgraph.privatize.release import PrivatizationResult, _features_part, _labels_part, label_selection, ledger_entry
 from privgraph.seeding import noise_generator, partition_seeds, stage_seed
 
@@ -217,6 +218,18 @@ def _combine_file_part(j: int, seed: np.random.SeedSequence, *, mechanism: Any, 
             "edges_sha256": _save(_part_dir(Path(out), j) / "edges_private.npy", released, hashed=True)}
 
 
+def _summary_file_part(i: int, seed: np.random.SeedSequence, *, source: str, out: str, num_nodes: int) -> dict[str, Any]:
+    """What the validation checkpoint reads of partition ``i`` of the release
+    (:func:`~privgraph.privatize.summary.release_summary`): its public and released edges, its
+    released feature rows (rows not privatized have no range to check). ``seed`` is unused."""
+    src, rel = _part_dir(Path(source), i), _part_dir(Path(out), i)
+    edges = [_load(src / "edges_public.npy")]
+    if (rel / "edges_private.npy").is_file():
+        edges.append(_load(rel / "edges_private.npy"))
+    x = _load(rel / "x.npy", mmap=True) if (rel / "x.npy").is_file() else None
+    return release_summary(np.concatenate(edges, axis=1), x, num_nodes)
+
+
 @dataclasses.dataclass(frozen=True)
 class PartitionedRelease:
     """A release written partition by partition under ``directory`` (read it back with
@@ -229,6 +242,11 @@ class PartitionedRelease:
     stats: dict[str, Any]
     release: dict[str, dict[str, Any]]
     parts: list[dict[str, Any]]
+
+    @property
+    def summaries(self) -> list[dict[str, Any]]:
+        """Per partition, the validation checkpoint's summary of its part of the release."""
+        return [{k: part[k] for k in SUMMARY_FIELDS} for part in self.parts]
 
 
 def runs_partitioned(edges: Any) -> bool:
@@ -333,6 +351,7 @@ def privatize_partitioned(
         if labels is not None:
             run(_labels_file_part, "labels", mechanism=labels)
             ledger.record(ledger_entry(f"{stage}.labels", labels, part_ids))
+        run(_summary_file_part, "summary", num_nodes=int(layout["num_nodes"]))  # no randomness drawn
     except BaseException:
         shutil.rmtree(dst, ignore_errors=True)
         raise
@@ -517,4 +536,4 @@ def privatize_through_files(
     if edges is not None:
         changes["edges_private"] = loaded.edges_private
     return PrivatizationResult(graph=graph.replace(**changes), ledger=res.ledger, stats=res.stats, release=res.release,
-                               parts=parts)
+                               parts=parts, summaries=res.summaries)

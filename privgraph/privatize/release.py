@@ -42,7 +42,10 @@ class PrivatizationResult:
 
     ``parts``: where the partitions' tasks wrote the version's objects into the store's parts
     area themselves (:func:`privgraph.privatize.partitioned.privatize_through_files`), their checksums by
-    name, for the stage step to commit; ``None`` when the client stores the graph.
+    name, for the stage step to commit; ``None`` when the client stores the graph. ``summaries``:
+    per partition, what the validation checkpoint reads of the release
+    (:func:`privgraph.privatize.summary.release_summary`, computed by the partitions' tasks);
+    ``None`` when the release is in this process (the checkpoint summarizes it whole).
     """
 
     graph: GraphData
@@ -51,6 +54,7 @@ class PrivatizationResult:
     private_record: dict[str, Any] = dataclasses.field(default_factory=dict)
     release: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     parts: dict[str, dict[str, Any]] | None = None
+    summaries: list[dict[str, Any]] | None = None
 
 
 def _features_part(x_rows: np.ndarray, seed: np.random.SeedSequence, *, mechanism: Any) -> np.ndarray:

@@ -8,7 +8,9 @@ published:
   :class:`~privgraph.guarantee.ledger.BudgetPolicy`; every scope that spends must have a cap, and
   spent <= cap; a scope spends delta > 0 only under its delta cap (``budget_delta``).
 * ``output``: the released edges are canonical (``0 <= src < dst < n``) and the released features
-  lie in the mechanisms' output range ([0, 1] for the feature mechanisms).
+  are finite and lie in the mechanisms' output range ([0, 1] for the feature mechanisms), checked
+  over one summary per partition of the release (:mod:`privgraph.privatize.summary`: computed
+  where the part is, so a partitioned release is never read back for it).
 
 The result is a JSON-safe :class:`ValidationReport` for the manifest; ``ValidationFailedError``
 (exit code 3) is raised by :func:`enforce` when it failed.
@@ -19,16 +21,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from privgraph.guarantee.ledger import BudgetPolicy, PrivacyLedger
 from privgraph.errors import ValidationFailedError
 from privgraph.graph import GraphData
+from privgraph.privatize.summary import SUMMARY_FIELDS, release_summary
 
-__all__ = ["ValidationReport", "budget_failures", "run_checkpoint", "enforce"]
+__all__ = ["ValidationReport", "budget_failures", "run_checkpoint", "run_checkpoint_from_summaries", "enforce"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,53 +147,55 @@ def run_checkpoint(
     *,
     feature_range: tuple[float, float] | None = None,
 ) -> ValidationReport:
-    """Validate the budget spent and the released graph; nothing is raised here (see :func:`enforce`).
+    """Validate the budget spent and the released graph held in memory: the checkpoint over one
+    summary of the whole release (:func:`run_checkpoint_from_summaries`); nothing is raised here
+    (see :func:`enforce`). ``feature_range`` is the feature mechanism's output range when it has
+    one (FeatureRR's grid lies in [1/k, 1]); unbiased estimators (Laplace, Piecewise, ...) have none."""
+    summary = release_summary(graph.edges("all"), graph.x, graph.num_nodes)
+    return run_checkpoint_from_summaries([summary], ledger, policy, feature_range=feature_range)
 
-    ``feature_range`` is the feature mechanism's output range when it has one (FeatureRR's grid
-    lies in [1/k, 1]); unbiased estimators (Laplace, Piecewise, ...) have none.
-    """
+
+def run_checkpoint_from_summaries(
+    summaries: Sequence[Mapping[str, Any]],
+    ledger: PrivacyLedger,
+    policy: BudgetPolicy,
+    *,
+    feature_range: tuple[float, float] | None = None,
+) -> ValidationReport:
+    """The checkpoint over per-partition summaries of the release
+    (:func:`privgraph.privatize.summary.release_summary`, computed where each part is): the
+    ``budget`` suite over the ledger, ``output-edges`` (no edge out of ``[0, n)``, none with
+    ``dst <= src``) and, with ``feature_range``, ``output-features`` (every released entry finite
+    and inside the range) over one row per partition. The verdict equals the whole release's; a
+    failure's detail counts the failing partitions and shows their counts or extremes. Nothing is
+    raised here (see :func:`enforce`)."""
     import great_expectations as gx  # lazy: great_expectations, only where the checkpoint runs
 
     ctx = _context()
     budget = _budget_rows(ledger, policy)
     budget_df = pd.DataFrame(budget, columns=["scope", "kind", "spent", "cap", "delta_spent", "delta_cap"])
-    results = _run_suite(
-        ctx,
-        "budget",
-        budget_df,
-        [
-            gx.expectations.ExpectColumnValuesToNotBeNull(column="cap"),
-            gx.expectations.ExpectColumnValuesToNotBeNull(column="spent"),
-            gx.expectations.ExpectColumnValuesToBeBetween(column="spent", min_value=0),
-            gx.expectations.ExpectColumnPairValuesAToBeGreaterThanB(
-                column_A="cap", column_B="spent", or_equal=True
-            ),
-            gx.expectations.ExpectColumnPairValuesAToBeGreaterThanB(
-                column_A="delta_cap", column_B="delta_spent", or_equal=True
-            ),
-        ],
-    )
-    e = graph.edges("all")
-    edges_df = pd.DataFrame({"src": e[0], "dst": e[1]})
-    out_exp: list[Any] = [
-        gx.expectations.ExpectColumnValuesToBeBetween(column="src", min_value=0, max_value=graph.num_nodes - 1),
-        gx.expectations.ExpectColumnValuesToBeBetween(column="dst", min_value=0, max_value=graph.num_nodes - 1),
-        gx.expectations.ExpectColumnPairValuesAToBeGreaterThanB(column_A="dst", column_B="src"),
-    ]
-    results += _run_suite(ctx, "output-edges", edges_df, out_exp)
-    if feature_range is not None and graph.x is not None:
+    results = _run_suite(ctx, "budget", budget_df, [
+        gx.expectations.ExpectColumnValuesToNotBeNull(column="cap"),
+        gx.expectations.ExpectColumnValuesToNotBeNull(column="spent"),
+        gx.expectations.ExpectColumnValuesToBeBetween(column="spent", min_value=0),
+        gx.expectations.ExpectColumnPairValuesAToBeGreaterThanB(column_A="cap", column_B="spent", or_equal=True),
+        gx.expectations.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="delta_cap", column_B="delta_spent", or_equal=True),
+    ])
+    parts = pd.DataFrame([{"part": i, **{k: s.get(k) for k in SUMMARY_FIELDS}} for i, s in enumerate(summaries)],
+                         columns=["part", *SUMMARY_FIELDS])
+    results += _run_suite(ctx, "output-edges", parts, [
+        gx.expectations.ExpectColumnValuesToBeBetween(column="edges_out_of_range", min_value=0, max_value=0),
+        gx.expectations.ExpectColumnValuesToBeBetween(column="edges_not_increasing", min_value=0, max_value=0),
+    ])
+    rows = parts[parts["x_min"].notna() | (parts["x_nonfinite"] > 0)]
+    if feature_range is not None and len(rows):
         lo, hi = feature_range
-        # per-node min/max: the whole matrix need not be copied into a frame
-        feats_df = pd.DataFrame({"row_min": graph.x.min(1).astype(np.float64), "row_max": graph.x.max(1).astype(np.float64)})
-        results += _run_suite(
-            ctx,
-            "output-features",
-            feats_df,
-            [
-                gx.expectations.ExpectColumnValuesToBeBetween(column="row_min", min_value=lo, max_value=hi),
-                gx.expectations.ExpectColumnValuesToBeBetween(column="row_max", min_value=lo, max_value=hi),
-            ],
-        )
+        results += _run_suite(ctx, "output-features", rows.astype({"x_min": float, "x_max": float}), [
+            gx.expectations.ExpectColumnValuesToBeBetween(column="x_nonfinite", min_value=0, max_value=0),
+            gx.expectations.ExpectColumnValuesToBeBetween(column="x_min", min_value=lo, max_value=hi),
+            gx.expectations.ExpectColumnValuesToBeBetween(column="x_max", min_value=lo, max_value=hi),
+        ])
     for r in budget:  # JSON-safe: NaN is written as null
         for k in ("cap", "spent", "delta_cap", "delta_spent"):
             if r[k] != r[k]:
