@@ -261,6 +261,8 @@ def declare_public(name: str, cfg: PipelineConfig) -> Disclosure:
         private_edges_by: str | None = f"pipelines.{name}.dataset.rho"
     elif ds.rho is None and ds.name == "generic":
         private_edges_by = f"pipelines.{name}.dataset.options.edges"  # a private column may mark some
+    elif ds.rho is None and ds.name == "partitioned":
+        private_edges_by = f"pipelines.{name}.dataset.options.path"  # its edges' private flags
     elif ds.rho is None and ds.name == "images":
         private_edges_by = f"pipelines.{name}.dataset.options.path"  # edges.csv's private column
     elif ds.rho is None and ds.name == "photos" and ds.options.get("private_fraction", 0.3) > 0:
@@ -281,7 +283,7 @@ def declare_public(name: str, cfg: PipelineConfig) -> Disclosure:
         label_mask=None if cfg.labels is None else _label_masks(cfg.labels),
     )
     p = d.path
-    if private_edges_by is not None and cfg.edges is None and ds.name not in ("generic", "images"):
+    if private_edges_by is not None and cfg.edges is None and ds.name not in ("generic", "partitioned", "images"):
         share = ds.rho if ds.rho is not None else ds.options.get("private_fraction", 0.3)
         raise ConfigError(
             f"{private_edges_by}: makes {share:g} of the edges private, but {p('edges')} is not set: "

@@ -39,7 +39,7 @@ __all__ = [
     "mechanism_entry",
 ]
 
-KNOWN_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "generic", "sbm", "images", "photos")
+KNOWN_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "generic", "partitioned", "sbm", "images", "photos")
 #: datasets whose nodes are images: their features come from the ``embed`` stage
 IMAGE_DATASETS = ("images", "photos")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")

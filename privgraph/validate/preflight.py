@@ -23,6 +23,7 @@ from privgraph.config.pipeline import PipelineConfig
 from privgraph.errors import ClusterError, ConfigError, DatasetNotFoundError, ValidationFailedError
 from privgraph.ingest.datasets import SPLIT_FILE_OPTION, data_root
 from privgraph.ingest.datasets.generic import check_generic_files
+from privgraph.ingest.partitioned_graph import open_partitioned_graph
 from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.publish.storage import ArtifactStore, open_store
 from privgraph.guarantee.private_files import mkdir_private
@@ -69,13 +70,16 @@ def check_private_records(directory: str | os.PathLike[str]) -> None:
 def _check_dataset_files(cfg: PipelineConfig) -> None:
     """The files a ``generic`` dataset names exist and their headers fit (column names, ``.npy``
     shape and dtype, row counts: :func:`~privgraph.ingest.datasets.generic.check_generic_files`, no data
-    read), an ``images`` dataset's directory with its ``nodes.csv`` and ``edges.csv`` and any
-    dataset's split file exist; other loaders check their own."""
+    read), an ``images`` dataset's directory with its ``nodes.csv`` and ``edges.csv``, a
+    ``partitioned`` dataset's ``graph.json`` and any dataset's split file exist; other loaders
+    check their own."""
     ds = cfg.dataset
     root = Path(ds.root).expanduser() if ds.root else data_root()
     split = ds.options.get(SPLIT_FILE_OPTION)
     if split is not None and not (root / Path(str(split)).expanduser()).is_file():
         raise DatasetNotFoundError(f"dataset.options.split: file not found: {root / Path(str(split)).expanduser()}")
+    if ds.name == "partitioned" and ds.options.get("path") is not None:
+        open_partitioned_graph(root / Path(str(ds.options["path"])).expanduser())  # graph.json only
     if ds.name not in ("generic", "images"):
         return
     if ds.name == "images":

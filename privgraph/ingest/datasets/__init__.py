@@ -25,6 +25,7 @@ from privgraph.ingest.datasets.planetoid import load_planetoid
 from privgraph.ingest.datasets.split import random_node_split, read_node_split, split_public_private
 from privgraph.ingest.datasets.synthetic import sbm_graph
 from privgraph.ingest.datasets.tu import load_tu
+from privgraph.ingest.partitioned_graph import load_partitioned_graph
 from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
 
@@ -79,6 +80,12 @@ def _generic(root: Path, **options: Any) -> GraphData:
     return load_generic(files.pop("edges"), **files, **options)
 
 
+def _partitioned(root: Path, **options: Any) -> GraphData:
+    if options.get("path") is None:
+        raise ValueError("dataset 'partitioned' needs the option path=<partitioned graph directory (privgraph ingest)>")
+    return load_partitioned_graph(_under(root, options.pop("path")), **options)
+
+
 def _sbm(root: Path, **options: Any) -> GraphData:
     if "num_nodes" not in options:
         raise ValueError("dataset 'sbm' needs the option num_nodes=<int>")
@@ -106,6 +113,7 @@ DATASETS: dict[str, Callable[..., GraphData]] = {
     "pubmed": _planetoid("pubmed"),
     "facebook": lambda root, **options: load_musae_facebook(root, **options),
     "generic": _generic,
+    "partitioned": _partitioned,
     "sbm": _sbm,
     "images": _images,
     "photos": _photos,
@@ -129,6 +137,7 @@ _OPTION_SOURCES: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "pubmed": (load_planetoid, ("name", "root")),
     "facebook": (load_musae_facebook, ("root",)),
     "generic": (load_generic, ()),
+    "partitioned": (load_partitioned_graph, ()),
     "sbm": (sbm_graph, ()),
     "images": (load_image_graph, ()),
     "photos": (load_photo_graph, ()),
@@ -259,7 +268,9 @@ def load_dataset(
 
     Names: ``cora``, ``citeseer``, ``pubmed`` (Planetoid), ``facebook`` (MUSAE), ``generic``
     (options ``edges``, ``features``, ``labels``, ``num_nodes``, ``private_column``: see
-    :func:`load_generic`; relative file paths are read under the data root), ``sbm`` (options of
+    :func:`load_generic`; relative file paths are read under the data root), ``partitioned``
+    (option ``path``: a partitioned graph written by ``privgraph ingest``, read whole by
+    :func:`~privgraph.ingest.partitioned_graph.load_partitioned_graph`), ``sbm`` (options of
     :func:`sbm_graph`).
 
     With ``drop_cut_edges: true`` (every dataset) the edges between split parts are removed
