@@ -41,6 +41,7 @@ __all__ = [
     "GRAPH_FILE",
     "NODE_COLUMNS",
     "PartitionedGraph",
+    "graph_meta",
     "load_partitioned_graph",
     "node_schema",
     "open_partitioned_graph",
@@ -292,6 +293,22 @@ def read_edge_range(graph: PartitionedGraph, i: int) -> tuple[np.ndarray, np.nda
     return np.stack([src, dst]), private
 
 
+def graph_meta(graph: PartitionedGraph) -> dict[str, Any]:
+    """The ``meta`` of the GraphData that :func:`load_partitioned_graph` builds (the generic
+    loader's, with the partitioned graph as its source), from ``graph.json`` alone."""
+    meta: dict[str, Any] = {
+        "name": "partitioned",
+        "source": f"partitioned graph {graph.path}",
+        "files": dict(graph.source),
+        "private_column": graph.private_column,
+        "feature_bounds": None,
+        "feature_bounds_source": "none: the files define no bounds; configure public bounds",
+    }
+    if graph.has_split:
+        meta["split"] = f"split file {graph.source.get('split')}"
+    return meta
+
+
 def load_partitioned_graph(path: str | os.PathLike[str]) -> GraphData:
     """The whole partitioned graph at ``path`` as one GraphData (small graphs and tests): the same
     arrays as :func:`~privgraph.ingest.datasets.generic.load_generic` on the files it was written
@@ -306,17 +323,7 @@ def load_partitioned_graph(path: str | os.PathLike[str]) -> GraphData:
     edges = [read_edge_range(graph, i) for i in range(graph.num_ranges)]
     column = {c: np.concatenate([r[c] for r in nodes]) for c in graph.node_columns()}
     masks = {SPLIT_COLUMNS[c]: column[c] for c in SPLIT_COLUMNS if c in column}
-    meta = {
-        "name": "partitioned",
-        "source": f"partitioned graph {graph.path}",
-        "files": dict(graph.source),
-        "private_column": graph.private_column,
-        "feature_bounds": None,
-        "feature_bounds_source": "none: the files define no bounds; configure public bounds",
-    }
-    if graph.has_split:
-        meta["split"] = f"split file {graph.source.get('split')}"
     return GraphData.from_edges(
         graph.num_nodes, np.concatenate([e for e, _ in edges], axis=1), np.concatenate([p for _, p in edges]),
-        x=column.get("x"), y=column.get("y"), meta=meta, **masks,
+        x=column.get("x"), y=column.get("y"), meta=graph_meta(graph), **masks,
     )

@@ -35,7 +35,8 @@ import numpy as np
 
 from privgraph.graph import sorted_unique
 from privgraph.guarantee.private_files import mkdir_private, write_private_file
-from privgraph.ingest.partitioned_graph import SPLIT_COLUMNS, PartitionedGraph, read_edge_range, read_node_range
+from privgraph.ingest.partitioned_graph import (SPLIT_COLUMNS, PartitionedGraph, graph_meta, read_edge_range,
+                                                read_node_range)
 from privgraph.privatize.parallel import Executor, map_partitions
 from privgraph.privatize.partition import check_partition_arguments, partition_assignment
 from privgraph.privatize.partitioned import _ROW_FIELDS, FORMAT, _part_dir, _save
@@ -184,22 +185,6 @@ def _part_task(j: int, seed: np.random.SeedSequence, *, out: str, num_ranges: in
 
 
 # -- the whole input -------------------------------------------------------------------------------
-def _graph_meta(graph: PartitionedGraph) -> dict[str, Any]:
-    """The ``meta`` of :func:`~privgraph.ingest.partitioned_graph.load_partitioned_graph` (which
-    is ``load_generic``'s, with the partitioned graph as its source), from ``graph.json`` alone."""
-    meta = {
-        "name": "partitioned",
-        "source": f"partitioned graph {graph.path}",
-        "files": dict(graph.source),
-        "private_column": graph.private_column,
-        "feature_bounds": None,
-        "feature_bounds_source": "none: the files define no bounds; configure public bounds",
-    }
-    if graph.has_split:
-        meta["split"] = f"split file {graph.source.get('split')}"
-    return json.loads(json.dumps(meta, default=str))
-
-
 def _claim(root: Path) -> Path:
     """Create ``.<name>.tmp`` beside ``root`` (0700, exclusively) and return it."""
     if os.path.lexists(root):
@@ -230,7 +215,7 @@ def _write_input(graph: PartitionedGraph, num_parts: int, method: str, tmp: Path
     return {
         "format": FORMAT, "num_nodes": graph.num_nodes, "num_parts": parts["num_parts"],
         "partition_method": parts["method"], "partition_sizes": parts["sizes"],
-        "fields": fields, "private_nodes": found["private_nodes"], "meta": _graph_meta(graph),
+        "fields": fields, "private_nodes": found["private_nodes"], "meta": json.loads(json.dumps(graph_meta(graph), default=str)),
     }
 
 
