@@ -55,10 +55,16 @@ if TYPE_CHECKING:
     from privgraph.config.pipeline import PipelineConfig, PipelinesConfig
     from privgraph.ingest.scoring.config import PublicNodesConfig, ScoresConfig
 
-__all__ = ["Disclosure", "declare_public", "disclosure_of", "FINGERPRINT_FORMAT"]
+__all__ = ["Disclosure", "declare_public", "disclosure_of", "FINGERPRINT_FORMAT", "public_input_header"]
 
 #: The tag hashed first by :meth:`Disclosure.fingerprint` (bump when its input changes).
 FINGERPRINT_FORMAT = "privgraph.public-inputs/1"
+
+
+def public_input_header(name: str, dtype: Any, shape: tuple[int, ...]) -> bytes:
+    """What :meth:`Disclosure.fingerprint` hashes before the bytes of public input ``name``
+    (``|name|dtype|shape|``); shared with the streamed fingerprint of a partitioned graph."""
+    return f"|{name}|{np.dtype(dtype).str}|{[int(s) for s in shape]}|".encode()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +174,7 @@ class Disclosure:
         be a release of it: low-entropy inputs are recovered by trying candidates.)"""
         h = hashlib.sha256(FINGERPRINT_FORMAT.encode())
         for name, a in self.public_inputs(graph):
-            h.update(f"|{name}|{a.dtype.str}|{list(a.shape)}|".encode())
+            h.update(public_input_header(name, a.dtype, a.shape))
             h.update(a.tobytes())
         return h.hexdigest()
 
