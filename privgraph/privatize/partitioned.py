@@ -221,13 +221,16 @@ def _combine_file_part(j: int, seed: np.random.SeedSequence, *, mechanism: Any, 
 def _summary_file_part(i: int, seed: np.random.SeedSequence, *, source: str, out: str, num_nodes: int) -> dict[str, Any]:
     """What the validation checkpoint reads of partition ``i`` of the release
     (:func:`~privgraph.privatize.summary.release_summary`): its public and released edges, its
-    released feature rows (rows not privatized have no range to check). ``seed`` is unused."""
+    released feature rows (rows not privatized have no range to check), the labels the version
+    holds. ``seed`` is unused."""
     src, rel = _part_dir(Path(source), i), _part_dir(Path(out), i)
     edges = [_load(src / "edges_public.npy")]
     if (rel / "edges_private.npy").is_file():
         edges.append(_load(rel / "edges_private.npy"))
     x = _load(rel / "x.npy", mmap=True) if (rel / "x.npy").is_file() else None
-    return release_summary(np.concatenate(edges, axis=1), x, num_nodes)
+    y_dir = rel if (rel / "y.npy").is_file() else src
+    y = _load(y_dir / "y.npy") if (y_dir / "y.npy").is_file() else None
+    return release_summary(np.concatenate(edges, axis=1), x, num_nodes, y)
 
 
 @dataclasses.dataclass(frozen=True)

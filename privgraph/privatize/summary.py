@@ -19,15 +19,19 @@ import numpy as np
 __all__ = ["SUMMARY_FIELDS", "release_summary"]
 
 #: the keys of a summary (``None`` where a partition has no edges or no features)
-SUMMARY_FIELDS = ("release_edges", "edges_out_of_range", "edges_not_increasing", "x_min", "x_max", "x_nonfinite")
+SUMMARY_FIELDS = (
+    "release_edges", "edges_out_of_range", "edges_not_increasing", "x_min", "x_max", "x_nonfinite", "y_max",
+)
 
 
-def release_summary(edges: np.ndarray, x: np.ndarray | None, num_nodes: int) -> dict[str, Any]:
+def release_summary(edges: np.ndarray, x: np.ndarray | None, num_nodes: int,
+                    y: np.ndarray | None = None) -> dict[str, Any]:
     """Counts over ``edges`` (int ``[2, m]``: the part's released and public edges) and the range
     of ``x`` (its released feature rows, or None): ``release_edges`` (their count);
     ``edges_out_of_range`` (an end outside ``[0, num_nodes)``); ``edges_not_increasing``
     (``dst <= src``); ``x_min``, ``x_max`` (None without rows, or when some entry is NaN or
-    infinite: then ``x_nonfinite`` is 1, else 0). O(m + rows x d), no copy of ``x``."""
+    infinite: then ``x_nonfinite`` is 1, else 0); ``y_max`` (the largest label of ``y``, the
+    labels the version holds; None without): the manifest's class count. O(m + rows x d)."""
     e = np.asarray(edges)
     if e.ndim != 2 or e.shape[0] != 2:
         raise ValueError(f"edges must be [2, m], got shape {e.shape}")
@@ -44,4 +48,5 @@ def release_summary(edges: np.ndarray, x: np.ndarray | None, num_nodes: int) -> 
         "x_min": lo if finite else None,
         "x_max": hi if finite else None,
         "x_nonfinite": 0 if finite else 1,
+        "y_max": int(np.max(y)) if y is not None and y.size and y.ndim == 1 else None,
     }
