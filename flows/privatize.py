@@ -9,6 +9,9 @@ checkpoint stages nothing (with ``partitions.layout: files`` the partitions' tas
 their objects into a parts area of the store by then, which is removed); a failure after staging
 leaves no visible version and no record.
 
+A ``partitioned`` dataset in the files layout without evaluation takes the path of
+:mod:`flows.privatize_at_scale`: the graph is read by the executor's tasks only, never here.
+
 In the Prefect UI the run is ``<pipeline>``, renamed ``<pipeline>/<version>`` once the
 version is staged (Prefect's own closing log line keeps the first name: it never says "staging"
 after publishing), tagged ``privgraph``, ``pipeline:<name>``, ``mechanism:<name>``,
@@ -26,6 +29,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
+from flows.privatize_at_scale import privatize_at_scale, runs_at_scale
 from flows.reporting import label_flow_run, pipeline_tags, publish_ledger, publish_metrics
 from privgraph.config.disclosure import disclosure_of
 from privgraph.guarantee.ledger import BudgetPolicy, LedgerEntry
@@ -66,6 +70,8 @@ def privatize_flow(
         publish_ledger(pipeline, None, planned_ledger(cfg).to_dict(), None)
         raise
     root = as_seed_sequence(cfg.seed)  # None: fresh OS entropy; never written anywhere
+    if runs_at_scale(cfg, evaluate):  # a partitioned graph that only the executor's tasks read
+        return privatize_at_scale(pipeline, cfg, store_uri, disclosure, root)
 
     graph, embed_record = ingest_with_features(cfg)  # image graphs: ResNet-50 embeddings become the features
     if evaluate:  # labels and a split, or a one-line refusal before anything is privatized

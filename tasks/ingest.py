@@ -8,15 +8,24 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from privgraph.config.pipeline import DatasetConfig, GraphSetConfig
-from privgraph.ingest.datasets import load_dataset, load_graph_set
+from privgraph.ingest.datasets import data_root, load_dataset, load_graph_set
 from privgraph.ingest.datasets.graph_set import GraphSet
 from privgraph.graph import GraphData
+from privgraph.ingest.partitioned_graph import PartitionedGraph, open_partitioned_graph
 
 
 @task(name="ingest", cache_policy=NO_CACHE, persist_result=False)
 def ingest(dataset: DatasetConfig) -> GraphData:
     """Load the configured dataset (raw graph: never cached, never persisted)."""
     return load_dataset(dataset.name, **dataset.load_kwargs())
+
+
+@task(name="ingest", cache_policy=NO_CACHE, persist_result=False)
+def ingest_partitioned(dataset: DatasetConfig) -> PartitionedGraph:
+    """A partitioned dataset's metadata (``graph.json``): its ranges are read by the executor's
+    tasks, never here."""
+    root = Path(dataset.root).expanduser() if dataset.root else data_root()
+    return open_partitioned_graph(root / Path(str(dataset.options["path"])).expanduser())
 
 
 @task(name="ingest-graph-set", cache_policy=NO_CACHE, persist_result=False)

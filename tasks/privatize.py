@@ -1,22 +1,41 @@
-"""Privatize: run the configured mechanisms per partition on the pipeline's executor."""
+"""Privatize: run the configured mechanisms per partition on the pipeline's executor (a graph in
+this process, or a partitioned graph that only the executor's tasks read)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from privgraph.config.disclosure import Disclosure
 from privgraph.config.pipeline import PipelineConfig
 from privgraph.graph import GraphData
+from privgraph.ingest.partitioned_graph import PartitionedGraph
+from privgraph.ingest.partitioned_release import PartitionedGraphRelease, privatize_partitioned_graph
 from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.privatize.partition import Partitioning
 from privgraph.privatize.partitioned import privatize_through_files
 from privgraph.privatize.release import PrivatizationResult, privatize_graph
 from privgraph.publish.storage.parts import PartsArea
-from privgraph.publish.storage.private_record import private_refusals
+from privgraph.publish.input_digests import keyed_identity_of, public_fingerprint_of
+from privgraph.publish.storage.private_record import owner_key, private_refusals
 from tasks.observe import logged_executor
+from tasks.partition import describe_sizes
+
+
+def _mechanisms(config: PipelineConfig, theta: np.ndarray | None) -> tuple[Any, Any, Any]:
+    """The configured feature, edge and label mechanisms (None where a scope is not privatized);
+    ``theta`` sets FeatureRR's per-feature budget shares."""
+    fparams = None if config.features is None else config.features.params()
+    if theta is not None and fparams is not None:
+        fparams["theta"] = theta
+    features = None if config.features is None else build_mechanism(config.features.mechanism, fparams)
+    edges = None if config.edges is None else build_mechanism(config.edges.mechanism, config.edges.params())
+    labels = None if config.labels is None else build_mechanism(config.labels.mechanism, config.labels.params())
+    return features, edges, labels
 
 
 @task(name="privatize", cache_policy=NO_CACHE, persist_result=False)
@@ -34,12 +53,7 @@ def privatize(
     pipeline's, for the Dask dashboard's link artifact and the owner's record of a refusal.
     ``parts_area`` (layout ``files``): the store's area where the partitions' tasks write the
     version's objects themselves."""
-    fparams = None if config.features is None else config.features.params()
-    if theta is not None and fparams is not None:
-        fparams["theta"] = theta
-    features = None if config.features is None else build_mechanism(config.features.mechanism, fparams)
-    edges = None if config.edges is None else build_mechanism(config.edges.mechanism, config.edges.params())
-    labels = None if config.labels is None else build_mechanism(config.labels.mechanism, config.labels.params())
+    features, edges, labels = _mechanisms(config, theta)
     # a refusal's private detail goes to the owner's record here, before Prefect records (and may
     # persist) the failed task's exception: what leaves this task holds the shareable message only
     with private_refusals(config.private_records, name or "pipeline"), \
@@ -54,3 +68,32 @@ def privatize(
             graph, features=features, edges=edges, labels=labels, partitioning=partitioning,
             root_seed=root_seed, executor=ex, device=config.evaluate.device,
         )
+
+
+@task(name="privatize", cache_policy=NO_CACHE, persist_result=False)
+def privatize_partitioned(
+    graph: PartitionedGraph,
+    config: PipelineConfig,
+    root_seed: np.random.SeedSequence,
+    disclosure: Disclosure,
+    name: str,
+    parts_area: PartsArea,
+) -> tuple[PartitionedGraphRelease, str, str]:
+    """A partitioned graph, never read in this process: its partition, release and version objects
+    written by the executor's tasks (:func:`privgraph.ingest.partitioned_release.privatize_partitioned_graph`),
+    then the public fingerprint of its input and the owner's keyed identity of it, streamed by a
+    task each. Returns ``(release, fingerprint, identity)``; the identity is private-record
+    material, never logged."""
+    features, edges, labels = _mechanisms(config, None)
+    with private_refusals(config.private_records, name), logged_executor(config.executor, config.dask, name) as ex:
+        release = privatize_partitioned_graph(
+            graph, num_parts=config.partitions.num_parts, method=config.partitions.method,
+            staging=Path(config.private_records) / "staging", features=features, edges=edges, labels=labels,
+            root_seed=root_seed, parts_area=parts_area, executor=ex,
+        )
+        get_run_logger().info("%d partitions (%s, from public edges only), nodes per partition: %s",
+                              len(release.stats["partitions"]), release.stats["partition_method"],
+                              describe_sizes(release.stats["partitions"]))
+        fingerprint = public_fingerprint_of(graph, disclosure, executor=ex)
+        identity = "hmac-sha256:" + keyed_identity_of(graph, owner_key(config.private_records), executor=ex)
+    return release, fingerprint, identity

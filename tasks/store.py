@@ -26,16 +26,18 @@ def _transient(task: Any, task_run: Any, state: Any) -> bool:
 
 @task(name="stage", cache_policy=NO_CACHE, persist_result=False, retries=3, retry_delay_seconds=[2, 5, 15],
       retry_condition_fn=_transient)
-def stage(store_uri: str, pipeline: str, graph: GraphData, created: dt.datetime | None = None,
-          parts_area: PartsArea | None = None, parts: dict[str, dict[str, Any]] | None = None) -> PendingVersion:
+def stage(store_uri: str, pipeline: str, graph: GraphData | None, created: dt.datetime | None = None,
+          parts_area: PartsArea | None = None, parts: dict[str, dict[str, Any]] | None = None,
+          num_nodes: int | None = None) -> PendingVersion:
     """Write the data objects (invisible to readers until the manifest is published); or, where
     the partitions' tasks wrote them into ``parts_area`` (``parts``: their checksums), commit
-    them as a partitioned version without reading them.
+    them as a partitioned version without reading them (``graph`` None, ``num_nodes`` given: a
+    partitioned graph that was never in this process).
 
     The staging time is fixed once, before the first attempt, so a retry after a store outage
     resumes the same version id instead of leaving a half-staged one behind."""
     if parts_area is not None and parts is not None:
-        return commit_release_parts(parts_area, parts, graph.num_nodes)
+        return commit_release_parts(parts_area, parts, graph.num_nodes if graph is not None else int(num_nodes or 0))
     created = created or dt.datetime.now(dt.timezone.utc)
     return stage_version(open_store(store_uri), pipeline, graph_to_objects(graph), created=created)
 

@@ -5,6 +5,7 @@ missing ``graph.json`` is refused before Prefect is contacted."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 import subprocess
@@ -120,3 +121,29 @@ def test_a_missing_graph_json_is_refused_before_prefect_is_contacted(data: Path,
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "graph.json" in lines[0], res.stderr
     assert not [f for f in (tmp_path / "store").rglob("*") if f.is_file()]  # nothing stored
+
+
+@pytest.mark.flow
+def test_the_scale_path_publishes_the_files_layouts_version(data: Path, tmp_path: Path,
+                                                             prefect_server_env: dict[str, str]) -> None:
+    """``partitions.layout: files`` without evaluation: the partitioned dataset takes the path on
+    which the flow process never reads the graph (flows/privatize_at_scale.py); its version holds
+    the same objects, counts, ledger, stats and validation as the generic files' run through the
+    in-memory files layout, and its private record the keyed identity."""
+    runs = {"generic": {"name": "generic", "options": GENERIC},
+            "partitioned": {"name": "partitioned", "options": {"path": "graph"}}}
+    objects, manifests = {}, {}
+    for name, dataset in runs.items():
+        store = tmp_path / name / "store"
+        store.parent.mkdir()
+        pipeline = {**_pipeline(data, store, dataset), "partitions": {"num_parts": 3, "method": "metis", "layout": "files"}}
+        res = _run(store.parent, {name: pipeline}, name, prefect_server_env)
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+        objects[name] = _data_objects(store)
+        (manifest,) = store.glob("*/*/manifest.json")
+        manifests[name] = json.loads(manifest.read_text())
+        (record,) = (store.parent / "private" / name).glob("*.json")
+        assert json.loads(record.read_text())["input_identity"].startswith("hmac-sha256:")
+    assert objects["generic"] and objects["generic"] == objects["partitioned"]
+    for key in ("graph", "num_nodes", "ledger", "stats", "validation", "privatized", "mechanisms"):
+        assert manifests["generic"][key] == manifests["partitioned"][key], key

@@ -43,17 +43,31 @@ def _portable_options(options: dict[str, Any]) -> dict[str, Any]:
             if "seed" not in k.lower()}
 
 
+def _mechanism_rows(ledger: Any) -> list[dict[str, Any]]:
+    """The manifest's ``mechanisms``: one row per ledger entry, its public parameters only."""
+    return [
+        {
+            "stage": e.stage, "mechanism": e.mechanism, "scope": e.scope.value, "kind": e.kind.value,
+            "epsilon": e.epsilon, "unit_kind": e.guarantee.unit_kind.value,
+            "unit_epsilon": e.guarantee.ledger_epsilon, "params": e.params,
+            "assumptions": list(e.guarantee.assumptions),
+        }
+        for e in ledger.entries
+    ]
+
+
 def build_manifest(
     *,
     pipeline: str,
     config: PipelineConfig,
     disclosure: Disclosure,
-    graph_in: GraphData,
-    result: PrivatizationResult,
+    graph_in: GraphData | None,
+    result: PrivatizationResult | Any,
     validation: Mapping[str, Any],
     metrics: Mapping[str, Any] | None = None,
     scores: Mapping[str, Any] | None = None,
     embed: Mapping[str, Any] | None = None,
+    input_fingerprint: str | None = None,
 ) -> dict[str, Any]:
     """The manifest of a privatize run (validated; the store adds version, time, checksums).
 
@@ -71,8 +85,13 @@ def build_manifest(
         pipeline: the pipeline name.
         config: the pipeline's configuration.
         disclosure: the pipeline's declaration of what is public (:func:`~privgraph.config.disclosure.declare_public`).
-        graph_in: the input graph (only its PUBLIC part is fingerprinted).
-        result: the privatization result (the released graph, the ledger, stats and release).
+        graph_in: the input graph (only its PUBLIC part is fingerprinted), or None with
+            ``input_fingerprint`` (a graph that was never in this process: computed by a task).
+        result: the privatization result (the released graph, the ledger, stats and release), or
+            a :class:`~privgraph.ingest.partitioned_release.PartitionedGraphRelease` (its
+            ``graph_summary`` holds the released graph's counts).
+        input_fingerprint: :meth:`~privgraph.config.disclosure.Disclosure.fingerprint`'s value,
+            when ``graph_in`` is None.
         validation: the validation report (``ValidationReport.to_dict()``).
         metrics: the shareable evaluation metrics, if any (default: ``None``).
         scores: the provenance of FeatureRR's theta (public subset size and rule, surrogate,
@@ -82,31 +101,20 @@ def build_manifest(
     """
     if metrics is not None and any(k in metrics for k in ("clean", "owner_only")):
         raise ValueError("build_manifest: metrics computed from raw data belong to the private record")
-    released = result.graph
-    mechanisms = [
-        {
-            "stage": e.stage,
-            "mechanism": e.mechanism,
-            "scope": e.scope.value,
-            "kind": e.kind.value,
-            "epsilon": e.epsilon,
-            "unit_kind": e.guarantee.unit_kind.value,
-            "unit_epsilon": e.guarantee.ledger_epsilon,
-            "params": e.params,
-            "assumptions": list(e.guarantee.assumptions),
-        }
-        for e in result.ledger.entries
-    ]
+    if (graph_in is None) == (input_fingerprint is None):
+        raise ValueError("build_manifest: give the input graph or its public fingerprint, not both")
+    counts = dict(result.graph_summary) if hasattr(result, "graph_summary") else dict(result.graph.summary())
+    mechanisms = _mechanism_rows(result.ledger)
     privatized = sorted({e.scope.value for e in result.ledger.entries})
     dataset = config.dataset
     manifest: dict[str, Any] = {
         "pipeline": pipeline,
         "description": config.description,
         "dataset": _plain({"name": dataset.name, "rho": dataset.rho, "options": _portable_options(dataset.options)}),
-        "public_input_fingerprint": disclosure.fingerprint(graph_in),
+        "public_input_fingerprint": input_fingerprint if graph_in is None else disclosure.fingerprint(graph_in),
         "public": disclosure.manifest_section(),
-        "num_nodes": released.num_nodes,
-        "graph": _plain(dict(released.summary())),
+        "num_nodes": counts["num_nodes"],
+        "graph": _plain(counts),
         "mechanisms": _plain(mechanisms),
         "ledger": result.ledger.to_dict(),
         "budget": _plain(dict(config.budget)),
