@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import multiprocessing
-import pickle
 import re
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -25,6 +24,7 @@ from privgraph.ingest.partitioned_graph import load_partitioned_graph, open_part
 from privgraph.ingest.partitioned_writer import write_partitioned_graph
 from privgraph.publish import input_digests
 from privgraph.publish.input_digests import keyed_identity_of, public_fingerprint_of
+from tests.spawn_executor import SpawnExecutor
 
 KEY = bytes(range(32))
 
@@ -191,31 +191,6 @@ def test_refusals(tmp_path):
         public_fingerprint_of(graph, "generic")  # type: ignore[arg-type]
 
 
-class _SpawnExecutor:
-    """Each task in a spawned process (fresh imports, nothing the client patched); what the client
-    sends and receives is measured, pickled."""
-
-    name = "spawn"
-
-    def __init__(self, pool: ProcessPoolExecutor) -> None:
-        self.pool = pool
-        self.largest_sent = self.largest_received = 0
-
-    def map(self, fn, payloads, seeds, shared):  # type: ignore[no-untyped-def]
-        self.largest_sent = max(self.largest_sent, len(pickle.dumps((payloads, shared))))
-        out = list(self.pool.map(_call, [(fn, p, s, shared) for p, s in zip(payloads, seeds, strict=True)]))
-        self.largest_received = max([self.largest_received, *(len(pickle.dumps(r)) for r in out)])
-        return out
-
-    def describe(self) -> dict[str, Any]:
-        return {"executor": "spawn", "workers": 1, "threads": 1, "dashboard": None}
-
-
-def _call(args: tuple) -> Any:
-    fn, payload, seed, shared = args
-    return fn(payload, seed, **shared)
-
-
 def test_the_client_never_reads_the_graph(tmp_path, monkeypatch):
     """The client's readers of ranges and of the whole graph raise; the tasks run in a spawned
     process; what goes to the task and comes back stays small (a 2,000-node graph)."""
@@ -235,7 +210,7 @@ def test_the_client_never_reads_the_graph(tmp_path, monkeypatch):
                 if hasattr(module, name):
                     monkeypatch.setattr(module, name, refuse)
         monkeypatch.setattr(np, "load", refuse)
-        ex = _SpawnExecutor(pool)
+        ex = SpawnExecutor(pool)
         graph = open_partitioned_graph(graph.path)
         got = public_fingerprint_of(graph, d, executor=ex), keyed_identity_of(graph, KEY, executor=ex)
         monkeypatch.undo()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import pickle
 import stat
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -24,6 +23,7 @@ from privgraph.ingest.partitioned_writer import write_partitioned_graph
 from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.privatize.partition import partition_graph
 from privgraph.privatize.partitioned import load_partitioned_release, privatize_partitioned, write_partitioned_input
+from tests.spawn_executor import SpawnExecutor
 
 
 def _files(tmp: Path, n: int, m: int, *, d: int = 4, labels: bool = True, split: bool = True,
@@ -153,31 +153,6 @@ def test_refusals_leave_nothing(tmp_path):
     assert not (tmp_path / "broken").exists() and not (tmp_path / ".broken.tmp").exists()
 
 
-class _SpawnExecutor:
-    """Each task in a spawned process (fresh imports, nothing the client patched); what the client
-    sends to a map and receives from it is measured, pickled."""
-
-    name = "spawn"
-
-    def __init__(self, pool: ProcessPoolExecutor) -> None:
-        self.pool = pool
-        self.largest_sent = self.largest_received = 0
-
-    def map(self, fn, payloads, seeds, shared):  # type: ignore[no-untyped-def]
-        self.largest_sent = max(self.largest_sent, len(pickle.dumps((payloads, shared))))
-        out = list(self.pool.map(_call, [(fn, p, s, shared) for p, s in zip(payloads, seeds, strict=True)]))
-        self.largest_received = max([self.largest_received, *(len(pickle.dumps(r)) for r in out)])
-        return out
-
-    def describe(self) -> dict[str, Any]:
-        return {"executor": "spawn", "workers": 1, "threads": 1, "dashboard": None}
-
-
-def _call(args: tuple) -> Any:
-    fn, payload, seed, shared = args
-    return fn(payload, seed, **shared)
-
-
 def test_the_client_never_reads_the_graph(tmp_path, monkeypatch):
     """In the client, every reader of ranges, of the whole graph and of .npy files raises; the
     tasks run in spawned processes (fresh imports, unpatched). What the client sends to a map and
@@ -195,7 +170,7 @@ def test_the_client_never_reads_the_graph(tmp_path, monkeypatch):
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         pool.submit(int).result()  # started before np.load is patched
         monkeypatch.setattr(np, "load", refuse)
-        ex = _SpawnExecutor(pool)
+        ex = SpawnExecutor(pool)
         out = partitioned_input_from_graph(open_partitioned_graph(graph.path), 3, "metis", tmp_path / "input",
                                            executor=ex)
         monkeypatch.undo()
