@@ -8,7 +8,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from privgraph.config.pipeline import DatasetConfig, GraphSetConfig
-from privgraph.ingest.datasets import data_root, load_dataset, load_graph_set
+from privgraph.ingest.datasets import data_root, load_dataset, load_graph_set, partitioned_path
 from privgraph.ingest.datasets.graph_set import GraphSet
 from privgraph.graph import GraphData
 from privgraph.ingest.partitioned_graph import PartitionedGraph, open_partitioned_graph
@@ -25,7 +25,7 @@ def ingest_partitioned(dataset: DatasetConfig) -> PartitionedGraph:
     """A partitioned dataset's metadata (``graph.json``): its ranges are read by the executor's
     tasks, never here."""
     root = Path(dataset.root).expanduser() if dataset.root else data_root()
-    return open_partitioned_graph(root / Path(str(dataset.options["path"])).expanduser())
+    return open_partitioned_graph(partitioned_path(root, dataset.options["path"]))
 
 
 @task(name="ingest-graph-set", cache_policy=NO_CACHE, persist_result=False)

@@ -123,27 +123,65 @@ def test_a_missing_graph_json_is_refused_before_prefect_is_contacted(data: Path,
     assert not [f for f in (tmp_path / "store").rglob("*") if f.is_file()]  # nothing stored
 
 
+def _s3_copy(data: Path, moto_endpoint: str) -> tuple[Any, str, dict[str, str]]:
+    """The partitioned graph uploaded to a bucket of moto's server, and an empty bucket for the
+    store: ``(client, the graph's URI, the AWS environment)``."""
+    import boto3
+
+    aws = {"AWS_ENDPOINT_URL": moto_endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1"}
+    s3 = boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1",
+                      aws_access_key_id="testing", aws_secret_access_key="testing")
+    for bucket in ("owner-graphs", "private-graphs"):
+        s3.create_bucket(Bucket=bucket)
+    for f in (data / "graph").rglob("*"):
+        if f.is_file():
+            s3.upload_file(str(f), "owner-graphs", "g/" + f.relative_to(data / "graph").as_posix())
+    return s3, f"s3://owner-graphs/g?endpoint_override={moto_endpoint.removeprefix('http://')}&scheme=http", aws
+
+
+def _s3_objects(s3: Any) -> tuple[dict[str, str], dict[str, Any]]:
+    """The one version in the store bucket: its objects' sha256 by name, and its manifest."""
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="private-graphs")["Contents"]]
+    (manifest_key,) = [k for k in keys if k.endswith("manifest.json")]
+    version = manifest_key.rsplit("/", 2)[-2]
+    body = lambda k: s3.get_object(Bucket="private-graphs", Key=k)["Body"].read()  # noqa: E731
+    objects = {k.rsplit("/", 1)[-1]: hashlib.sha256(body(k)).hexdigest()
+               for k in keys if f"/{version}/" in k and not k.endswith("manifest.json")}
+    return objects, json.loads(body(manifest_key))
+
+
 @pytest.mark.flow
 def test_the_scale_path_publishes_the_files_layouts_version(data: Path, tmp_path: Path,
-                                                             prefect_server_env: dict[str, str]) -> None:
+                                                             prefect_server_env: dict[str, str], moto_endpoint: str) -> None:
     """``partitions.layout: files`` without evaluation: the partitioned dataset takes the path on
     which the flow process never reads the graph (flows/privatize_at_scale.py); its version holds
     the same objects, counts, ledger, stats and validation as the generic files' run through the
-    in-memory files layout, and its private record the keyed identity."""
-    runs = {"generic": {"name": "generic", "options": GENERIC},
-            "partitioned": {"name": "partitioned", "options": {"path": "graph"}}}
+    in-memory files layout, and its private record the keyed identity. The same with the graph in
+    one bucket and the store in another (moto's server): the tasks read the ranges and write the
+    parts through S3, and the manifest names the graph, not its bucket or endpoint."""
+    s3, uri, aws = _s3_copy(data, moto_endpoint)
+    runs = {"generic": ({"name": "generic", "options": GENERIC}, {}),
+            "partitioned": ({"name": "partitioned", "options": {"path": "graph"}}, {}),
+            "s3": ({"name": "partitioned", "options": {"path": uri}}, {"storage": "s3://private-graphs/prod"})}
     objects, manifests = {}, {}
-    for name, dataset in runs.items():
+    for name, (dataset, over) in runs.items():
         store = tmp_path / name / "store"
         store.parent.mkdir()
-        pipeline = {**_pipeline(data, store, dataset), "partitions": {"num_parts": 3, "method": "metis", "layout": "files"}}
-        res = _run(store.parent, {name: pipeline}, name, prefect_server_env)
+        pipeline = {**_pipeline(data, store, dataset), "partitions": {"num_parts": 3, "method": "metis", "layout": "files"},
+                    **over}
+        res = _run(store.parent, {"p": pipeline}, "p", {**prefect_server_env, **(aws if name == "s3" else {})})
         assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-        objects[name] = _data_objects(store)
-        (manifest,) = store.glob("*/*/manifest.json")
-        manifests[name] = json.loads(manifest.read_text())
-        (record,) = (store.parent / "private" / name).glob("*.json")
+        if name == "s3":
+            objects[name], manifests[name] = _s3_objects(s3)
+        else:
+            objects[name] = _data_objects(store)
+            (manifest,) = store.glob("*/*/manifest.json")
+            manifests[name] = json.loads(manifest.read_text())
+        (record,) = (store.parent / "private" / "p").glob("*.json")
         assert json.loads(record.read_text())["input_identity"].startswith("hmac-sha256:")
-    assert objects["generic"] and objects["generic"] == objects["partitioned"]
+    assert objects["generic"] and objects["generic"] == objects["partitioned"] == objects["s3"]
     for key in ("graph", "num_nodes", "ledger", "stats", "validation", "privatized", "mechanisms"):
-        assert manifests["generic"][key] == manifests["partitioned"][key], key
+        assert manifests["generic"][key] == manifests["partitioned"][key] == manifests["s3"][key], key
+    assert manifests["s3"]["dataset"]["options"]["path"] == "g"
+    assert manifests["s3"]["public_input_fingerprint"] == manifests["partitioned"]["public_input_fingerprint"]

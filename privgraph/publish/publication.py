@@ -36,11 +36,12 @@ def _plain(value: Any) -> Any:
 
 
 def _portable_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Dataset options with file paths reduced to their names (a local path is not published) and
+    """Dataset options with file paths reduced to their names (a local path, a URI's bucket and
+    query string are not published) and
     without options that name a seed (a synthetic graph's ``seed`` fixes its private edges, as
     ``split_seed`` does: configuration, kept out of the manifest)."""
-    return {k: (Path(str(v)).name if k in PATH_OPTIONS and v is not None else v) for k, v in options.items()
-            if "seed" not in k.lower()}
+    return {k: (Path(str(v).split("?", 1)[0]).name if k in PATH_OPTIONS and v is not None else v)
+            for k, v in options.items() if "seed" not in k.lower()}
 
 
 def _mechanism_rows(ledger: Any) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from privgraph.guarantee.ledger import BudgetPolicy, LedgerEntry, PrivacyLedger
 from privgraph.config.pipeline import PipelineConfig
 from privgraph.errors import ClusterError, ConfigError, DatasetNotFoundError, ValidationFailedError
-from privgraph.ingest.datasets import SPLIT_FILE_OPTION, data_root
+from privgraph.ingest.datasets import SPLIT_FILE_OPTION, data_root, partitioned_path
 from privgraph.ingest.datasets.generic import check_generic_files
 from privgraph.ingest.partitioned_graph import open_partitioned_graph
 from privgraph.privatize.mechanisms import build_mechanism
@@ -79,7 +79,7 @@ def _check_dataset_files(cfg: PipelineConfig) -> None:
     if split is not None and not (root / Path(str(split)).expanduser()).is_file():
         raise DatasetNotFoundError(f"dataset.options.split: file not found: {root / Path(str(split)).expanduser()}")
     if ds.name == "partitioned" and ds.options.get("path") is not None:
-        open_partitioned_graph(root / Path(str(ds.options["path"])).expanduser())  # graph.json only
+        open_partitioned_graph(partitioned_path(root, ds.options["path"]))  # graph.json only
     if ds.name not in ("generic", "images"):
         return
     if ds.name == "images":

@@ -33,6 +33,7 @@ __all__ = [
     "DATASETS",
     "PATH_OPTIONS",
     "SPLIT_FILE_OPTION",
+    "partitioned_path",
     "check_dataset_options",
     "options_model",
     "data_root",
@@ -73,6 +74,12 @@ def _under(root: Path, value: Any) -> Any:
     return value if value is None else Path(root) / Path(value).expanduser()
 
 
+def partitioned_path(root: Path, value: Any) -> str:
+    """A ``partitioned`` dataset's ``path`` option: a URI (``s3://bucket/prefix``, read through
+    ``pyarrow.fs``) as it is, else a path under the data root."""
+    return str(value) if "://" in str(value) else str(_under(root, value))
+
+
 def _generic(root: Path, **options: Any) -> GraphData:
     if "edges" not in options:
         raise ValueError("dataset 'generic' needs the option edges=<path to a .csv or .parquet file>")
@@ -83,7 +90,7 @@ def _generic(root: Path, **options: Any) -> GraphData:
 def _partitioned(root: Path, **options: Any) -> GraphData:
     if options.get("path") is None:
         raise ValueError("dataset 'partitioned' needs the option path=<partitioned graph directory (privgraph ingest)>")
-    return load_partitioned_graph(_under(root, options.pop("path")), **options)
+    return load_partitioned_graph(partitioned_path(root, options.pop("path")), **options)
 
 
 def _sbm(root: Path, **options: Any) -> GraphData:
