@@ -47,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
 #: the longest modules (minutes each here), started first, longest first, so that no pytest-xdist
 #: worker ends on one of them while the others wait; then the other modules with tests that run a
 #: Prefect flow, a server, a fault or a Dask cluster; then the rest
-LONGEST = ("test_non_interference.py", "test_schedule.py", "test_serve_signals.py", "test_faults.py", "test_cli_errors.py",
+LONGEST = ("test_non_interference.py", "test_schedule.py", "test_faults.py", "test_cli_errors.py",
            "test_pipeline_e2e.py", "test_infra.py", "test_readme_user_graph.py", "test_graph_comparison.py",
            "test_server.py", "test_privatize_flow.py")
 SLOW_MARKS = ("server", "faults", "flow", "dask")
