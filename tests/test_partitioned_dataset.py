@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,11 @@ def test_a_missing_graph_json_is_refused_before_prefect_is_contacted(data: Path,
     assert not [f for f in (tmp_path / "store").rglob("*") if f.is_file()]  # nothing stored
 
 
+#: this module's buckets: the moto server is shared by the session's tests (tests/conftest.py),
+#: and another test's bucket of the same name would hold its versions
+GRAPHS, STORE = f"owner-graphs-{uuid.uuid4().hex[:8]}", f"private-graphs-{uuid.uuid4().hex[:8]}"
+
+
 def _s3_copy(data: Path, moto_endpoint: str) -> tuple[Any, str, dict[str, str]]:
     """The partitioned graph uploaded to a bucket of moto's server, and an empty bucket for the
     store: ``(client, the graph's URI, the AWS environment)``."""
@@ -132,20 +138,20 @@ def _s3_copy(data: Path, moto_endpoint: str) -> tuple[Any, str, dict[str, str]]:
            "AWS_DEFAULT_REGION": "us-east-1"}
     s3 = boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1",
                       aws_access_key_id="testing", aws_secret_access_key="testing")
-    for bucket in ("owner-graphs", "private-graphs"):
+    for bucket in (GRAPHS, STORE):
         s3.create_bucket(Bucket=bucket)
     for f in (data / "graph").rglob("*"):
         if f.is_file():
-            s3.upload_file(str(f), "owner-graphs", "g/" + f.relative_to(data / "graph").as_posix())
-    return s3, f"s3://owner-graphs/g?endpoint_override={moto_endpoint.removeprefix('http://')}&scheme=http", aws
+            s3.upload_file(str(f), GRAPHS, "g/" + f.relative_to(data / "graph").as_posix())
+    return s3, f"s3://{GRAPHS}/g?endpoint_override={moto_endpoint.removeprefix('http://')}&scheme=http", aws
 
 
 def _s3_objects(s3: Any) -> tuple[dict[str, str], dict[str, Any]]:
     """The one version in the store bucket: its objects' sha256 by name, and its manifest."""
-    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="private-graphs")["Contents"]]
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=STORE)["Contents"]]
     (manifest_key,) = [k for k in keys if k.endswith("manifest.json")]
     version = manifest_key.rsplit("/", 2)[-2]
-    body = lambda k: s3.get_object(Bucket="private-graphs", Key=k)["Body"].read()  # noqa: E731
+    body = lambda k: s3.get_object(Bucket=STORE, Key=k)["Body"].read()  # noqa: E731
     objects = {k.rsplit("/", 1)[-1]: hashlib.sha256(body(k)).hexdigest()
                for k in keys if f"/{version}/" in k and not k.endswith("manifest.json")}
     return objects, json.loads(body(manifest_key))
@@ -163,7 +169,7 @@ def test_the_scale_path_publishes_the_files_layouts_version(data: Path, tmp_path
     s3, uri, aws = _s3_copy(data, moto_endpoint)
     runs = {"generic": ({"name": "generic", "options": GENERIC}, {}),
             "partitioned": ({"name": "partitioned", "options": {"path": "graph"}}, {}),
-            "s3": ({"name": "partitioned", "options": {"path": uri}}, {"storage": "s3://private-graphs/prod"})}
+            "s3": ({"name": "partitioned", "options": {"path": uri}}, {"storage": f"s3://{STORE}/prod"})}
     objects, manifests = {}, {}
     for name, (dataset, over) in runs.items():
         store = tmp_path / name / "store"
