@@ -31,6 +31,7 @@ from prefect import flow, get_run_logger
 
 from flows.privatize_at_scale import privatize_at_scale, runs_at_scale
 from flows.reporting import label_flow_run, pipeline_tags, publish_ledger, publish_metrics
+from flows.termination import redeliver_termination_lost_in_callbacks
 from privgraph.config.disclosure import disclosure_of
 from privgraph.guarantee.ledger import BudgetPolicy, LedgerEntry
 from privgraph.config.loader import load_config
@@ -59,6 +60,7 @@ def privatize_flow(
     evaluate: bool = True,
 ) -> dict[str, Any]:
     """Privatize the pipeline's graph and publish a version; returns version, ledger, metrics."""
+    redeliver_termination_lost_in_callbacks()  # a served run's SIGTERM must not vanish in a GC callback
     cfgs = load_config(config_path)
     cfg = cfgs.get(pipeline)
     disclosure = disclosure_of(cfgs, pipeline)  # the one declaration of what is public
