@@ -58,13 +58,12 @@ _WHO = "fit_cluster_gcn"
 @dataclasses.dataclass
 class _Plan:
     """What one pass over the source found: the model input's form (sparse CSR, or dense centred
-    by ``center``, the column mean over all nodes, as full batch), the degrees, the split's sizes."""
+    by ``center``, the column mean over all nodes, as full batch) and the degrees."""
 
     num_nodes: int
     sparse: bool
     center: torch.Tensor | None
     degree: np.ndarray  # int64 [n]: the edges at each node (no self-loop)
-    counts: dict[str, int]
 
     def model_input(self, x: np.ndarray | sp.csr_array, dev: torch.device) -> torch.Tensor:
         """Features ``[k, d]`` (dense, or scipy CSR) as the first layer reads them: full batch's
@@ -91,7 +90,7 @@ class _Batch:
     """The subgraph induced by some clusters, on the device."""
 
     clusters: tuple[int, ...]
-    nodes: np.ndarray  # global ids, ascending
+    nodes: np.ndarray  # global ids, cluster after cluster (ascending within each)
     x: torch.Tensor
     edge_index: torch.Tensor  # local ids, both directions
     y: torch.Tensor
@@ -165,8 +164,8 @@ def _check_cluster(c: Any, i: int, n: int, d: int, classes: int) -> None:
 
 
 def _survey(source: ClusterSource) -> _Plan:
-    """One pass over the clusters: checks them, counts the features' non-zeros and column sums
-    (the model input's form), the degrees and the split's sizes."""
+    """One pass over the clusters: checks them (a training and a validation node at least), counts
+    the features' non-zeros and column sums (the model input's form) and the degrees."""
     n, d, classes = int(source.num_nodes), int(source.feature_dim), int(source.num_classes)
     seen = np.zeros(n, dtype=bool)
     degree = np.zeros(n, dtype=np.int64)
@@ -191,7 +190,7 @@ def _survey(source: ClusterSource) -> _Plan:
             raise ValueError(f"{_WHO}: {m} selects no node")
     sparse = n * d > 0 and nnz <= _SPARSE_DENSITY * n * d
     center = None if sparse else torch.from_numpy((colsum / max(n, 1)).astype(np.float32))
-    return _Plan(n, sparse, center, degree, counts)
+    return _Plan(n, sparse, center, degree)
 
 
 def _check_args(source: Any, *, clusters_per_batch: Any, hidden: Any, epochs: Any, lr: Any, weight_decay: Any,
