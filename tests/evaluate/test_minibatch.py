@@ -16,7 +16,7 @@ from privgraph.ingest.datasets.synthetic import sbm_graph
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 
-FAST = {"epochs": 30, "patience": None, "device": "cpu"}
+FAST = {"epochs": 15, "patience": None, "device": "cpu"}
 
 
 @pytest.fixture(scope="module")
