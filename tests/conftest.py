@@ -160,3 +160,31 @@ def shared_prefect_server(prefect_server_env: dict[str, str], monkeypatch: pytes
     for key, value in prefect_server_env.items():
         monkeypatch.setenv(key, value)
     return prefect_server_env
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """With ``PRIVGRAPH_TEST_CPU_LOG=DIR``: one JSON line per test in ``DIR/<worker>.jsonl`` with its
+    wall seconds and the CPU seconds of this process and of the subprocesses it waited for (a CLI
+    run's Dask workers and servers included once the CLI reaps them): the suite's cost without
+    the machine's load (docs/development.md)."""
+    out = os.environ.get("PRIVGRAPH_TEST_CPU_LOG")
+    if not out:
+        yield
+        return
+    import json
+    import resource
+    import time
+
+    def cpu(who: int) -> float:
+        r = resource.getrusage(who)
+        return r.ru_utime + r.ru_stime
+
+    t0, s0, c0 = time.perf_counter(), cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN)
+    yield
+    line = {"test": item.nodeid, "wall": round(time.perf_counter() - t0, 2),
+            "cpu_self": round(cpu(resource.RUSAGE_SELF) - s0, 2),
+            "cpu_children": round(cpu(resource.RUSAGE_CHILDREN) - c0, 2)}
+    Path(out).mkdir(parents=True, exist_ok=True)
+    with open(Path(out) / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.jsonl", "a") as f:
+        f.write(json.dumps(line) + "\n")
