@@ -188,13 +188,14 @@ class VersionPartsSource:
         direction of every edge whose larger end is in the part (public, private), each in
         ``(u, v)`` order: those of the part itself and those spilled from the others."""
         spill = _read_spill(self._spill, i)
+        bounds = np.searchsorted(spill[2], [0, 1, 2])  # the spill is sorted by (kind, u, v)
         own = [part.edges_public, part.edges_private]
         reverse = []
         for kind, e in enumerate(own):
-            inside = e[:, _members(part.nodes, e[1])]
-            theirs = spill[:2, spill[2] == kind]
-            both = np.concatenate([inside, theirs], axis=1)
-            reverse.append(both[::-1, np.lexsort((both[1], both[0]))])
+            inside = e[:, _members(part.nodes, e[1])]  # (u, v) order, as the part stores them
+            both = np.concatenate([inside, spill[:2, bounds[kind]:bounds[kind + 1]]], axis=1)
+            order = np.argsort(both[0] * np.int64(self._num_nodes) + both[1], kind="stable")  # merges two sorted runs
+            reverse.append(both[::-1, order])
         return np.ascontiguousarray(np.concatenate(own + reverse, axis=1), dtype=np.int64)
 
 
@@ -251,7 +252,8 @@ def _spill_reverse_edges(read_part: Any, n: int, num_parts: int, spill: Path) ->
     """The one pass over the parts (each read once, alone): checks that their nodes partition
     ``0..n-1`` and that every edge is in the part of its smaller end; collects the sizes, the
     largest label and (from part 0) the feature width; and writes, for each part ``j``, the edges
-    ``(u, v)`` with ``v`` in ``j`` and ``u`` in another part to ``rev-<j>.i64``.
+    ``(u, v)`` with ``v`` in ``j`` and ``u`` in another part to ``rev-<j>.i64``, sorted by
+    ``(kind, u, v)``.
 
     While a part is read its edges to other parts go to range buckets by ``v`` (the node -> part
     map is complete only after the pass); each bucket is then routed to the parts' spill files."""
@@ -282,6 +284,10 @@ def _spill_reverse_edges(read_part: Any, n: int, num_parts: int, spill: Path) ->
         rows = np.fromfile(bucket, dtype=_SPILL_DTYPE).reshape(-1, 3).T
         bucket.unlink()
         _append_by(rows, owner[rows[1]], lambda j: spill / f"rev-{j:05d}.i64")
+    del owner
+    for path in spill.glob("rev-*.i64"):  # each part's spill sorted by (kind, u, v), once
+        rows = np.fromfile(path, dtype=_SPILL_DTYPE).reshape(-1, 3).T
+        rows[:, np.lexsort((rows[1], rows[0], rows[2]))].T.tofile(path)
     return _Survey(sizes=sizes, max_label=max_label, feature_dim=feature_dim)
 
 
