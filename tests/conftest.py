@@ -144,10 +144,11 @@ def moto_endpoint():
 @pytest.fixture(scope="session")
 def prefect_server_env(tmp_path_factory: pytest.TempPathFactory):
     """``PREFECT_API_URL`` and ``PREFECT_HOME`` of one real ``prefect server start`` for the whole
-    session (one per pytest-xdist worker)."""
+    session (one per pytest-xdist worker), without the services that act on runs by themselves: it
+    records the runs that the tests' CLI processes execute."""
     from tests.prefect_server import prefect_server
 
-    with prefect_server(tmp_path_factory.mktemp("prefect-server")) as server:
+    with prefect_server(tmp_path_factory.mktemp("prefect-server"), scheduling=False) as server:
         yield {"PREFECT_API_URL": server.url, "PREFECT_HOME": str(server.home)}
 
 

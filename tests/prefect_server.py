@@ -114,9 +114,19 @@ class PrefectServer:
         return _tail_of(self.log, n)
 
 
+#: Prefect's server services that act on runs by themselves (scheduled, late, paused or cancelling
+#: runs, stale workers and leases, automations); the event persister and the task-run recorder stay
+SCHEDULING_SERVICES = ("SCHEDULER", "LATE_RUNS", "FOREMAN", "PAUSE_EXPIRATIONS", "REPOSSESSOR", "CLEANUP_RECONCILER",
+                       "CANCELLATION_CLEANUP", "TRIGGERS")
+
+
 @contextlib.contextmanager
-def prefect_server(tmp: Path, database_url: str | None = None) -> Iterator[PrefectServer]:
-    """A running Prefect server (stopped on exit); ``database_url`` e.g. postgresql+asyncpg://..."""
+def prefect_server(tmp: Path, database_url: str | None = None, *, scheduling: bool = True) -> Iterator[PrefectServer]:
+    """A running Prefect server (stopped on exit); ``database_url`` e.g. postgresql+asyncpg://...
+
+    ``scheduling=False``: without the services that schedule, time out, cancel and trigger runs
+    (:data:`SCHEDULING_SERVICES`), for a server that only records the runs CLI processes execute:
+    idle, it uses 10.7 % of a core instead of 22 % (docs/development.md)."""
     home = tmp / "prefect-home"
     home.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -131,6 +141,8 @@ def prefect_server(tmp: Path, database_url: str | None = None) -> Iterator[Prefe
         "PREFECT_SERVER_SERVICES_FOREMAN_LOOP_SECONDS": "5",
     }
     env.pop("PREFECT_API_URL", None)
+    if not scheduling:
+        env.update({f"PREFECT_SERVER_SERVICES_{name}_ENABLED": "false" for name in SCHEDULING_SERVICES})
     if database_url:
         env["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = database_url
     server = PrefectServer(f"http://127.0.0.1:{port}/api", home, port, tmp / "prefect-server.log", env)
