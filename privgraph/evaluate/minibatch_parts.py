@@ -96,8 +96,8 @@ class VersionPartsSource:
     Building it reads every part's nodes, labels, split and edges once, one part at a time (and
     part 0's features, for ``feature_dim``), and spills the reverse edges that cross parts to a
     private temporary directory under ``spill_dir`` (default: the system's), removed by
-    :meth:`close` (or when the source is collected). ``calls`` counts the calls of :meth:`cluster`,
-    ``nodes_served`` the nodes handed out.
+    :meth:`close` (or when the source is collected). ``part_sizes``: the parts' node counts;
+    ``calls`` counts the calls of :meth:`cluster`, ``nodes_served`` the nodes handed out.
 
     Raises:
         ArtifactError: no such version, or it is not partitioned.
@@ -124,7 +124,7 @@ class VersionPartsSource:
         except BaseException:
             self.close()
             raise
-        self._sizes = survey.sizes
+        self.part_sizes = survey.sizes
         self._feature_dim = survey.feature_dim
         self._num_classes = max(survey.max_label + 1, int(label_classes or 0))
         self.calls = 0
