@@ -61,12 +61,21 @@ class _NoTracebackForKnownErrors(logging.Filter):
 
 class _OtherLibrariesBelowWarning(logging.Filter):
     """Drops other libraries' records below WARNING (Dask's scheduler and nanny chatter,
-    great_expectations' notes); Prefect's and privgraph's own run logs pass."""
+    great_expectations' notes) and the two Dask warnings that only say the machine is loaded
+    (:attr:`LOAD_NOISE`: its event loop was slow, or a worker of the run's own LocalCluster took
+    seconds to stop as it closed); Prefect's and privgraph's own run logs pass, and so does every
+    other warning (a worker's memory, a lost worker)."""
 
     OWN = ("prefect", "privgraph", "flows", "tasks")
+    LOAD_NOISE = ("Event loop was unresponsive", "Worker process still alive after")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING or record.name.split(".", 1)[0] in self.OWN
+        library = record.name.split(".", 1)[0]
+        if library in self.OWN:
+            return True
+        if library == "distributed" and record.levelno < logging.ERROR and str(record.msg).startswith(self.LOAD_NOISE):
+            return False
+        return record.levelno >= logging.WARNING
 
 
 def _quiet_prefect(verbose: bool = False) -> None:
