@@ -4,8 +4,9 @@ Prefect's engine turns SIGTERM into a ``TerminationSignal`` exception raised whe
 thread is. When that is inside a weakref or ``__del__`` callback (an import's module-lock callback,
 say), Python cannot raise it: it prints "Exception ignored in ..." with a traceback and drops the
 signal, so the run goes on. :func:`redeliver_termination_lost_in_callbacks` makes such a signal
-one line on stderr and sends it again to this process (from a timer thread, 50 ms later), where Prefect's handler raises it at the
-next ordinary statement (the run then ends as Prefect documents, Crashed or Cancelled).
+one line on stderr and sends it again to this process (from a timer thread, 50 ms later), where
+Prefect's handler raises it at the next ordinary statement (the run then ends as Prefect
+documents, Crashed or Cancelled).
 """
 from __future__ import annotations
 
