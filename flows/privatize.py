@@ -9,8 +9,8 @@ checkpoint stages nothing (with ``partitions.layout: files`` the partitions' tas
 their objects into a parts area of the store by then, which is removed); a failure after staging
 leaves no visible version and no record.
 
-A ``partitioned`` dataset in the files layout without evaluation takes the path of
-:mod:`flows.privatize_at_scale`: the graph is read by the executor's tasks only, never here.
+A ``partitioned`` dataset in the files layout takes the path of :mod:`flows.privatize_at_scale`:
+the graph is read by the executor's tasks only, never here, and evaluated there at scale.
 
 In the Prefect UI the run is ``<pipeline>``, renamed ``<pipeline>/<version>`` once the
 version is staged (Prefect's own closing log line keeps the first name: it never says "staging"
@@ -29,7 +29,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from flows.privatize_at_scale import privatize_at_scale, runs_at_scale
+from flows.privatize_at_scale import privatize_at_scale
 from flows.reporting import label_flow_run, pipeline_tags, publish_ledger, publish_metrics
 from flows.termination import redeliver_termination_lost_in_callbacks
 from privgraph.config.disclosure import disclosure_of
@@ -67,13 +67,13 @@ def privatize_flow(
     store_uri = resolve_store(cfg, store)
     label_flow_run(tags=pipeline_tags(pipeline, cfg))
     try:  # budget caps, store, private records, input files: before any data is read
-        check_before_reading(cfg, store_uri)
+        check_before_reading(cfg, store_uri, evaluate=evaluate)
     except ValidationFailedError:  # the caps refuse the configured mechanisms: their ledger, in the UI
         publish_ledger(pipeline, None, planned_ledger(cfg).to_dict(), None)
         raise
     root = as_seed_sequence(cfg.seed)  # None: fresh OS entropy; never written anywhere
-    if runs_at_scale(cfg, evaluate):  # a partitioned graph that only the executor's tasks read
-        return privatize_at_scale(pipeline, cfg, store_uri, disclosure, root)
+    if cfg.runs_at_scale:  # a partitioned graph that only the executor's tasks read
+        return privatize_at_scale(pipeline, cfg, store_uri, disclosure, root, evaluate)
 
     graph, embed_record = ingest_with_features(cfg)  # image graphs: ResNet-50 embeddings become the features
     if evaluate:  # labels and a split, or a one-line refusal before anything is privatized

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
 import pickle
 from collections.abc import Iterator
 from typing import Any
@@ -80,6 +81,12 @@ class DaskExecutor:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if len(self._owned) > 1:  # our LocalCluster: its workers write to our stderr
+            with contextlib.suppress(Exception):
+                # the work is done: what the workers log while they close is shutdown noise. On a
+                # loaded machine a worker's heartbeat can meet the scheduler's closed stream and
+                # print a traceback ("Failed to communicate with scheduler during heartbeat")
+                self._client.run(_silence_distributed_logs)
         for obj in self._owned:
             obj.close()
         self._owned.clear()
@@ -137,6 +144,11 @@ class DaskExecutor:
             "threads": sum(int(w.get("nthreads", 0)) for w in workers.values()),
             "dashboard": self.dashboard_link,
         }
+
+
+def _silence_distributed_logs() -> None:
+    """In a worker process: Dask's own loggers say nothing below CRITICAL from now on."""
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
 
 
 def _large(value: Any) -> bool:

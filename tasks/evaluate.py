@@ -1,11 +1,12 @@
-"""Evaluate: train the GNN on the private graph and on the clean graph, same split and seeds."""
+"""Evaluate: train the GNN on the private graph and on the clean graph, same split and seeds; or,
+at scale, on a staged partitioned version's parts on the executor's workers."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from privgraph.config.pipeline import EvaluateConfig, PipelineConfig
@@ -13,7 +14,10 @@ from privgraph.evaluate.metrics import version_metrics
 from privgraph.graph import GraphData
 from privgraph.evaluate.attacks import run_attacks
 from privgraph.evaluate.graph_utility import graph_utility_report
-from tasks.observe import prefect_progress
+from privgraph.config.disclosure import Disclosure
+from privgraph.evaluate.scale_metrics import version_metrics_at_scale
+from privgraph.publish.storage.staging import PendingVersion
+from tasks.observe import logged_executor, prefect_progress
 
 
 @task(name="evaluate", cache_policy=NO_CACHE, persist_result=False)
@@ -54,3 +58,17 @@ def attacks(
 def graph_report(private: GraphData, clean: GraphData, seed: np.random.SeedSequence) -> dict[str, Any]:
     """The released edges' structure against the raw graph's (private evaluation)."""
     return graph_utility_report(clean.edges("all"), private.edges("all"), clean.num_nodes, np.random.default_rng(seed))
+
+
+@task(name="evaluate-at-scale", cache_policy=NO_CACHE, persist_result=False)
+def evaluate_at_scale(store: str, pending: PendingVersion, config: PipelineConfig, disclosure: Disclosure,
+                      seed_entropy: int | None, name: str) -> dict[str, Any]:
+    """:func:`privgraph.evaluate.scale_metrics.version_metrics_at_scale` of the staged version
+    ``pending`` (its objects verified against the staging's checksums), trained on the pipeline's
+    executor (one task per run, one for the public-only reference); the shareable metrics."""
+    with logged_executor(config.executor, config.dask, name) as ex:
+        metrics = version_metrics_at_scale(store, pending.pipeline, pending.version, config.evaluate, seed_entropy,
+                                           disclosure, ex, staged=dict(pending.objects))
+    get_run_logger().info("evaluated at scale: %s over %d parts, %d runs", metrics["evaluation"]["method"].split(" (")[0],
+                          metrics["evaluation"]["parts"], metrics["runs"])
+    return metrics

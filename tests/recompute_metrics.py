@@ -55,6 +55,13 @@ def recompute(config: str, pipeline: str, store: str, version: str, raw: str | N
     from privgraph.evaluate.utility import OWNER_ONLY
 
     cfg = load_config(config).get(pipeline)
+    if cfg.runs_at_scale:  # evaluated at scale, from the version's parts: the same function, serially
+        from privgraph.config.disclosure import disclosure_of
+        from privgraph.evaluate.scale_metrics import version_metrics_at_scale
+        from privgraph.privatize.parallel import SerialExecutor
+
+        return version_metrics_at_scale(store, pipeline, version, cfg.evaluate, evaluation_entropy(cfg.seed),
+                                        disclosure_of(load_config(config), pipeline), SerialExecutor())
     st = open_store(store)
     graph, _ = st.load_graph(pipeline, version)
     clean = None if raw is None else _read_raw_graph(raw)

@@ -2,7 +2,8 @@
 
 For every pipeline shipped in pipelines.yaml (at test scale), one more that the shipped ones do not
 cover (a user's generic files with unlabelled nodes and ``rule: random``, privatized through the
-partitioned files layout, ``partitions.layout: files``), and each scope (edges,
+partitioned files layout, ``partitions.layout: files``), the same graph ingested as a partitioned
+graph (the flow's path at scale, evaluated from the version's parts), and each scope (edges,
 features, labels), ``privgraph run --ci`` runs twice with the same seed on NEIGHBOURING inputs: one
 private edge added between two nodes that already have private edges (so V_pri, declared public,
 does not move), one private node's feature vector changed (in an image graph, its image file), one
@@ -95,7 +96,7 @@ SBM_NODES = 1000
 PHOTOS_NODES = 60
 GENERIC_NODES = 400
 #: pipelines whose input is read from files on disk by the real loader (the others are handed over)
-FROM_FILES = ("generic-unlabelled", "images-heterorr", "sbm-gap-node")
+FROM_FILES = ("generic-unlabelled", "images-heterorr", "partitioned-scale", "sbm-gap-node")
 
 #: a user's own graph: unlabelled nodes, scores from a random public subset, every scope private,
 #: privatized through the partitioned files layout (its staging area is in the owner's private records)
@@ -110,7 +111,17 @@ GENERIC_UNLABELLED: dict[str, Any] = {
     "partitions": {"num_parts": 2, "layout": "files"},
     "evaluate": {"attacks": ["linkteller", "membership"]},
 }
-PIPELINES: dict[str, dict[str, Any]] = {**SHIPPED, "generic-unlabelled": GENERIC_UNLABELLED}
+#: the same graph ingested as a partitioned graph (``privgraph ingest``): the path on which no process
+#: holds the graph (flows/privatize_at_scale.py), evaluated at scale from the version's parts
+PARTITIONED_SCALE: dict[str, Any] = {
+    "description": "a partitioned graph: the privatize flow's path at scale, with its evaluation",
+    "dataset": {"name": "partitioned", "options": {}},
+    **{k: GENERIC_UNLABELLED[k] for k in ("features", "edges", "labels", "budget")},
+    "partitions": {"num_parts": 2, "method": "metis", "layout": "files"},
+    "evaluate": {"clusters_per_batch": 1},
+}
+PIPELINES: dict[str, dict[str, Any]] = {**SHIPPED, "generic-unlabelled": GENERIC_UNLABELLED,
+                                        "partitioned-scale": PARTITIONED_SCALE}
 
 
 # -- inputs -----------------------------------------------------------------------------------------
@@ -146,7 +157,7 @@ def _input_graph(name: str, data_root: Path) -> GraphData:
     """The pipeline's input at test scale, as its ingest loads it."""
     from privgraph.ingest.datasets import load_dataset
 
-    if name == "generic-unlabelled":
+    if name in ("generic-unlabelled", "partitioned-scale"):
         return _generic_graph()
     ds = copy.deepcopy(SHIPPED[name]["dataset"])
     options = dict(ds.get("options") or {})
@@ -173,7 +184,15 @@ def _write_input(name: str, graph: GraphData, data: Path) -> dict[str, Any]:
         write_photo_graph(data / "photos", num_nodes=PHOTOS_NODES, seed=opts["seed"],
                           private_fraction=opts["private_fraction"])
         return {"name": "images", "root": str(data), "options": {"path": "photos"}}
-    return {"name": "generic", "root": str(data), "options": write_generic(graph, data)}
+    options = write_generic(graph, data)
+    if name == "partitioned-scale":  # the generic files, ingested as privgraph ingest writes them
+        from privgraph.ingest.partitioned_writer import write_partitioned_graph
+
+        write_partitioned_graph(data / options["edges"], features=data / options["features"],
+                                labels=data / options["labels"], split=data / options["split"],
+                                num_nodes=options["num_nodes"], destination=data / "graph", range_size=150)
+        return {"name": "partitioned", "root": str(data), "options": {"path": "graph"}}
+    return {"name": "generic", "root": str(data), "options": options}
 
 
 def _test_scale_config(name: str, tmp: Path, dataset: dict[str, Any] | None = None, **changes: Any) -> Path:

@@ -79,12 +79,14 @@ def _pipeline(data: Path, store: Path, dataset: dict[str, Any]) -> dict[str, Any
     }
 
 
-def _run(tmp: Path, pipelines: dict[str, Any], name: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+def _run(tmp: Path, pipelines: dict[str, Any], name: str, env: dict[str, str],
+         evaluate: bool = False) -> subprocess.CompletedProcess:
     cfg = tmp / "pipelines.yaml"
     cfg.write_text(yaml.safe_dump({"pipelines": pipelines}))
     e = {**os.environ, **env}
     e.pop("PRIVGRAPH_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "privgraph.cli", "run", name, "--config", str(cfg), "--no-evaluate"],
+    return subprocess.run([sys.executable, "-m", "privgraph.cli", "run", name, "--config", str(cfg),
+                           "--evaluate" if evaluate else "--no-evaluate"],
                           cwd=tmp, env=e, capture_output=True, text=True, timeout=600)
 
 
@@ -191,3 +193,38 @@ def test_the_scale_path_publishes_the_files_layouts_version(data: Path, tmp_path
         assert manifests["generic"][key] == manifests["partitioned"][key] == manifests["s3"][key], key
     assert manifests["s3"]["dataset"]["options"]["path"] == "g"
     assert manifests["s3"]["public_input_fingerprint"] == manifests["partitioned"]["public_input_fingerprint"]
+
+
+@pytest.mark.flow
+def test_the_scale_path_evaluates_the_staged_parts_on_the_workers(data: Path, tmp_path: Path,
+                                                                  prefect_server_env: dict[str, str]) -> None:
+    """With evaluation, the scale path trains Cluster-GCN over the staged version's parts on a
+    Dask worker and publishes the in-memory evaluation's shareable keys, with the public-only
+    reference and the release's value over it; nothing is trained on the raw graph, so the
+    owner's record holds no private evaluation. An option Cluster-GCN does not implement is
+    refused in one line, exit 2, before anything is read or stored."""
+    store = tmp_path / "store"
+    evaluate = {"runs": 2, "epochs": 8, "patience": None, "device": "cpu", "clusters_per_batch": 1}
+    pipeline = {**_pipeline(data, store, {"name": "partitioned", "options": {"path": "graph"}}),
+                "partitions": {"num_parts": 3, "method": "metis", "layout": "files"},
+                "executor": "dask", "dask": {"n_workers": 1}, "evaluate": evaluate}
+    res = _run(tmp_path, {"p": pipeline}, "p", prefect_server_env, evaluate=True)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "evaluated at scale over 3 parts" in res.stdout and "value of the release" in res.stdout, res.stdout
+    (manifest,) = store.glob("*/*/manifest.json")
+    metrics = json.loads(manifest.read_text())["metrics"]
+    assert metrics["runs"] == 2 and len(metrics["private"]["test_acc"]) == 2
+    assert {"public_only", "value_of_release", "feature_only", "selected"} <= set(metrics)
+    assert metrics["evaluation"]["parts"] == 3 and "Cluster-GCN" in metrics["evaluation"]["method"]
+    (record,) = (tmp_path / "private" / "p").glob("*.json")
+    assert json.loads(record.read_text())["private_evaluation"] is None
+
+    refused = tmp_path / "refused"
+    refused.mkdir()
+    bad = {**pipeline, "storage": str(refused / "store"), "private_records": str(refused / "private"),
+           "evaluate": {**evaluate, "attacks": ["linkteller"]}}
+    res = _run(refused, {"p": bad}, "p", prefect_server_env, evaluate=True)
+    assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-2000:]
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "evaluate.attacks" in lines[0], res.stderr
+    assert not (refused / "store").exists() or not any((refused / "store").rglob("*.json"))

@@ -44,7 +44,7 @@ def run(
 
             cfg = load_config(config).get(pipeline)  # fail fast on config errors, before Prefect starts
             store = resolve_store(cfg, store)
-            check_before_reading(cfg, store)  # store, private records, input files: before any data is read
+            check_before_reading(cfg, store, evaluate=evaluate)  # store, private records, input files: before any data is read
             from flows.privatize import privatize_flow  # lazy: prefect, imported only when a flow runs
             from flows.server import prefect_api  # lazy: CLI start-up
 

@@ -9,8 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from privgraph.cli.console import out
-from privgraph.evaluate.report import (PAIRED_TESTS, POST_PROCESSING, UTILITY_ROWS, attack_rows, ensemble_note, graph_utility_rows,
-                              paired_test_line)
+from privgraph.evaluate.report import (PAIRED_TESTS, POST_PROCESSING, UTILITY_ROWS, attack_rows, ensemble_note,
+                                      graph_utility_rows, paired_test_line, scale_note)
 
 
 def _print_ledger(ledger: dict[str, Any]) -> None:
@@ -35,6 +35,8 @@ def _print_metrics(m: dict[str, Any], owner_only: dict[str, Any] | None = None) 
         if m.get(key):
             out.print(escape(paired_test_line(m[key], label)), highlight=False)
     out.print(escape(POST_PROCESSING), highlight=False)
+    if scale_note(m):  # the evaluation at scale: how it was trained
+        out.print(escape(scale_note(m)), highlight=False)
     rows = graph_utility_rows((owner_only or {}).get("graph_utility"))
     if rows:
         g = Table("statistic", "original", "released", "error / distance",

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from privgraph.config.base import Float, Int, _Strict
+from privgraph.errors import ConfigError
 
 __all__ = ["AttackConfig", "EvaluateConfig"]
 
@@ -70,6 +71,12 @@ def _attack_entries(v: Any) -> Any:
     return out
 
 
+#: ``evaluate`` options of the in-memory evaluation that the evaluation at scale does not implement,
+#: each with the value that leaves it off (:meth:`EvaluateConfig.check_at_scale`)
+OFF_AT_SCALE: dict[str, Any] = {"model": "gcn", "kprop_labels": 0, "drop": False, "kprop_search": None,
+                                "ensemble": 1, "feature_dim": None, "attacks": []}
+
+
 class EvaluateConfig(_Strict):
     runs: Int = Field(default=5, ge=1)
     epochs: Int = Field(default=200, ge=1)
@@ -113,6 +120,14 @@ class EvaluateConfig(_Strict):
         default=None, ge=1,
         description="train on the first k principal axes of DENSE (e.g. privatized) features: post-processing, d/k times cheaper first layer",
     )
+    clusters_per_batch: Int = Field(
+        default=4, ge=1,
+        description="the evaluation at scale (a partitioned dataset in the files layout): Cluster-GCN's clusters (the version's parts) per training step",
+    )
+    inference: Literal["layerwise", "batch"] = Field(
+        default="layerwise",
+        description="the evaluation at scale: score every node exactly, one layer at a time over the parts (layerwise: [n, hidden] held), or per batch of parts (batch: bounded by the batch, edges between batches unseen)",
+    )
     graph_report: bool = Field(
         default=True, strict=True,
         description="structure of the released edges vs the raw ones (degrees, triangles, clustering, communities, ...): private evaluation",
@@ -121,6 +136,22 @@ class EvaluateConfig(_Strict):
         default_factory=list,
         description="privacy attacks on a model trained on the version and on the raw graph (private evaluation)",
     )
+
+    def check_at_scale(self) -> None:
+        """Refuse the options that the evaluation at scale (:mod:`privgraph.evaluate.scale_metrics`:
+        Cluster-GCN over a partitioned version's parts, KProp on the features out of core) does not
+        implement, in one line naming the first: another model, LPGNN's label KProp, Drop or
+        search, ensembles, a PCA input, attacks.
+
+        Raises:
+            ConfigError: such an option is set (exit code 2).
+        """
+        for name, off in OFF_AT_SCALE.items():
+            if getattr(self, name) != off:
+                raise ConfigError(
+                    f"evaluate.{name}: the evaluation at scale (a partitioned dataset in the files layout) trains "
+                    f"Cluster-GCN over the version's parts and does not implement {name} (leave it at {off!r}); "
+                    f"run with --no-evaluate, or evaluate the graph in memory (dataset generic)")
 
     def train_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of :func:`privgraph.evaluate.training.fit_node_classifier` this section sets."""

@@ -207,6 +207,15 @@ class PipelineConfig(_Strict):
     embed: EmbedConfig | None = Field(
         default=None, description="image datasets: ResNet-50 embeddings of the node images become the features")
 
+    @property
+    def runs_at_scale(self) -> bool:
+        """Whether the privatize flow takes the path on which no process holds the graph
+        (``flows/privatize_at_scale.py``): a ``partitioned`` dataset in the files layout, without
+        scores or embeddings (which read rows in the flow process); its evaluation is the one at
+        scale (:mod:`privgraph.evaluate.scale_metrics`)."""
+        return (self.dataset.name == "partitioned" and self.partitions.layout == "files"
+                and self.scores is None and self.embed is None)
+
     @model_validator(mode="after")
     def _images_are_embedded(self) -> PipelineConfig:
         images = self.dataset.name in IMAGE_DATASETS

@@ -19,7 +19,8 @@ is therefore stored only in the part of its smaller end: no part can be served f
 alone. The source makes one streamed pass over the parts when it is built (:func:`_spill_reverse_edges`)
 and writes, per part, the reverse edges that other parts hold into a spill file of a private
 temporary directory; :meth:`VersionPartsSource.cluster` then reads its part from the store and its
-spill file. Memory: one part (its objects, their decoded arrays), O(num_parts) metadata, and while
+spill file. Memory: one part (its objects, their decoded arrays), the decoded parts it keeps (at
+most ``cache_bytes``, 256 MiB by default), O(num_parts) metadata, and while
 it is built an int32 ``[n]`` node -> part map and one spill bucket; disk: 24 bytes per edge
 between two parts. Reasoning and figures: docs/evaluation-cost.md, "Evaluating a partitioned version".
 """
@@ -32,6 +33,7 @@ import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,7 @@ import scipy.sparse as sp
 from privgraph.errors import ArtifactError, ArtifactIntegrityError, one_line
 from privgraph.evaluate.minibatch_source import Cluster
 from privgraph.evaluate.model_inputs import _SPARSE_DENSITY
-from privgraph.graph import SPLIT_MASKS
+from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.publish.storage import ArtifactStore, open_store
 from privgraph.publish.storage.graph_io import (
     EDGES,
@@ -60,6 +62,8 @@ from privgraph.publish.storage.graph_io import (
 __all__ = ["VersionPartsSource"]
 
 _WHO = "VersionPartsSource"
+#: decoded parts a source keeps after their first read, by default (the module docstring)
+CACHE_BYTES = 256 * 2**20
 _SPILL_DTYPE = np.int64  # a spilled edge: (u, v, private) with u < v, u in another part, v in this one
 
 
@@ -96,7 +100,12 @@ class VersionPartsSource:
     Building it reads every part's nodes, labels, split and edges once, one part at a time (and
     part 0's features, for ``feature_dim``), and spills the reverse edges that cross parts to a
     private temporary directory under ``spill_dir`` (default: the system's), removed by
-    :meth:`close` (or when the source is collected). ``part_sizes``: the parts' node counts;
+    :meth:`close` (or when the source is collected). ``staged``: the checksums of a version whose
+    manifest is not written yet (``PendingVersion.objects``: the privatize flow evaluates before it
+    publishes); its objects are verified against them instead of a manifest. ``cache_bytes``
+    (default :data:`CACHE_BYTES`, 256 MiB; 0: none): the decoded parts kept after their first read
+    with features, first come first kept, so a version that fits is read and verified once per
+    source and a larger one in part (an epoch visits every part: no eviction would help). ``part_sizes``: the parts' node counts;
     ``calls`` counts the calls of :meth:`cluster`, ``nodes_served`` the nodes handed out.
 
     Raises:
@@ -110,13 +119,17 @@ class VersionPartsSource:
     """
 
     def __init__(self, store: ArtifactStore | str | os.PathLike[str], pipeline: str, version: str, *,
-                 label_classes: int | None = None, spill_dir: str | os.PathLike[str] | None = None) -> None:
+                 label_classes: int | None = None, spill_dir: str | os.PathLike[str] | None = None,
+                 staged: Mapping[str, Mapping[str, Any]] | None = None, cache_bytes: int = CACHE_BYTES) -> None:
+        if isinstance(cache_bytes, bool) or not isinstance(cache_bytes, numbers.Integral) or cache_bytes < 0:
+            raise ValueError(f"{_WHO}: cache_bytes must be an int >= 0, got {cache_bytes!r}")
         if label_classes is not None and (isinstance(label_classes, bool) or not isinstance(label_classes, numbers.Integral)
                                           or label_classes < 0):
             raise ValueError(f"{_WHO}: label_classes must be None or an int >= 0, got {label_classes!r}")
         self.store = store if isinstance(store, ArtifactStore) else open_store(store)
         self.pipeline, self.version = pipeline, version
-        self._num_nodes, self._num_parts = _partitioned_info(self.store, pipeline, version)
+        self._staged = None if staged is None else {str(k): dict(v) for k, v in staged.items()}
+        self._num_nodes, self._num_parts = _partitioned_info(self.store, pipeline, version, self._staged)
         self._spill = Path(tempfile.mkdtemp(prefix="privgraph-parts-", dir=spill_dir))
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._spill), True)
         try:
@@ -129,6 +142,8 @@ class VersionPartsSource:
         self._num_classes = max(survey.max_label + 1, int(label_classes or 0))
         self.calls = 0
         self.nodes_served = 0
+        self._cache: dict[int, Cluster] = {}
+        self._cache_left = int(cache_bytes)
 
     # -- the protocol --------------------------------------------------------------------------------
     @property
@@ -153,13 +168,40 @@ class VersionPartsSource:
         if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= int(i) < self._num_parts:
             raise ValueError(f"{_WHO}.cluster: i must be an int in [0, {self._num_parts}), got {i!r}")
         i = int(i)
-        part = self._read_part(i, (NODES, LABELS, SPLITS, EDGES) + ((FEATURES,) if features else ()))
         self.calls += 1
+        cached = self._cache.get(i)
+        if cached is not None:
+            self.nodes_served += cached.size
+            return cached if features else dataclasses.replace(cached, x=None)
+        part = self._read_part(i, (NODES, LABELS, SPLITS, EDGES) + ((FEATURES,) if features else ()))
         self.nodes_served += int(part.nodes.size)
         x = _cluster_features(part.fields["x"]) if features else None
-        return Cluster(nodes=part.nodes, x=x, y=part.fields["y"].astype(np.int64, copy=False),
-                       train_mask=part.fields["train_mask"], val_mask=part.fields["val_mask"],
-                       test_mask=part.fields["test_mask"], edges=self._cluster_edges(i, part))
+        c = Cluster(nodes=part.nodes, x=x, y=part.fields["y"].astype(np.int64, copy=False),
+                    train_mask=part.fields["train_mask"], val_mask=part.fields["val_mask"],
+                    test_mask=part.fields["test_mask"], edges=self._cluster_edges(i, part))
+        size = _cluster_bytes(c)
+        if features and size <= self._cache_left:  # kept: read once, served again from memory
+            self._cache[i] = c
+            self._cache_left -= size
+        return c
+
+    def public_graph(self) -> GraphData:
+        """The version's labels, split and PUBLIC edges, without features or released edges: what
+        the public-only reference reads (:func:`~privgraph.evaluate.public_reference.public_only_reference`).
+        One pass over the parts (no features read); holds ``[n]`` labels and masks and the public
+        edges, int64 ``[2, m_pub]``: the public adjacency, the memory of a METIS partitioning."""
+        n = self._num_nodes
+        y = np.full(n, -1, dtype=np.int64)
+        masks = {m: np.zeros(n, dtype=bool) for m in SPLIT_MASKS}
+        edges = []
+        for i in range(self._num_parts):
+            part = self._read_part(i, (NODES, LABELS, SPLITS, EDGES))
+            y[part.nodes] = part.fields["y"]
+            for m in SPLIT_MASKS:
+                masks[m][part.nodes] = part.fields[m]
+            edges.append(part.edges_public)
+        public = np.concatenate(edges, axis=1) if edges else np.zeros((2, 0), dtype=np.int64)
+        return GraphData(num_nodes=n, y=y, edges_public=np.ascontiguousarray(public, dtype=np.int64), **masks)
 
     # -- lifetime ------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -177,7 +219,7 @@ class VersionPartsSource:
         """Part ``i``'s objects ``bases`` (names after the part's prefix), each read verified
         against the manifest, decoded with the canonical checks."""
         pre = part_prefix(i)
-        objects = {pre + b: self.store.read_object(self.pipeline, self.version, pre + b) for b in bases}
+        objects = {pre + b: _read_verified(self.store, self.pipeline, self.version, pre + b, self._staged) for b in bases}
         try:
             return part_from_objects(i, objects)
         except ArtifactError as exc:
@@ -199,6 +241,13 @@ class VersionPartsSource:
         return np.ascontiguousarray(np.concatenate(own + reverse, axis=1), dtype=np.int64)
 
 
+def _cluster_bytes(c: Cluster) -> int:
+    """The bytes a decoded cluster holds (its arrays; a CSR matrix's three)."""
+    x = 0 if c.x is None else (c.x.data.nbytes + c.x.indices.nbytes + c.x.indptr.nbytes if sp.issparse(c.x)
+                               else c.x.nbytes)
+    return x + sum(a.nbytes for a in (c.nodes, c.y, c.train_mask, c.val_mask, c.test_mask, c.edges))
+
+
 def _members(nodes: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Boolean mask of the ``ids`` found in the sorted ``nodes``."""
     if not nodes.size:
@@ -214,11 +263,21 @@ def _cluster_features(x: np.ndarray) -> np.ndarray | sp.csr_array:
     return x
 
 
-def _partitioned_info(store: ArtifactStore, pipeline: str, version: str) -> tuple[int, int]:
+def _read_verified(store: ArtifactStore, pipeline: str, version: str, name: str,
+                   staged: Mapping[str, Mapping[str, Any]] | None) -> bytes:
+    """One object, verified against the manifest, or against ``staged`` (a staged version's checksums)."""
+    if staged is None:
+        return store.read_object(pipeline, version, name)
+    return store.read_staged_object(pipeline, version, name, staged)
+
+
+def _partitioned_info(store: ArtifactStore, pipeline: str, version: str,
+                      staged: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[int, int]:
     """``(num_nodes, num_parts)`` of a partitioned version: its ``graph.json`` read verified, its
-    object names checked against the manifest (as :meth:`~privgraph.publish.storage.base.ArtifactStore.iter_parts`)."""
-    manifest = store.read_manifest(pipeline, version)
-    blob = store.read_object(pipeline, version, GRAPH_INFO)
+    object names checked against the manifest, or the staging's checksums (as
+    :meth:`~privgraph.publish.storage.base.ArtifactStore.iter_parts`)."""
+    manifest = store.read_manifest(pipeline, version) if staged is None else {"objects": staged}
+    blob = _read_verified(store, pipeline, version, GRAPH_INFO, staged)
     try:
         info = read_graph_info(blob)
         if info.get("parts"):

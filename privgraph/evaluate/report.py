@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PAIRED_TESTS", "POST_PROCESSING", "UTILITY_ROWS", "ledger_markdown", "metrics_markdown", "paired_test_line", "private_evaluation_markdown"]
+__all__ = ["PAIRED_TESTS", "POST_PROCESSING", "UTILITY_ROWS", "ledger_markdown", "metrics_markdown", "paired_test_line",
+           "private_evaluation_markdown", "scale_note"]
 
 
 def _fmt(v: Any) -> str:
@@ -65,8 +66,17 @@ def metrics_markdown(pipeline: str, version: str, metrics: dict[str, Any]) -> st
     for key, label in PAIRED_TESTS:
         if metrics.get(key):
             lines += ["", paired_test_line(metrics[key], label)]
-    lines += ["", POST_PROCESSING]
+    lines += ["", POST_PROCESSING] + (["", scale_note(metrics)] if scale_note(metrics) else [])
     return "\n".join(lines) + "\n"
+
+
+def scale_note(metrics: dict[str, Any]) -> str | None:
+    """How the evaluation at scale trained (``evaluated at scale over 8 parts, ...``), or None."""
+    e = metrics.get("evaluation")
+    if not e:
+        return None
+    return (f"evaluated at scale over {e['parts']} parts, {e['clusters_per_batch']} per step, "
+            f"{e['inference']} inference: {e['method']}")
 
 
 def ensemble_note(metrics: dict[str, Any]) -> str:

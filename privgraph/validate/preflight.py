@@ -147,9 +147,9 @@ def check_budget(cfg: PipelineConfig) -> None:
         )
 
 
-def check_before_reading(cfg: PipelineConfig, store: str | None = None) -> ArtifactStore:
-    """Check the budget caps, the store, the private records and the dataset's files; return the
-    opened store.
+def check_before_reading(cfg: PipelineConfig, store: str | None = None, *, evaluate: bool = False) -> ArtifactStore:
+    """Check the budget caps, the store, the private records, the dataset's files and, with
+    ``evaluate`` on the path at scale, the evaluation's options; return the opened store.
 
     Raises:
         ValidationFailedError: the configured mechanisms exceed the budget caps (exit code 3).
@@ -158,6 +158,8 @@ def check_before_reading(cfg: PipelineConfig, store: str | None = None) -> Artif
         ClusterError: ``dask.address`` names a scheduler that does not answer (exit code 4).
     """
     check_budget(cfg)
+    if evaluate and cfg.runs_at_scale:
+        cfg.evaluate.check_at_scale()
     uri = resolve_store(cfg, store)
     try:
         opened = open_store(uri)

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from privgraph.errors import ArtifactError, ArtifactIntegrityError
 from privgraph.evaluate.minibatch import ClusterSource, GraphClusterSource, fit_cluster_gcn
-from privgraph.evaluate.minibatch_parts import VersionPartsSource
+from privgraph.evaluate.minibatch_parts import VersionPartsSource, _cluster_bytes
 from privgraph.graph import SPLIT_MASKS
 from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.privatize.partition import partition_graph
@@ -141,6 +141,27 @@ def test_the_source_reads_one_part_at_a_time(stored):
             source.cluster(i, features=False)
             assert not any(n.endswith(".features.npy") for n in store.reads)
     assert not source._spill.exists()  # closed: the spill directory is gone
+
+
+@pytest.mark.parametrize("cache_bytes", [0, 10**9, "one part"])
+def test_parts_are_read_once_within_the_cache_budget(stored, cache_bytes):
+    """A part read with its features is kept while the budget lasts and served again unread (the
+    same cluster); past the budget, or with none, each call reads and verifies it again."""
+    root, version, _ = stored
+    store = CountingStore(root)
+    with VersionPartsSource(store, PIPE, version, cache_bytes=0) as probe:
+        sizes = [_cluster_bytes(probe.cluster(i)) for i in range(PARTS)]
+    budget = sizes[0] if cache_bytes == "one part" else cache_bytes
+    with VersionPartsSource(store, PIPE, version, cache_bytes=budget) as source:
+        first = [source.cluster(i) for i in range(PARTS)]
+        store.reads.clear()
+        again = [source.cluster(i) for i in range(PARTS)]
+        reread = sorted({int(n[5:10]) for n in store.reads})
+        kept = {0: [], 10**9: list(range(PARTS))}.get(budget, [0])
+        assert reread == [i for i in range(PARTS) if i not in kept]
+        for a, b in zip(first, again, strict=True):
+            assert np.array_equal(a.nodes, b.nodes) and np.array_equal(a.edges, b.edges)
+        assert source.cluster(0, features=False).x is None
 
 
 def test_a_tampered_part_fails_with_the_store_verification_error(stored, tmp_path):

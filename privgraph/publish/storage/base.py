@@ -309,6 +309,18 @@ class ArtifactStore(abc.ABC):
         manifest = self.read_manifest(pipeline, version)
         return self._read_verified(pipeline, version, name, manifest)
 
+    def read_staged_object(self, pipeline: str, version: str, name: str, objects: Mapping[str, Any]) -> bytes:
+        """The bytes of one object of a STAGED version (no manifest yet), verified against
+        ``objects``, the staging's own checksums (``PendingVersion.objects``: name -> ``sha256``,
+        ``size``), as :meth:`read_object` verifies against a manifest.
+
+        Raises:
+            ArtifactError: ``name`` is not among ``objects``.
+            ArtifactIntegrityError: the object is missing or its checksum does not match.
+        """
+        check_name(name, "object")
+        return self._read_verified(pipeline, version, name, {"objects": objects})
+
     def read_objects(
         self, pipeline: str, version: str, *, trusted: Collection[str] | None = None, sealed: bool = False
     ) -> dict[str, bytes]:
