@@ -31,14 +31,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from privgraph.evaluate.minibatch_source import Cluster, ClusterSource
+from privgraph.evaluate.minibatch_source import Cluster, ClusterSource, SourceView
 
 __all__ = ["PropagatedSource"]
 
 _WHO = "PropagatedSource"
 
 
-class PropagatedSource:
+class PropagatedSource(SourceView):
     """``source``'s clusters with their features replaced by ``K = steps`` KProp steps over all of
     its edges (the module docstring); ``steps=0`` serves the features as they are, dense.
 
@@ -49,7 +49,8 @@ class PropagatedSource:
     def __init__(self, source: ClusterSource, steps: int, *, spill_dir: str | os.PathLike[str] | None = None) -> None:
         if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
             raise ValueError(f"{_WHO}: steps must be an int >= 0, got {steps!r}")
-        self.source, self.steps = source, int(steps)
+        super().__init__(source)
+        self.steps = int(steps)
         self._dir = Path(tempfile.mkdtemp(prefix="privgraph-kprop-", dir=spill_dir))
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._dir), True)
         try:
@@ -57,22 +58,6 @@ class PropagatedSource:
         except BaseException:
             self.close()
             raise
-
-    @property
-    def num_nodes(self) -> int:
-        return self.source.num_nodes
-
-    @property
-    def num_clusters(self) -> int:
-        return self.source.num_clusters
-
-    @property
-    def num_classes(self) -> int:
-        return self.source.num_classes
-
-    @property
-    def feature_dim(self) -> int:
-        return self.source.feature_dim
 
     def cluster(self, i: int, *, features: bool = True) -> Cluster:
         """Cluster ``i`` of the source, its features the propagated rows (dense float32)."""

@@ -22,7 +22,7 @@ from privgraph.evaluate.training import output_classes
 from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.privatize.partition import check_partition_arguments, partition_assignment
 
-__all__ = ["Cluster", "ClusterSource", "GraphClusterSource", "public_clusters"]
+__all__ = ["Cluster", "ClusterSource", "GraphClusterSource", "SourceView", "public_clusters"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +78,34 @@ class ClusterSource(Protocol):
     def feature_dim(self) -> int: ...
 
     def cluster(self, i: int, *, features: bool = True) -> Cluster: ...
+
+
+class SourceView:
+    """A :class:`ClusterSource` over another ``source``: its nodes, clusters, classes and feature
+    width; a subclass changes what :meth:`cluster` hands out (e.g. no edges, propagated features)."""
+
+    def __init__(self, source: ClusterSource) -> None:
+        self.source = source
+
+    @property
+    def num_nodes(self) -> int:
+        return self.source.num_nodes
+
+    @property
+    def num_clusters(self) -> int:
+        return self.source.num_clusters
+
+    @property
+    def num_classes(self) -> int:
+        return self.source.num_classes
+
+    @property
+    def feature_dim(self) -> int:
+        return self.source.feature_dim
+
+    def cluster(self, i: int, *, features: bool = True) -> Cluster:
+        """Cluster ``i`` of the source, as it is."""
+        return self.source.cluster(i, features=features)
 
 
 def public_clusters(graph: GraphData, num_clusters: int, method: str = "metis") -> np.ndarray:

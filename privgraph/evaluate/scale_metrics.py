@@ -35,7 +35,7 @@ from privgraph.config.evaluate import EvaluateConfig
 from privgraph.evaluate.minibatch import fit_cluster_gcn
 from privgraph.evaluate.minibatch_kprop import PropagatedSource
 from privgraph.evaluate.minibatch_parts import VersionPartsSource
-from privgraph.evaluate.minibatch_source import Cluster, ClusterSource
+from privgraph.evaluate.minibatch_source import Cluster, SourceView
 from privgraph.evaluate.public_reference import per_run_reference, public_only_reference
 from privgraph.evaluate.utility import _utility_summary
 from privgraph.privatize.parallel import Executor
@@ -55,28 +55,9 @@ def training_kwargs(cfg: EvaluateConfig) -> dict[str, Any]:
             "inference": cfg.inference, "device": cfg.device}
 
 
-class EdgelessSource:
+class EdgelessSource(SourceView):
     """``source``'s clusters without their edges: the feature-only floor's input (each node sees
     itself only), over the same clusters and batches."""
-
-    def __init__(self, source: ClusterSource) -> None:
-        self.source = source
-
-    @property
-    def num_nodes(self) -> int:
-        return self.source.num_nodes
-
-    @property
-    def num_clusters(self) -> int:
-        return self.source.num_clusters
-
-    @property
-    def num_classes(self) -> int:
-        return self.source.num_classes
-
-    @property
-    def feature_dim(self) -> int:
-        return self.source.feature_dim
 
     def cluster(self, i: int, *, features: bool = True) -> Cluster:
         """Cluster ``i`` of the source, its edges dropped."""
@@ -94,7 +75,8 @@ def scale_evaluation_task(what: tuple[str, int], seed: np.random.SeedSequence, *
                           version: str, staged: dict[str, Any] | None, options: dict[str, Any],
                           disclosure: Disclosure, kprop_features: int = 0) -> dict[str, Any]:
     """One task of the evaluation at scale, on a worker: ``("run", i)`` trains run ``i``'s GNN
-    (over the features propagated by ``kprop_features`` KProp steps) and floor with ``seed``; ``("reference", 0)`` computes the public-only reference. Reads the version
+    (over the features propagated by ``kprop_features`` KProp steps) and floor with ``seed``;
+    ``("reference", 0)`` computes the public-only reference. Reads the version
     ``store``/``pipeline``/``version`` (``staged``: its staging's checksums) one part at a time."""
     with VersionPartsSource(store, pipeline, version, staged=staged) as source:
         if what[0] == "reference":
