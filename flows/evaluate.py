@@ -27,7 +27,7 @@ from privgraph.publish.storage import open_store
 from privgraph.publish.storage.private_record import input_identity, owner_signing_key, read_private_record
 from privgraph.publish.storage.seal import public_key_hex
 from privgraph.evaluate.utility import OWNER_ONLY
-from tasks.evaluate import attacks, evaluate, graph_report
+from tasks.evaluate import attacks, evaluate, evaluate_at_scale, graph_report
 from tasks.embed import ingest_with_features
 
 
@@ -44,7 +44,9 @@ def evaluate_flow(
     """Test accuracy of a GNN trained on the private version; the owner's comparison with the clean graph.
 
     ``staged=True`` reads a version whose manifest is not yet written (the privatize flow's
-    measure-then-publish step). The clean graph is re-ingested from the pipeline's dataset; for a
+    measure-then-publish step). A published version of a pipeline on the path at scale
+    (``PipelineConfig.runs_at_scale``) is evaluated from its parts on the executor's workers, as
+    the privatize flow evaluated it (the shareable metrics only: nothing is trained on the raw graph). The clean graph is re-ingested from the pipeline's dataset; for a
     published version it must have the version's PUBLIC input fingerprint and, when the owner's
     private record of the version is on this machine, its keyed identity (HMAC under the owner's
     key). LPGNN's denoising options of the ``evaluate`` section apply to the private graph only
@@ -68,6 +70,12 @@ def evaluate_flow(
     st = open_store(store or cfg.storage)
     if not staged:  # a published version must carry the owner's seal: an edited ledger stops here
         st.read_manifest(pipeline, version, trusted=[public_key_hex(owner_signing_key(cfg.private_records))], sealed=True)
+    if cfg.runs_at_scale and not staged:  # a partitioned version: evaluated from its parts, never loaded whole
+        cfg.evaluate.check_at_scale()
+        metrics = evaluate_at_scale(store or cfg.storage, (pipeline, version), cfg, disclosure, seed_entropy, pipeline)
+        publish_metrics(pipeline, version, metrics)
+        return {"pipeline": pipeline, "version": version, "metrics": metrics, "private_evaluation": None,
+                "input_check": "not needed: evaluated at scale from the version and the public configuration alone"}
     private, fingerprint = st.load_graph(pipeline, version, staged=staged)
     clean, _ = ingest_with_features(cfg)
     check_evaluable(clean, cfg.dataset.name)  # labels and a split, or one line (exit 2)

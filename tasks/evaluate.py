@@ -61,14 +61,17 @@ def graph_report(private: GraphData, clean: GraphData, seed: np.random.SeedSeque
 
 
 @task(name="evaluate-at-scale", cache_policy=NO_CACHE, persist_result=False)
-def evaluate_at_scale(store: str, pending: PendingVersion, config: PipelineConfig, disclosure: Disclosure,
-                      seed_entropy: int | None, name: str) -> dict[str, Any]:
-    """:func:`privgraph.evaluate.scale_metrics.version_metrics_at_scale` of the staged version
-    ``pending`` (its objects verified against the staging's checksums), trained on the pipeline's
-    executor (one task per run, one for the public-only reference); the shareable metrics."""
+def evaluate_at_scale(store: str, version: PendingVersion | tuple[str, str], config: PipelineConfig,
+                      disclosure: Disclosure, seed_entropy: int | None, name: str) -> dict[str, Any]:
+    """:func:`privgraph.evaluate.scale_metrics.version_metrics_at_scale` of a partitioned version:
+    a staged one (``PendingVersion``: its objects verified against the staging's checksums) or a
+    published ``(pipeline, version)`` (against its manifest), trained on the pipeline's executor
+    (one task per run, one for the public-only reference); the shareable metrics."""
+    pipeline, vid, staged = ((version.pipeline, version.version, dict(version.objects))
+                             if isinstance(version, PendingVersion) else (*version, None))
     with logged_executor(config.executor, config.dask, name) as ex:
-        metrics = version_metrics_at_scale(store, pending.pipeline, pending.version, config.evaluate, seed_entropy,
-                                           disclosure, ex, staged=dict(pending.objects))
+        metrics = version_metrics_at_scale(store, pipeline, vid, config.evaluate, seed_entropy, disclosure, ex,
+                                           staged=staged)
     get_run_logger().info("evaluated at scale: %s over %d parts, %d runs", metrics["evaluation"]["method"].split(" (")[0],
                           metrics["evaluation"]["parts"], metrics["runs"])
     return metrics

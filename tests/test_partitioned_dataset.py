@@ -218,6 +218,16 @@ def test_the_scale_path_evaluates_the_staged_parts_on_the_workers(data: Path, tm
     assert metrics["evaluation"]["parts"] == 3 and "Cluster-GCN" in metrics["evaluation"]["method"]
     (record,) = (tmp_path / "private" / "p").glob("*.json")
     assert json.loads(record.read_text())["private_evaluation"] is None
+    # the owner evaluates the published version again: from its parts, never loaded whole
+    version = manifest.parent.name
+    e = {**os.environ, **prefect_server_env}
+    again = subprocess.run([sys.executable, "-m", "privgraph.cli", "evaluate", version, "--config",
+                            str(tmp_path / "pipelines.yaml"), "--store", str(store), "--json"],
+                           cwd=tmp_path, env=e, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    res = json.loads(again.stdout.strip().splitlines()[-1])
+    assert res["metrics"]["evaluation"]["parts"] == 3 and "public_only" in res["metrics"]
+    assert res["input_check"].startswith("not needed: evaluated at scale")
 
     refused = tmp_path / "refused"
     refused.mkdir()
