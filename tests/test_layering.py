@@ -223,3 +223,18 @@ def test_a_run_that_trains_no_model_imports_no_model_library():
             "assert flows.evaluate_flow.name == 'evaluate' and 'torch' in sys.modules")  # the lazy export works
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_reading_the_config_imports_no_table_or_statistics_library():
+    """Every CLI command reads the config first, and a refusal stops there: importing the config
+    loader (and with it the dataset and mechanism registries) imports no pandas (a table is read
+    where it is read), scipy.special or scipy.stats (the HRG diagnostic and the SBM generator
+    import theirs), together about 0.6 s of each such process here."""
+    import subprocess
+    import sys
+
+    code = ("import sys, privgraph.config.loader; "
+            "bad = [m for m in ('pandas', 'scipy.special', 'scipy.stats', 'torch') if m in sys.modules]; "
+            "assert not bad, bad")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]

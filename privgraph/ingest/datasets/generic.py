@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -152,10 +151,12 @@ def _read_features(path: Path) -> np.ndarray:
         _check_features_meta(path, x.shape, x.dtype)
     elif suffix in (".parquet", ".pq"):
         tab = _Table.read(path)
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
         bad_cols = [
             c
             for c in tab.df.columns
-            if not (pd.api.types.is_numeric_dtype(tab.df[c]) or pd.api.types.is_bool_dtype(tab.df[c]))
+            if not (is_numeric_dtype(tab.df[c]) or is_bool_dtype(tab.df[c]))
         ]
         if bad_cols:
             raise GraphValidationError(

@@ -35,10 +35,9 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 import skimage.data
 from PIL import Image
 
@@ -46,6 +45,9 @@ from privgraph.ingest.datasets.table import _list, _Table
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
 from privgraph.graph import UNLABELLED, GraphData
 from privgraph.seeding import as_generator, as_seed_sequence, stage_seed
+
+if TYPE_CHECKING:  # pandas is imported where a table is read (privgraph.ingest.datasets.table)
+    import pandas as pd
 
 __all__ = [
     "IMAGE_GRAPH_SOURCE",

@@ -7,7 +7,6 @@ import numbers
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from privgraph.ingest.datasets.split import random_node_split
 from privgraph.graph import GraphData
@@ -241,6 +240,8 @@ def _sbm_features(rng: np.random.Generator, y: np.ndarray, k: int, d: int, featu
     mu = rng.standard_normal((k, d), dtype=np.float32) * np.float32(feature_signal)
     x = rng.standard_normal((y.size, d), dtype=np.float32)
     x += mu[y]
+    from scipy.special import expit  # lazy: importing privgraph (a config check) imports no scipy.special
+
     expit(x, out=x)
     return x
 

@@ -9,13 +9,15 @@ import csv
 import io
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from privgraph.ingest.arrow_io import read_parquet_bytes
 from privgraph.errors import GraphValidationError
+
+if TYPE_CHECKING:  # pandas is imported where a table is read: a config check reads none
+    import pandas as pd
 
 _MAX_SHOWN = 5
 _INT_RE = r"\s*[+-]?\d{1,18}\s*"
@@ -61,6 +63,7 @@ class _Table:
 
     @classmethod
     def _read_csv(cls, path: Path, typed: dict[str, str]) -> _Table:
+        import pandas as pd
         raw = path.read_bytes()
         if not raw.strip():
             raise GraphValidationError(f"{path}: empty file; expected a header row and data rows")
@@ -130,6 +133,7 @@ class _Table:
             )
 
     def _missing_values(self, col: str) -> None:
+        import pandas as pd
         s = self.df[col]
         bad = s.isna().to_numpy()
         if s.dtype == object or pd.api.types.is_string_dtype(s):
@@ -158,6 +162,7 @@ class _Table:
 
     def int_column(self, col: str, *, missing: int | None = None) -> np.ndarray:
         """Column ``col`` as int64. An empty cell is an error, or ``missing`` when that is set."""
+        import pandas as pd
         self.require(col)
         if missing is not None:
             s = self.df[col]
@@ -204,6 +209,7 @@ class _Table:
         )
 
     def bool_column(self, col: str) -> np.ndarray:
+        import pandas as pd
         self.require(col)
         self._missing_values(col)
         s = self.df[col]

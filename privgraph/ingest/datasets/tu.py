@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from privgraph.ingest.datasets.graph_set import GraphSet, split_private_users
 from privgraph.errors import DatasetNotFoundError, GraphValidationError
@@ -66,6 +65,8 @@ def _read_table(
         raise DatasetNotFoundError(f"{path}: file not found ({what})")
     raw = path.read_bytes()
     dtype = np.int64 if kind == "int" else np.float64
+    import pandas as pd  # here, not at import: a config check never reads a table
+
     # fast path: pandas' C parser, accepted when every line is one row of the expected width
     try:
         df = pd.read_csv(io.BytesIO(raw), header=None, sep=",", skipinitialspace=True, dtype=dtype,

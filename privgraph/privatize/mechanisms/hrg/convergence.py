@@ -64,7 +64,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtri
 
 from privgraph.guarantee.params import check_int
 from privgraph.privatize.mechanisms.hrg.blocks import LeafBlocks, run_blocks
@@ -164,7 +163,8 @@ def _rhat_plain(z: np.ndarray) -> float:
 
 def _rank_normal(x: np.ndarray) -> np.ndarray:
     """Pooled ranks (ties averaged) mapped to normal scores, ``(r - 3/8) / (S + 1/4)``."""
-    from scipy.stats import rankdata  # lazy: scipy.stats takes seconds to import, and every CLI command reads the config
+    from scipy.special import ndtri  # lazy: scipy.special and scipy.stats take seconds to import, and every
+    from scipy.stats import rankdata  # CLI command reads the config
 
     r = rankdata(x, method="average").reshape(x.shape)
     return ndtri((r - 0.375) / (x.size + 0.25))
