@@ -326,6 +326,63 @@ def test_a_graph_in_an_s3_bucket_reads_the_same(tmp_path, moto_endpoint, monkeyp
         open_partitioned_graph(f"s3://privgraph-partitioned/nothing{query}")
 
 
+def test_the_ingest_writes_into_an_s3_bucket_all_or_nothing(tmp_path, moto_endpoint, monkeypatch):
+    """``privgraph ingest`` into ``s3://`` (moto's server): the same graph as a local ingest; a
+    prefix that holds objects is refused; a failure after ranges were uploaded deletes them; a
+    bucket that cannot be listed is refused before any input is read; the CLI prints the URI
+    without its query string or credentials."""
+    import uuid
+
+    import boto3
+
+    aws = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+    for k, v in aws.items():
+        monkeypatch.setenv(k, v)
+    bucket = f"privgraph-ingest-{uuid.uuid4().hex[:8]}"
+    s3 = boto3.client("s3", endpoint_url=moto_endpoint)
+    s3.create_bucket(Bucket=bucket)
+    keys = lambda prefix: sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", []))  # noqa: E731
+    query = f"?endpoint_override={moto_endpoint.removeprefix('http://')}&scheme=http"
+    files = _files(tmp_path, n=60, m=90)
+    uri = f"s3://{bucket}/graphs/g{query}"
+    graph = _write(files, uri, range_size=25)
+    assert graph.path == uri
+    assert open_partitioned_graph(uri).metadata() == _write(files, tmp_path / "local", range_size=25).metadata()
+    _assert_same_graph(load_partitioned_graph(uri), _generic(files))
+    written = keys("graphs/g/")
+    assert written == sorted(["graphs/g/graph.json"] + [f"graphs/g/{range_file(k, i)}" for k in ("nodes", "edges")
+                                                          for i in range(3)])
+    with pytest.raises(ConfigError, match=rf"^s3://{bucket}/graphs/g exists \(it holds objects"):
+        _write(files, uri, range_size=25)
+    assert keys("graphs/g/") == written
+
+    # a duplicate edge in range 1: found after range 0 was uploaded, and range 0 is deleted again
+    df = pd.read_csv(files["edges"])
+    df = pd.concat([df, pd.DataFrame({"src": [30, 40], "dst": [40, 30], "private": [False, True]})])
+    df.to_csv(tmp_path / "dup.csv", index=False)
+    uploads: list[str] = []
+    real_put = partitioned_writer._Remote.put
+    monkeypatch.setattr(partitioned_writer._Remote, "put", lambda self, local, name: (uploads.append(name),
+                                                                                       real_put(self, local, name)))
+    with pytest.raises(GraphValidationError, match="dup.csv"):
+        _write({**files, "edges": tmp_path / "dup.csv"}, f"s3://{bucket}/graphs/bad{query}", range_size=25)
+    assert uploads == [range_file("nodes", 0), range_file("edges", 0)] and keys("graphs/bad/") == []
+
+    read: list[str] = []
+    monkeypatch.setattr(partitioned_writer, "_open_nodes", lambda ins: read.append("nodes"))
+    with pytest.raises(ConfigError, match=r"^s3://no-such-bucket-[0-9a-f]+/g: cannot open the destination: bucket '[^']+' does not exist$"):
+        _write(files, f"s3://no-such-bucket-{uuid.uuid4().hex[:8]}/g{query}")
+    assert read == []
+    monkeypatch.undo()
+
+    r = subprocess.run([sys.executable, "-m", "privgraph.cli", "ingest", str(files["edges"]),
+                        f"s3://testing:testing@{bucket}/graphs/cli{query}", "--range-size", "25"],
+                       cwd=REPO, capture_output=True, text=True, timeout=120, env={**os.environ, **aws, "COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    assert f" into s3://{bucket}/graphs/cli (" in r.stdout and "testing" not in r.stdout + r.stderr, r.stdout
+    assert "graphs/cli/graph.json" in keys("graphs/cli/")
+
+
 # -- the command ----------------------------------------------------------------------------------
 def test_the_ingest_command_prints_public_metadata_only_and_fails_in_one_line(tmp_path):
     files = _files(tmp_path, n=60, m=90)

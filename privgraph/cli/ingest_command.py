@@ -17,7 +17,8 @@ from privgraph.cli.failures import _errors
 
 def ingest(
     edges: Path = typer.Argument(..., help="edge list: .csv or .parquet with columns src, dst (and a private flag)"),
-    destination: Path = typer.Argument(..., help="a new directory for the partitioned graph (never overwritten)"),
+    destination: str = typer.Argument(..., help="a new directory for the partitioned graph (never overwritten), "
+                                      "or a URI such as s3://bucket/prefix under which no object exists yet"),
     features: Path | None = typer.Option(None, "--features", help="features: .npy (one row per node) or .parquet"),
     labels: Path | None = typer.Option(None, "--labels", help="labels: .npy, or .csv / .parquet (one column, or id,label)"),
     split: Path | None = typer.Option(None, "--split", help="node split: .json or .csv (train / val / test)"),
@@ -30,7 +31,7 @@ def ingest(
     checks them, written range by range into DESTINATION (docs/partitioned-input.md)."""
     t0 = time.perf_counter()
     with _errors():
-        from privgraph.ingest.partitioned_graph import DEFAULT_RANGE_SIZE  # lazy: CLI start-up (pyarrow)
+        from privgraph.ingest.partitioned_graph import DEFAULT_RANGE_SIZE, _named  # lazy: CLI start-up (pyarrow)
         from privgraph.ingest.partitioned_writer import write_partitioned_graph  # lazy: CLI start-up
 
         graph = write_partitioned_graph(
@@ -40,4 +41,4 @@ def ingest(
             progress=lambda line: err.print(escape(line), highlight=False),
         )
     out.print(f"[bold green]ingested[/] {graph.num_nodes} nodes in {graph.num_ranges} range(s) of up to "
-              f"{graph.range_size} into {escape(graph.path)} ({time.perf_counter() - t0:.1f} s)", highlight=False)
+              f"{graph.range_size} into {escape(_named(graph.path, '').rstrip('/'))} ({time.perf_counter() - t0:.1f} s)", highlight=False)

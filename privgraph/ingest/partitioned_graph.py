@@ -124,8 +124,13 @@ def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
 
 
 def _named(path: str, name: str) -> str:
-    """``name`` inside the graph at ``path``, for a message (a URI's query string left out)."""
-    return f"{path.partition('?')[0].rstrip('/')}/{name}"
+    """``name`` inside the graph at ``path``, for a message: a URI's query string and credentials
+    (``s3://key:secret@bucket``) left out."""
+    shown = path.partition("?")[0].rstrip("/")
+    scheme, sep, rest = shown.partition("://")
+    if sep and "@" in rest.partition("/")[0]:
+        shown = f"{scheme}://{rest.partition('@')[2]}"
+    return f"{shown}/{name}"
 
 
 def _read_metadata(path: str) -> dict[str, Any]:

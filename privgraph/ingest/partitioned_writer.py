@@ -8,8 +8,11 @@ and written beside the range's node rows, which are read from the ``.npy`` files
 Peak memory: one batch plus one range's nodes and edges. Every check and message is the generic
 loader's (:mod:`privgraph.ingest.datasets.generic`); a problem found in one batch or range lists
 the rows of that batch or range. All or nothing: the graph is written into ``.<name>.tmp`` beside
-the destination, ``graph.json`` last, and renamed; any failure removes it. Reasoning, memory
-bound and figures: docs/partitioned-input.md.
+the destination, ``graph.json`` last, and renamed; any failure removes it. A destination URI
+(``s3://bucket/prefix``, any file system pyarrow opens) must hold no object yet: each range is
+uploaded as soon as it is written (the local spill and range files live in a private temporary
+directory), ``graph.json`` last; any failure deletes what was uploaded. Reasoning, memory bound
+and figures: docs/partitioned-input.md.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 import math
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +32,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from privgraph.errors import ConfigError, GraphValidationError
@@ -40,7 +45,7 @@ from privgraph.ingest.datasets.generic import (
 from privgraph.ingest.datasets.split import read_node_split
 from privgraph.ingest.datasets.table import _list, _suffix, _Table
 from privgraph.ingest.partitioned_graph import (
-    DEFAULT_RANGE_SIZE, EDGE_SCHEMA, GRAPH_FILE, PartitionedGraph, node_schema, range_file)
+    DEFAULT_RANGE_SIZE, EDGE_SCHEMA, GRAPH_FILE, PartitionedGraph, _filesystem, _named, node_schema, range_file)
 
 __all__ = ["write_partitioned_graph"]
 
@@ -203,7 +208,7 @@ class _Inputs:
     split: Path | None
     num_nodes: int | None
     private_column: str | None
-    destination: Path
+    destination: Path | str  # a local directory, or a URI (str)
     range_size: int
 
 
@@ -277,7 +282,8 @@ def _check_arguments(edges: Any, features: Any, labels: Any, split: Any, num_nod
         labels=None if labels is None else _check_exists(Path(labels), "labels"),
         split=None if split is None else _check_exists(Path(split), "split"),
         num_nodes=num_nodes, private_column=private_column,
-        destination=Path(destination).expanduser().absolute(), range_size=int(range_size),
+        destination=str(destination) if "://" in str(destination) else Path(destination).expanduser().absolute(),
+        range_size=int(range_size),
     )
     _check_load_arguments(num_nodes, private_column)
     check_generic_files(ins.edges, features=ins.features, labels=ins.labels, num_nodes=num_nodes,
@@ -285,7 +291,7 @@ def _check_arguments(edges: Any, features: Any, labels: Any, split: Any, num_nod
     return ins
 
 
-def _refuse_existing(path: Path, why: str = "") -> None:
+def _refuse_existing(path: Path | str, why: str = "") -> None:
     raise ConfigError(f"{path} exists{why}; an ingest never overwrites: choose a new destination")
 
 
@@ -302,6 +308,49 @@ def _claim(destination: Path) -> Path:
         _refuse_existing(tmp, " (another ingest is writing it, or one was interrupted: remove it when none runs)")
     tmp.chmod(0o700)
     return tmp
+
+
+class _Remote:
+    """A destination URI that holds no object yet: files uploaded one at a time, remembered so
+    that a failure deletes them (``graph.json``, uploaded last, is what makes them a graph)."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri, self.shown = uri, _named(uri, "").rstrip("/")
+        try:
+            self.fs, self.root = _filesystem(uri)
+            bucket = None if self.root.startswith("/") else self.root.split("/", 1)[0]  # s3, gs: the bucket
+            missing = bucket is not None and self.fs.get_file_info(bucket).type != pafs.FileType.Directory
+            found = [] if missing else self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
+        except (OSError, ValueError) as exc:  # no credentials, access denied, an unknown scheme
+            raise ConfigError(f"{self.shown}: cannot open the destination: {str(exc).splitlines()[0]}") from exc
+        if missing:
+            raise ConfigError(f"{self.shown}: cannot open the destination: bucket {bucket!r} does not exist")
+        if found:
+            _refuse_existing(self.shown, " (it holds objects: an interrupted ingest leaves some; remove them)")
+        self.written: list[str] = []
+
+    def put(self, local: Path, name: str) -> None:
+        """Upload ``local`` as ``name`` (streamed) and remove the local file."""
+        self.written.append(name)
+        pafs.copy_files(str(local), f"{self.root}/{name}", destination_filesystem=self.fs)
+        local.unlink()
+
+    def put_bytes(self, name: str, data: bytes) -> None:
+        self.written.append(name)
+        with self.fs.open_output_stream(f"{self.root}/{name}") as f:
+            f.write(data)
+
+    def abort(self) -> None:
+        """Delete every object this ingest uploaded, then the directory markers S3 leaves when
+        nothing else is under the prefix (best effort: the failure is what is raised)."""
+        try:
+            for name in reversed(self.written):
+                self.fs.delete_file(f"{self.root}/{name}")
+            left = self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True, recursive=True))
+            if self.written and not [i for i in left if i.type == pafs.FileType.File]:
+                self.fs.delete_dir(self.root)
+        except OSError:
+            pass
 
 
 # -- nodes ----------------------------------------------------------------------------------------
@@ -535,7 +584,8 @@ def write_partitioned_graph(
             :func:`~privgraph.ingest.datasets.generic.load_generic` takes them.
         split: a ``.json`` / ``.csv`` split file, as
             :func:`~privgraph.ingest.datasets.split.read_node_split` reads it.
-        destination: a local directory that must not exist.
+        destination: a local directory that must not exist, or a URI (``s3://bucket/prefix``;
+            credentials and endpoint as pyarrow reads them) under which no object exists yet.
         range_size: nodes per range (the last may be shorter).
         progress: called with one line per finished stage (public metadata only).
 
@@ -550,7 +600,8 @@ def write_partitioned_graph(
     """
     say = progress or (lambda line: None)
     ins = _check_arguments(edges, features, labels, split, num_nodes, private_column, destination, range_size)
-    tmp = _claim(ins.destination)
+    remote = _Remote(ins.destination) if isinstance(ins.destination, str) else None
+    tmp = Path(tempfile.mkdtemp(prefix="privgraph-ingest-")) if remote else _claim(ins.destination)  # type: ignore[arg-type]
     try:
         nodes = _open_nodes(ins)
         known = ins.num_nodes if ins.num_nodes is not None else nodes.rows()
@@ -572,13 +623,23 @@ def write_partitioned_graph(
             _write_parquet(tmp / range_file("nodes", i), _node_table(ins, nodes, part, start, stop))
             _write_parquet(tmp / range_file("edges", i), _edge_table(spill, i, n, where))
             spill.fragment(i).unlink(missing_ok=True)
+            if remote is not None:
+                for kind in ("nodes", "edges"):
+                    remote.put(tmp / range_file(kind, i), range_file(kind, i))
         say(f"{graph.num_ranges} ranges of up to {graph.range_size} nodes written")
         shutil.rmtree(tmp / ".spill")
-        write_private_file(tmp / GRAPH_FILE, (json.dumps(graph.metadata(), indent=2) + "\n").encode())
+        meta = (json.dumps(graph.metadata(), indent=2) + "\n").encode()
+        if remote is not None:
+            remote.put_bytes(GRAPH_FILE, meta)
+            shutil.rmtree(tmp)
+            return graph
+        write_private_file(tmp / GRAPH_FILE, meta)
         if os.path.lexists(ins.destination):
             _refuse_existing(ins.destination)
         os.rename(tmp, ins.destination)
     except BaseException:
+        if remote is not None:
+            remote.abort()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return graph
