@@ -15,7 +15,7 @@ from privgraph.graph import GraphData
 from privgraph.evaluate.attacks import run_attacks
 from privgraph.evaluate.graph_utility import graph_utility_report
 from privgraph.config.disclosure import Disclosure
-from privgraph.evaluate.scale_metrics import version_metrics_at_scale
+from privgraph.evaluate.scale_metrics import METHOD_NAME, version_metrics_at_scale
 from privgraph.publish.storage.staging import PendingVersion
 from tasks.observe import logged_executor, prefect_progress
 
@@ -72,6 +72,6 @@ def evaluate_at_scale(store: str, version: PendingVersion | tuple[str, str], con
     with logged_executor(config.executor, config.dask, name) as ex:
         metrics = version_metrics_at_scale(store, pipeline, vid, config.evaluate, seed_entropy, disclosure, ex,
                                            staged=staged)
-    get_run_logger().info("evaluated at scale: %s over %d parts, %d runs", metrics["evaluation"]["method"].split(" (")[0],
+    get_run_logger().info("evaluated at scale: %s over %d parts, %d runs", METHOD_NAME,
                           metrics["evaluation"]["parts"], metrics["runs"])
     return metrics

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from privgraph.errors import ConfigError, DatasetNotFoundError, GraphValidationError
-from privgraph.ingest import partitioned_writer
+from privgraph.ingest import partitioned_destination, partitioned_writer
 from privgraph.ingest.datasets import load_generic, read_node_split
 from privgraph.ingest.partitioned_graph import (FORMAT, load_partitioned_graph, open_partitioned_graph,
                                                 range_file, read_edge_range, read_node_range)
@@ -361,8 +361,8 @@ def test_the_ingest_writes_into_an_s3_bucket_all_or_nothing(tmp_path, moto_endpo
     df = pd.concat([df, pd.DataFrame({"src": [30, 40], "dst": [40, 30], "private": [False, True]})])
     df.to_csv(tmp_path / "dup.csv", index=False)
     uploads: list[str] = []
-    real_put = partitioned_writer._Remote.put
-    monkeypatch.setattr(partitioned_writer._Remote, "put", lambda self, local, name: (uploads.append(name),
+    real_put = partitioned_destination.RemoteDestination.put
+    monkeypatch.setattr(partitioned_destination.RemoteDestination, "put", lambda self, local, name: (uploads.append(name),
                                                                                        real_put(self, local, name)))
     with pytest.raises(GraphValidationError, match="dup.csv"):
         _write({**files, "edges": tmp_path / "dup.csv"}, f"s3://{bucket}/graphs/bad{query}", range_size=25)

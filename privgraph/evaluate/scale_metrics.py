@@ -15,7 +15,7 @@ for a version that no process holds whole, from its stored parts
   function as in memory), in one task holding the public adjacency and ``[n]`` labels;
 - per run, the candidate of highest validation accuracy, and the value of the release over the
   public-only reference (a paired test), by the in-memory summary
-  (:func:`~privgraph.evaluate.utility._utility_summary`), so the two paths report the same keys.
+  (:func:`~privgraph.evaluate.utility.utility_summary`), so the two paths report the same keys.
 
 Every figure is computed from the stored version and the public configuration alone: no raw
 graph, so nothing for the owner's private evaluation (no clean model, attacks or structure
@@ -26,6 +26,7 @@ docs/evaluation-cost.md, "The evaluation at scale".
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -37,12 +38,14 @@ from privgraph.evaluate.minibatch_kprop import PropagatedSource
 from privgraph.evaluate.minibatch_parts import VersionPartsSource
 from privgraph.evaluate.minibatch_source import Cluster, SourceView
 from privgraph.evaluate.public_reference import per_run_reference, public_only_reference
-from privgraph.evaluate.utility import _utility_summary
+from privgraph.evaluate.utility import utility_summary
 from privgraph.privatize.parallel import Executor
 from privgraph.seeding import as_seed_sequence, partition_seeds, stage_seed
 
-__all__ = ["EdgelessSource", "scale_evaluation_task", "version_metrics_at_scale"]
+__all__ = ["METHOD_NAME", "EdgelessSource", "scale_evaluation_task", "version_metrics_at_scale"]
 
+#: the evaluation at scale's name in one word, for a log line
+METHOD_NAME = "Cluster-GCN"
 #: what the evaluation at scale reports it did: ``evaluation`` in its metrics
 METHOD = ("Cluster-GCN (Chiang et al. 2019) over the version's parts, the public partitioning; "
           "the floor without edges; the public-only reference by label propagation over the public edges")
@@ -61,9 +64,7 @@ class EdgelessSource(SourceView):
 
     def cluster(self, i: int, *, features: bool = True) -> Cluster:
         """Cluster ``i`` of the source, its edges dropped."""
-        c = self.source.cluster(i, features=features)
-        return Cluster(nodes=c.nodes, x=c.x, y=c.y, train_mask=c.train_mask, val_mask=c.val_mask,
-                       test_mask=c.test_mask, edges=np.zeros((2, 0), dtype=np.int64))
+        return dataclasses.replace(self.source.cluster(i, features=features), edges=np.zeros((2, 0), dtype=np.int64))
 
 
 def _scored(result: dict[str, Any]) -> dict[str, Any]:
@@ -115,7 +116,7 @@ def version_metrics_at_scale(store: str, pipeline: str, version: str, cfg: Evalu
     floor = [r["feature_only"] for r in runs]
     references = per_run_reference(public["reference"], floor, public_features=not disclosure.feature_mechanism,
                                    all_train_public=public["all_train_public"])
-    summary = _utility_summary(int(cfg.runs), [], [r["gnn"] for r in runs], floor, [], references)
+    summary = utility_summary(int(cfg.runs), [], [r["gnn"] for r in runs], floor, [], references)
     return {**summary, "evaluation": {"method": METHOD, "parts": public["num_parts"],
                                       "clusters_per_batch": cfg.clusters_per_batch, "inference": cfg.inference,
                                       "epochs_run": [r["gnn"]["epochs_run"] for r in runs]}}

@@ -29,6 +29,7 @@ from privgraph.evaluate.training import DENOISING_OPTIONS, _check_graph, choose_
 
 __all__ = [
     "OWNER_ONLY",
+    "utility_summary",
     "evaluate_utility",
     "feature_only_kwargs",
     "paired_test",
@@ -71,7 +72,7 @@ def _check_evaluation_inputs(private: GraphData, clean: GraphData | None, runs: 
         _check_graph(private)
 
 
-def _utility_summary(
+def utility_summary(
     runs: int, clean_res: list[dict[str, Any]], private_res: list[dict[str, Any]], floor_res: list[dict[str, Any]],
     public_res: list[dict[str, Any]], references: list[dict[str, Any]] | None = None,
     propagation: dict[str, Any] | None = None, smoothed: list[dict[str, Any]] | None = None,
@@ -235,7 +236,7 @@ def evaluate_utility(
         reference = per_run_reference(public_only_reference(private, public_train, classes, raw_y=raw_y), floor_res,
                                       public_features=public_features, all_train_public=bool(public_train[private.train_mask].all()))
         propagation = release_propagation(private, classes, raw_y=raw_y, device=device)
-    summary = _utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference, propagation,
+    summary = utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference, propagation,
                                [r for r in smoothed if r is not None])
     return {**summary, "ensemble": ensemble} if ensemble > 1 else summary
 

@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from privgraph.errors import ConfigError, GraphValidationError
@@ -44,8 +43,9 @@ from privgraph.ingest.datasets.generic import (
     _read_labels, check_generic_files)
 from privgraph.ingest.datasets.split import read_node_split
 from privgraph.ingest.datasets.table import _list, _suffix, _Table
+from privgraph.ingest.partitioned_destination import RemoteDestination, claim_local, refuse_existing
 from privgraph.ingest.partitioned_graph import (
-    DEFAULT_RANGE_SIZE, EDGE_SCHEMA, GRAPH_FILE, PartitionedGraph, _filesystem, _named, node_schema, range_file)
+    DEFAULT_RANGE_SIZE, EDGE_SCHEMA, GRAPH_FILE, PartitionedGraph, node_schema, range_file)
 
 __all__ = ["write_partitioned_graph"]
 
@@ -289,68 +289,6 @@ def _check_arguments(edges: Any, features: Any, labels: Any, split: Any, num_nod
     check_generic_files(ins.edges, features=ins.features, labels=ins.labels, num_nodes=num_nodes,
                         private_column=private_column)
     return ins
-
-
-def _refuse_existing(path: Path | str, why: str = "") -> None:
-    raise ConfigError(f"{path} exists{why}; an ingest never overwrites: choose a new destination")
-
-
-def _claim(destination: Path) -> Path:
-    """Create ``.<name>.tmp`` beside ``destination`` (0700, exclusively) and return it; refuse an
-    existing destination, or a temporary directory of another (or an interrupted) ingest."""
-    tmp = destination.with_name(f".{destination.name}.tmp")
-    if os.path.lexists(destination):
-        _refuse_existing(destination)
-    mkdir_private(tmp.parent)
-    try:
-        tmp.mkdir(mode=0o700)
-    except FileExistsError:
-        _refuse_existing(tmp, " (another ingest is writing it, or one was interrupted: remove it when none runs)")
-    tmp.chmod(0o700)
-    return tmp
-
-
-class _Remote:
-    """A destination URI that holds no object yet: files uploaded one at a time, remembered so
-    that a failure deletes them (``graph.json``, uploaded last, is what makes them a graph)."""
-
-    def __init__(self, uri: str) -> None:
-        self.uri, self.shown = uri, _named(uri, "").rstrip("/")
-        try:
-            self.fs, self.root = _filesystem(uri)
-            bucket = None if self.root.startswith("/") else self.root.split("/", 1)[0]  # s3, gs: the bucket
-            missing = bucket is not None and self.fs.get_file_info(bucket).type != pafs.FileType.Directory
-            found = [] if missing else self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
-        except (OSError, ValueError) as exc:  # no credentials, access denied, an unknown scheme
-            raise ConfigError(f"{self.shown}: cannot open the destination: {str(exc).splitlines()[0]}") from exc
-        if missing:
-            raise ConfigError(f"{self.shown}: cannot open the destination: bucket {bucket!r} does not exist")
-        if found:
-            _refuse_existing(self.shown, " (it holds objects: an interrupted ingest leaves some; remove them)")
-        self.written: list[str] = []
-
-    def put(self, local: Path, name: str) -> None:
-        """Upload ``local`` as ``name`` (streamed) and remove the local file."""
-        self.written.append(name)
-        pafs.copy_files(str(local), f"{self.root}/{name}", destination_filesystem=self.fs)
-        local.unlink()
-
-    def put_bytes(self, name: str, data: bytes) -> None:
-        self.written.append(name)
-        with self.fs.open_output_stream(f"{self.root}/{name}") as f:
-            f.write(data)
-
-    def abort(self) -> None:
-        """Delete every object this ingest uploaded, then the directory markers S3 leaves when
-        nothing else is under the prefix (best effort: the failure is what is raised)."""
-        try:
-            for name in reversed(self.written):
-                self.fs.delete_file(f"{self.root}/{name}")
-            left = self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True, recursive=True))
-            if self.written and not [i for i in left if i.type == pafs.FileType.File]:
-                self.fs.delete_dir(self.root)
-        except OSError:
-            pass
 
 
 # -- nodes ----------------------------------------------------------------------------------------
@@ -600,8 +538,8 @@ def write_partitioned_graph(
     """
     say = progress or (lambda line: None)
     ins = _check_arguments(edges, features, labels, split, num_nodes, private_column, destination, range_size)
-    remote = _Remote(ins.destination) if isinstance(ins.destination, str) else None
-    tmp = Path(tempfile.mkdtemp(prefix="privgraph-ingest-")) if remote else _claim(ins.destination)  # type: ignore[arg-type]
+    remote = RemoteDestination(ins.destination) if isinstance(ins.destination, str) else None
+    tmp = Path(tempfile.mkdtemp(prefix="privgraph-ingest-")) if remote else claim_local(ins.destination)  # type: ignore[arg-type]
     try:
         nodes = _open_nodes(ins)
         known = ins.num_nodes if ins.num_nodes is not None else nodes.rows()
@@ -635,7 +573,7 @@ def write_partitioned_graph(
             return graph
         write_private_file(tmp / GRAPH_FILE, meta)
         if os.path.lexists(ins.destination):
-            _refuse_existing(ins.destination)
+            refuse_existing(ins.destination)
         os.rename(tmp, ins.destination)
     except BaseException:
         if remote is not None:
