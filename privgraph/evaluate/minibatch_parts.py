@@ -59,7 +59,7 @@ from privgraph.publish.storage.graph_io import (
     read_graph_info,
 )
 
-__all__ = ["VersionPartsSource"]
+__all__ = ["VersionPartsSource", "version_public_graph"]
 
 _WHO = "VersionPartsSource"
 #: decoded parts a source keeps after their first read, by default (the module docstring)
@@ -185,24 +185,6 @@ class VersionPartsSource:
             self._cache_left -= size
         return c
 
-    def public_graph(self) -> GraphData:
-        """The version's labels, split and PUBLIC edges, without features or released edges: what
-        the public-only reference reads (:func:`~privgraph.evaluate.public_reference.public_only_reference`).
-        One pass over the parts (no features read); holds ``[n]`` labels and masks and the public
-        edges, int64 ``[2, m_pub]``: the public adjacency, the memory of a METIS partitioning."""
-        n = self._num_nodes
-        y = np.full(n, -1, dtype=np.int64)
-        masks = {m: np.zeros(n, dtype=bool) for m in SPLIT_MASKS}
-        edges = []
-        for i in range(self._num_parts):
-            part = self._read_part(i, (NODES, LABELS, SPLITS, EDGES))
-            y[part.nodes] = part.fields["y"]
-            for m in SPLIT_MASKS:
-                masks[m][part.nodes] = part.fields[m]
-            edges.append(part.edges_public)
-        public = np.concatenate(edges, axis=1) if edges else np.zeros((2, 0), dtype=np.int64)
-        return GraphData(num_nodes=n, y=y, edges_public=np.ascontiguousarray(public, dtype=np.int64), **masks)
-
     # -- lifetime ------------------------------------------------------------------------------------
     def close(self) -> None:
         """Remove the spill directory (the source cannot serve clusters after)."""
@@ -216,14 +198,7 @@ class VersionPartsSource:
 
     # -- reading ---------------------------------------------------------------------------------------
     def _read_part(self, i: int, bases: tuple[str, ...]) -> GraphPart:
-        """Part ``i``'s objects ``bases`` (names after the part's prefix), each read verified
-        against the manifest, decoded with the canonical checks."""
-        pre = part_prefix(i)
-        objects = {pre + b: _read_verified(self.store, self.pipeline, self.version, pre + b, self._staged) for b in bases}
-        try:
-            return part_from_objects(i, objects)
-        except ArtifactError as exc:
-            raise ArtifactIntegrityError(f"{self.pipeline}/{self.version}: {one_line(exc)}") from None
+        return _read_version_part(self.store, self.pipeline, self.version, self._staged, i, bases)
 
     def _cluster_edges(self, i: int, part: GraphPart) -> np.ndarray:
         """int64 ``[2, e]``: the part's edges forward (public, private), then the reverse
@@ -261,6 +236,73 @@ def _cluster_features(x: np.ndarray) -> np.ndarray | sp.csr_array:
     if x.size and np.count_nonzero(x) <= _SPARSE_DENSITY * x.size:
         return sp.csr_array(x)
     return x
+
+
+def version_public_graph(store: ArtifactStore | str | os.PathLike[str], pipeline: str, version: str, *,
+                         staged: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[GraphData, int]:
+    """``(graph, num_parts)``: the labels, split and PUBLIC edges of the partitioned version
+    ``pipeline``/``version`` of ``store`` (``staged``: a staged version's checksums), without
+    features or released edges, and its number of parts: what the public-only reference reads
+    (:func:`~privgraph.evaluate.public_reference.public_only_reference`).
+
+    One pass over the parts, no features read and nothing spilled (what building a
+    :class:`VersionPartsSource` adds), with the same checks: each object verified and decoded
+    canonically, the parts' nodes a partition of ``0..n-1``, each public edge in the part of its
+    smaller end, single-label labels and the three masks. Holds ``[n]`` labels and masks and the
+    public edges, int64 ``[2, m_pub]``: the public adjacency, the memory of a METIS partitioning.
+
+    Raises:
+        ArtifactError, ArtifactIntegrityError, ValueError: as :class:`VersionPartsSource`.
+    """
+    store = store if isinstance(store, ArtifactStore) else open_store(store)
+    checked = None if staged is None else {str(k): dict(v) for k, v in staged.items()}
+    n, num_parts = _partitioned_info(store, pipeline, version, checked)
+    y = np.full(n, -1, dtype=np.int64)
+    masks = {m: np.zeros(n, dtype=bool) for m in SPLIT_MASKS}
+    owner = np.full(n, -1, dtype=np.int32)
+    edges = []
+    for i in range(num_parts):
+        part = _read_version_part(store, pipeline, version, checked, i, (NODES, LABELS, SPLITS, EDGES))
+        _check_part_rows(part, part_prefix(i).rstrip("."))
+        _check_part_layout(part, i, owner, n)
+        y[part.nodes] = part.fields["y"]
+        for m in SPLIT_MASKS:
+            masks[m][part.nodes] = part.fields[m]
+        edges.append(part.edges_public)
+    _check_covered(owner, n)
+    public = np.concatenate(edges, axis=1) if edges else np.zeros((2, 0), dtype=np.int64)
+    return GraphData(num_nodes=n, y=y, edges_public=np.ascontiguousarray(public, dtype=np.int64), **masks), num_parts
+
+
+def _read_version_part(store: ArtifactStore, pipeline: str, version: str,
+                       staged: Mapping[str, Mapping[str, Any]] | None, i: int, bases: tuple[str, ...]) -> GraphPart:
+    """Part ``i``'s objects ``bases`` (names after the part's prefix), each read verified against
+    the manifest (or ``staged``), decoded with the canonical checks."""
+    pre = part_prefix(i)
+    objects = {pre + b: _read_verified(store, pipeline, version, pre + b, staged) for b in bases}
+    try:
+        return part_from_objects(i, objects)
+    except ArtifactError as exc:
+        raise ArtifactIntegrityError(f"{pipeline}/{version}: {one_line(exc)}") from None
+
+
+def _check_part_layout(part: GraphPart, i: int, owner: np.ndarray, n: int) -> None:
+    """Part ``i``'s nodes are in ``[0, n)`` and no earlier part's (``owner``, updated), and each
+    of its edges is in the part of its smaller end."""
+    where = part_prefix(i).rstrip(".")
+    if part.nodes.size and (part.nodes[0] < 0 or part.nodes[-1] >= n or np.any(owner[part.nodes] >= 0)):
+        raise ArtifactIntegrityError(f"{where}: node ids outside [0, {n}) or held by an earlier part")
+    owner[part.nodes] = i
+    for e in (part.edges_public, part.edges_private):
+        if e.size and (not _members(part.nodes, e[0]).all() or e[1].max() >= n):
+            raise ArtifactIntegrityError(f"{where}: an edge whose smaller end is another part's, or beyond "
+                                         f"the {n} nodes")
+
+
+def _check_covered(owner: np.ndarray, n: int) -> None:
+    """Every node is in some part."""
+    if np.any(owner < 0):
+        raise ArtifactIntegrityError(f"the parts cover {int(np.count_nonzero(owner >= 0))} of {n} nodes")
 
 
 def _read_verified(store: ArtifactStore, pipeline: str, version: str, name: str,
@@ -325,20 +367,14 @@ def _spill_reverse_edges(read_part: Any, n: int, num_parts: int, spill: Path) ->
         max_label = max(max_label, _check_part_rows(part, where))
         if i == 0:
             feature_dim = int(part.fields["x"].shape[1])
-        if part.nodes.size and (part.nodes[0] < 0 or part.nodes[-1] >= n or np.any(owner[part.nodes] >= 0)):
-            raise ArtifactIntegrityError(f"{where}: node ids outside [0, {n}) or held by an earlier part")
-        owner[part.nodes] = i
+        _check_part_layout(part, i, owner, n)
         sizes.append(int(part.nodes.size))
         for kind, e in enumerate((part.edges_public, part.edges_private)):
-            if e.size and (not _members(part.nodes, e[0]).all() or e[1].max() >= n):
-                raise ArtifactIntegrityError(f"{where}: an edge whose smaller end is another part's, or beyond "
-                                             f"the {n} nodes")
             out = e[:, ~_members(part.nodes, e[1])]
             rows = np.vstack([out, np.full((1, out.shape[1]), kind, dtype=np.int64)]).astype(_SPILL_DTYPE)
             _append_by(rows, out[1] // width, lambda b: spill / f"bucket-{b:05d}.i64")
         del part
-    if np.any(owner < 0):
-        raise ArtifactIntegrityError(f"the parts cover {int(np.count_nonzero(owner >= 0))} of {n} nodes")
+    _check_covered(owner, n)
     for bucket in sorted(spill.glob("bucket-*.i64")):
         rows = np.fromfile(bucket, dtype=_SPILL_DTYPE).reshape(-1, 3).T
         bucket.unlink()

@@ -35,9 +35,10 @@ from privgraph.config.disclosure import Disclosure
 from privgraph.config.evaluate import EvaluateConfig
 from privgraph.evaluate.minibatch import fit_cluster_gcn
 from privgraph.evaluate.minibatch_kprop import PropagatedSource
-from privgraph.evaluate.minibatch_parts import VersionPartsSource
+from privgraph.evaluate.minibatch_parts import VersionPartsSource, version_public_graph
 from privgraph.evaluate.minibatch_source import Cluster, SourceView
 from privgraph.evaluate.public_reference import per_run_reference, public_only_reference
+from privgraph.evaluate.training import output_classes
 from privgraph.evaluate.utility import utility_summary
 from privgraph.privatize.parallel import Executor
 from privgraph.seeding import as_seed_sequence, partition_seeds, stage_seed
@@ -79,13 +80,13 @@ def scale_evaluation_task(what: tuple[str, int], seed: np.random.SeedSequence, *
     (over the features propagated by ``kprop_features`` KProp steps) and floor with ``seed``;
     ``("reference", 0)`` computes the public-only reference. Reads the version
     ``store``/``pipeline``/``version`` (``staged``: its staging's checksums) one part at a time."""
+    if what[0] == "reference":  # labels, split and public edges: no features read, nothing spilled
+        public, num_parts = version_public_graph(store, pipeline, version, staged=staged)
+        public_train = ~disclosure.private_label_rows(public)
+        reference = public_only_reference(public, public_train, output_classes(public))
+        return {"reference": reference, "all_train_public": bool(public_train[public.train_mask].all()),
+                "num_parts": num_parts}
     with VersionPartsSource(store, pipeline, version, staged=staged) as source:
-        if what[0] == "reference":
-            public = source.public_graph()
-            public_train = ~disclosure.private_label_rows(public)
-            reference = public_only_reference(public, public_train, source.num_classes)
-            return {"reference": reference, "all_train_public": bool(public_train[public.train_mask].all()),
-                    "num_parts": source.num_clusters}
         floor = _scored(fit_cluster_gcn(EdgelessSource(source), seed=seed, **options))
         if not kprop_features:
             return {"gnn": _scored(fit_cluster_gcn(source, seed=seed, **options)), "feature_only": floor}

@@ -19,7 +19,7 @@ from privgraph.config.pipeline import PipelinesConfig
 from privgraph.errors import ArtifactIntegrityError, ConfigError
 from privgraph.evaluate.minibatch import GraphClusterSource, fit_cluster_gcn
 from privgraph.evaluate.minibatch_kprop import PropagatedSource
-from privgraph.evaluate.minibatch_parts import VersionPartsSource
+from privgraph.evaluate.minibatch_parts import VersionPartsSource, version_public_graph
 from privgraph.evaluate.model_inputs import _KPROP
 from privgraph.evaluate.models.kprop import KProp
 from privgraph.evaluate.public_reference import public_only_reference
@@ -99,8 +99,9 @@ def test_each_figure_is_the_in_memory_functions_over_the_version(staged):
 def test_the_partitioning_of_the_version_is_its_public_one(staged):
     """The parts the evaluation trains over are the version's, i.e. METIS over the PUBLIC edges."""
     store, pending, loaded, _, _ = staged
+    public, num_parts = version_public_graph(store, PIPE, pending.version, staged=dict(pending.objects))
+    assert num_parts == PARTS
     with VersionPartsSource(store, PIPE, pending.version, staged=dict(pending.objects)) as source:
-        public = source.public_graph()
         order = lambda e: e[:, np.lexsort((e[1], e[0]))]  # noqa: E731 - stored part by part
         assert np.array_equal(order(public.edges_public), order(loaded.edges_public))
         assert public.edges_private.size == 0 and public.x is None
