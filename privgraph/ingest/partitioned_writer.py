@@ -568,8 +568,8 @@ def write_partitioned_graph(
         shutil.rmtree(tmp / ".spill")
         meta = (json.dumps(graph.metadata(), indent=2) + "\n").encode()
         if remote is not None:
-            remote.put_bytes(GRAPH_FILE, meta)
-            shutil.rmtree(tmp)
+            remote.put_bytes(GRAPH_FILE, meta)  # the graph exists from here on: nothing below may abort it
+            shutil.rmtree(tmp, ignore_errors=True)
             return graph
         write_private_file(tmp / GRAPH_FILE, meta)
         if os.path.lexists(ins.destination):
