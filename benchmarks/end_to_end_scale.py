@@ -17,7 +17,14 @@ stage:
 
 Per stage: ``seconds`` and ``client_peak_growth_mb``, the client's peak resident set during the
 stage above its resident set before (``VmHWM`` reset through ``/proc/self/clear_refs`` before each
-stage; the workers are processes of their own; the LocalCluster's scheduler lives in the client).
+stage; the workers are processes of their own; the LocalCluster's scheduler lives in the client);
+``workers_peak_mb``, the largest peak resident set of a worker process during the stage (reset the
+same way in each worker, through ``Client.run``), and ``worker_rss_before_mb``; and the bytes
+Dask's TCP comms wrote during the stage: ``scheduler_bytes``, to or from the scheduler (task
+graphs, results, heartbeats, the client's requests; each message counted once, at its writer) and
+``worker_to_worker_bytes``, between workers (task inputs fetched from another worker). They are
+counted by wrapping ``distributed.comm.tcp.TCP.write`` in the client and in every worker (the
+benchmark's own measuring calls add a few kB).
 ``end_to_end_s`` is ingest + input + privatize; the last line holds the ratio of the first worker
 count's end-to-end seconds to each other's.
 
@@ -50,17 +57,65 @@ def _status_mb(key: str) -> float:
     return float("nan")
 
 
-def _stage(name: str, run: Callable[[], Any], common: dict[str, Any]) -> float:
-    """Run one stage, print its JSON line, return its seconds."""
+def _count_comm_bytes(scheduler: str, workers: list[str]) -> None:
+    """Wrap ``TCP.write`` in this process: each message's bytes are added to the counters
+    ``TCP.written_bytes`` (an attribute of the class, not a global: this function and the two below
+    reach the workers pickled by value), as ``scheduler`` when either end of the comm is the
+    scheduler's address, ``worker_to_worker`` when an end is a worker's address (and none the
+    scheduler's), else ``other`` (a worker and its nanny)."""
+    from distributed.comm.tcp import TCP
+
+    if hasattr(TCP, "written_bytes"):
+        return
+    TCP.written_bytes = {"scheduler": 0, "worker_to_worker": 0, "other": 0}  # type: ignore[attr-defined]
+    ends = set(workers)
+    write = TCP.write
+
+    async def counted(self: Any, msg: Any, serializers: Any = None, on_error: str = "message") -> int:
+        n = await write(self, msg, serializers=serializers, on_error=on_error)
+        here = {self.local_address, self.peer_address}
+        key = "scheduler" if scheduler in here else "worker_to_worker" if here & ends else "other"
+        TCP.written_bytes[key] += n  # type: ignore[attr-defined]
+        return n
+
+    TCP.write = counted  # type: ignore[method-assign]
+
+
+def _reset_process() -> float:
+    """Reset this process's peak resident set and byte counters; its resident set now, MiB."""
+    from distributed.comm.tcp import TCP
+
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # VmHWM := VmRSS
-    before = _status_mb("VmRSS")
+    for k in TCP.written_bytes:  # type: ignore[attr-defined]
+        TCP.written_bytes[k] = 0  # type: ignore[attr-defined]
+    return _status_mb("VmRSS")
+
+
+def _read_process() -> dict[str, float]:
+    """This process's peak resident set (MiB) and bytes written since :func:`_reset_process`."""
+    from distributed.comm.tcp import TCP
+
+    return {"peak_mb": _status_mb("VmHWM"), **TCP.written_bytes}  # type: ignore[attr-defined]
+
+
+def _stage(name: str, run: Callable[[], Any], common: dict[str, Any], client: Any) -> float:
+    """Run one stage, print its JSON line, return its seconds."""
+    workers_before = client.run(_reset_process)
+    before = _reset_process()
     t0 = time.perf_counter()
     run()
     seconds = time.perf_counter() - t0
     growth = _status_mb("VmHWM") - before
-    print(json.dumps({"stage": name, "seconds": round(seconds, 2), "client_peak_growth_mb": round(growth, 1),
-                      "client_rss_before_mb": round(before, 1), **common}), flush=True)
+    here, there = _read_process(), list(client.run(_read_process).values())
+    print(json.dumps({
+        "stage": name, "seconds": round(seconds, 2), "client_peak_growth_mb": round(growth, 1),
+        "client_rss_before_mb": round(before, 1),
+        "workers_peak_mb": round(max(w["peak_mb"] for w in there), 1),
+        "worker_rss_before_mb": round(max(workers_before.values()), 1),
+        "scheduler_bytes": int(here["scheduler"] + sum(w["scheduler"] for w in there)),
+        "worker_to_worker_bytes": int(sum(w["worker_to_worker"] for w in there)),
+        **common}), flush=True)
     return seconds
 
 
@@ -81,15 +136,19 @@ def _client(args: dict[str, Any]) -> None:
     graph: list[Any] = []
     with DaskExecutor(n_workers=args["workers"], threads_per_worker=1) as ex:
         ex.client.run(lambda: None)  # the workers up before the clock starts
+        scheduler = ex.client.scheduler.address
+        workers = list(ex.client.scheduler_info()["workers"])
+        _count_comm_bytes(scheduler, workers)
+        ex.client.run(_count_comm_bytes, scheduler, workers)
         total = _stage("ingest", lambda: graph.append(write_partitioned_graph(
             args["edges"], features=args["features"], labels=args["labels"], destination=d / "graph",
-            range_size=args["range_size"])), common)
+            range_size=args["range_size"])), common, ex.client)
         _stage("partition", lambda: partition_partitioned_graph(graph[0], args["parts"], args["method"],
-                                                                d / "partition", executor=ex), common)
+                                                                d / "partition", executor=ex), common, ex.client)
         total += _stage("input", lambda: partitioned_input_from_graph(graph[0], args["parts"], args["method"],
-                                                                      d / "input", executor=ex), common)
+                                                                      d / "input", executor=ex), common, ex.client)
         total += _stage("privatize", lambda: privatize_partitioned(
-            d / "input", d / "release", root_seed=np.random.SeedSequence(7), executor=ex, **mechs), common)
+            d / "input", d / "release", root_seed=np.random.SeedSequence(7), executor=ex, **mechs), common, ex.client)
     print(json.dumps({"stage": "end_to_end", "end_to_end_s": round(total, 2), **common}), flush=True)
 
 
