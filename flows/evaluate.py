@@ -26,7 +26,7 @@ from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.publish.storage import open_store
 from privgraph.publish.storage.private_record import input_identity, owner_signing_key, read_private_record
 from privgraph.publish.storage.seal import public_key_hex
-from privgraph.evaluate.utility import OWNER_ONLY
+from privgraph.evaluate.selection import OWNER_ONLY
 from tasks.evaluate import attacks, evaluate, evaluate_at_scale, graph_report
 from tasks.embed import ingest_with_features
 

@@ -12,7 +12,6 @@ from prefect.cache_policies import NO_CACHE
 from privgraph.config.pipeline import EvaluateConfig, PipelineConfig
 from privgraph.evaluate.metrics import version_metrics
 from privgraph.graph import GraphData
-from privgraph.evaluate.attacks import run_attacks
 from privgraph.evaluate.graph_utility import graph_utility_report
 from privgraph.config.disclosure import Disclosure
 from privgraph.evaluate.scale_metrics import METHOD_NAME, version_metrics_at_scale
@@ -47,6 +46,8 @@ def attacks(
 ) -> dict[str, Any]:
     """The configured attacks on a model of the version and one of the raw graph (private
     evaluation); progress (queries, attacks) as for training."""
+    from privgraph.evaluate.attacks import run_attacks  # lazy: torch; the flow at scale imports this module
+
     return run_attacks(
         private, clean, config.attacks, seed_sequence=seed, progress=prefect_progress(),
         feature_mechanism=feature_mechanism, public_feature_rows=public_feature_rows,

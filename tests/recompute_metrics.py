@@ -52,7 +52,7 @@ def recompute(config: str, pipeline: str, store: str, version: str, raw: str | N
     from privgraph.config.loader import load_config
     from privgraph.evaluate.metrics import evaluation_entropy, version_metrics
     from privgraph.publish.storage import open_store
-    from privgraph.evaluate.utility import OWNER_ONLY
+    from privgraph.evaluate.selection import OWNER_ONLY
 
     cfg = load_config(config).get(pipeline)
     if cfg.runs_at_scale:  # evaluated at scale, from the version's parts: the same function, serially

@@ -5,7 +5,8 @@ import torch
 from privgraph.graph import GraphData
 from privgraph.evaluate.model_inputs import _model_input
 from privgraph.evaluate.training import choose_device, train_node_classifier
-from privgraph.evaluate.utility import evaluate_utility, OWNER_ONLY
+from privgraph.evaluate.selection import OWNER_ONLY
+from privgraph.evaluate.utility import evaluate_utility
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 
@@ -225,7 +226,7 @@ def test_the_feature_only_floor_is_the_same_model_without_edges(graph):
     exactly. evaluate_utility reports it beside the GNN, the per-run choice by validation
     accuracy, and the paired t-test between the two."""
     from privgraph.evaluate.training import fit_node_classifier
-    from privgraph.evaluate.utility import paired_test
+    from privgraph.evaluate.selection import paired_test
 
     g = graph.replace(edges_public=np.zeros((2, 0), np.int64), edges_private=graph.edges("all"))
     none = fit_node_classifier(g, seed=3, edges="none", **FAST).result

@@ -19,7 +19,8 @@ from privgraph.privatize.mechanisms.features.label_rr import LabelRR
 from privgraph.evaluate.models import KProp
 from privgraph.evaluate.label_denoising import _denoised_labels, drop_bound
 from privgraph.evaluate.training import DENOISING_OPTIONS, train_node_classifier
-from privgraph.evaluate.utility import evaluate_utility, OWNER_ONLY
+from privgraph.evaluate.selection import OWNER_ONLY
+from privgraph.evaluate.utility import evaluate_utility
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 

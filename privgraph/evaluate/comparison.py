@@ -47,7 +47,8 @@ from privgraph.privatize.release import privatize_graph
 from privgraph.evaluate.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import partition_seeds, stage_seed
 from privgraph.evaluate.training import choose_device, DENOISING_OPTIONS, fit_node_classifier, output_classes
-from privgraph.evaluate.utility import feature_only_kwargs, public_edges_kwargs, select_by_validation, version_kwargs
+from privgraph.evaluate.selection import select_by_validation
+from privgraph.evaluate.utility import feature_only_kwargs, public_edges_kwargs, version_kwargs
 
 __all__ = [
     "ComparisonResult",

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from privgraph.config.pipeline import mechanism_entry
-from privgraph.evaluate.utility import paired_test
+from privgraph.evaluate.selection import paired_test
 from privgraph.publish.storage.manifest import code_version
 
 __all__ = [

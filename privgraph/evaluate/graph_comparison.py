@@ -26,7 +26,7 @@ from privgraph.privatize.mechanisms import build_at_epsilon
 from privgraph.privatize.parallel import Executor
 from privgraph.evaluate.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import as_generator, stage_seed
-from privgraph.evaluate.utility import paired_test
+from privgraph.evaluate.selection import paired_test
 
 __all__ = [
     "FULL",

@@ -15,14 +15,15 @@ no guarantee.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 
 from privgraph.graph import GraphData
-from privgraph.evaluate.models.sparse import quiet_sparse_beta
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["LP_ALPHA", "LP_ITERATIONS", "RELEASE_WEIGHTS", "label_propagation", "propagate", "propagation_operator",
            "propagation_scores", "release_propagation"]
@@ -100,6 +101,10 @@ def propagate(
     :math:`F^{(t+1)} = \alpha S F^{(t)} + (1 - \alpha) F_0` (``s`` from :func:`propagation_operator`),
     in float64 as torch CSR products on ``device`` (default: the CPU, on all of torch's threads;
     a GPU for releases of tens of millions of edges)."""
+    import torch  # lazy: a process that only summarises results (the evaluation at scale's) loads no torch
+
+    from privgraph.evaluate.models.sparse import quiet_sparse_beta  # lazy: torch
+
     dev = torch.device("cpu" if device is None else device)
     s = s.tocsr()
     if not s.has_sorted_indices:

@@ -72,7 +72,7 @@ def version_metrics(
     privatizes no feature, also the features (the floor is then public-only too).
 
     Without ``clean`` only the shareable metrics, from the stored version and public configuration
-    alone; with it, also the owner's figures (under :data:`~privgraph.evaluate.utility.OWNER_ONLY`), the
+    alone; with it, also the owner's figures (under :data:`~privgraph.evaluate.selection.OWNER_ONLY`), the
     shareable ones unchanged.
     """
     noise = label_noise(cfg, manifest) if cfg.evaluate.drop else {}

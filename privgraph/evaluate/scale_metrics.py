@@ -15,7 +15,7 @@ for a version that no process holds whole, from its stored parts
   function as in memory), in one task holding the public adjacency and ``[n]`` labels;
 - per run, the candidate of highest validation accuracy, and the value of the release over the
   public-only reference (a paired test), by the in-memory summary
-  (:func:`~privgraph.evaluate.utility.utility_summary`), so the two paths report the same keys.
+  (:func:`~privgraph.evaluate.selection.utility_summary`), so the two paths report the same keys.
 
 Every figure is computed from the stored version and the public configuration alone: no raw
 graph, so nothing for the owner's private evaluation (no clean model, attacks or structure
@@ -33,13 +33,10 @@ import numpy as np
 
 from privgraph.config.disclosure import Disclosure
 from privgraph.config.evaluate import EvaluateConfig
-from privgraph.evaluate.minibatch import fit_cluster_gcn
-from privgraph.evaluate.minibatch_kprop import PropagatedSource
 from privgraph.evaluate.minibatch_parts import VersionPartsSource, version_public_graph
 from privgraph.evaluate.minibatch_source import Cluster, SourceView
 from privgraph.evaluate.public_reference import per_run_reference, public_only_reference
-from privgraph.evaluate.training import output_classes
-from privgraph.evaluate.utility import utility_summary
+from privgraph.evaluate.selection import utility_summary
 from privgraph.privatize.parallel import Executor
 from privgraph.seeding import as_seed_sequence, partition_seeds, stage_seed
 
@@ -80,6 +77,12 @@ def scale_evaluation_task(what: tuple[str, int], seed: np.random.SeedSequence, *
     (over the features propagated by ``kprop_features`` KProp steps) and floor with ``seed``;
     ``("reference", 0)`` computes the public-only reference. Reads the version
     ``store``/``pipeline``/``version`` (``staged``: its staging's checksums) one part at a time."""
+    # lazy: torch and PyG on the workers only; the flow process that maps these tasks and
+    # summarises their results loads neither
+    from privgraph.evaluate.minibatch import fit_cluster_gcn
+    from privgraph.evaluate.minibatch_kprop import PropagatedSource
+    from privgraph.evaluate.training import output_classes
+
     if what[0] == "reference":  # labels, split and public edges: no features read, nothing spilled
         public, num_parts = version_public_graph(store, pipeline, version, staged=staged)
         public_train = ~disclosure.private_label_rows(public)
