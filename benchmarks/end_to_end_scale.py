@@ -159,7 +159,7 @@ def main() -> None:
     ap.add_argument("--features", type=int, default=64)
     ap.add_argument("--range-size", type=int, default=100_000)
     ap.add_argument("--parts", type=int, default=8)
-    ap.add_argument("--method", choices=("metis", "hash"), default="metis")
+    ap.add_argument("--method", choices=("metis", "hash", "ldg"), default="metis")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()

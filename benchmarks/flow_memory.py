@@ -154,7 +154,7 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, nargs="+", default=[20_000, 1_000_000, 3_000_000])
     ap.add_argument("--degree", type=float, default=20.0)
     ap.add_argument("--features", type=int, default=64)
-    ap.add_argument("--method", choices=("metis", "hash"), default="hash")
+    ap.add_argument("--method", choices=("metis", "hash", "ldg"), default="hash")
     ap.add_argument("--parts", type=int, default=8)
     ap.add_argument("--tmp", default=None, help="where the graphs are written (default: the system's)")
     ap.add_argument("--evaluate", action="store_true", help="run with the evaluation at scale, on an SBM graph")

@@ -203,7 +203,7 @@ def main() -> None:
     ap.add_argument("--features", type=int, default=64)
     ap.add_argument("--range-size", type=int, default=100_000)
     ap.add_argument("--parts", type=int, default=8)
-    ap.add_argument("--method", choices=("metis", "hash"), default="metis")
+    ap.add_argument("--method", choices=("metis", "hash", "ldg"), default="metis")
     ap.add_argument("--train", type=float, default=0.1)
     ap.add_argument("--val", type=float, default=0.1)
     ap.add_argument("--epochs", type=int, default=3)

@@ -80,6 +80,8 @@ def _assert_identical(a: Path, b: Path) -> None:
     (30, 12, "metis"),   # more parts than ranges
     (64, 5, "hash"),
     (40, 1, "metis"),    # one part
+    (50, 3, "ldg"),      # streamed over 5 ranges, the last first
+    (30, 12, "ldg"),     # more parts than ranges
 ])
 def test_the_input_is_write_partitioned_inputs_byte_for_byte(tmp_path, range_size, num_parts, method):
     graph = _graph(tmp_path, range_size)
@@ -111,15 +113,16 @@ def test_graphs_without_fields_or_edges_of_a_kind(tmp_path, kw, fields):
         assert layout["private_nodes"] == 0
 
 
-def test_the_partition_task_returns_what_partition_graph_computes(tmp_path):
+@pytest.mark.parametrize("method", ["metis", "ldg"])
+def test_the_partition_task_returns_what_partition_graph_computes(tmp_path, method):
     graph = _graph(tmp_path, 50)
-    ref = partition_graph(load_partitioned_graph(graph.path), 6, "metis")
-    got = partition_partitioned_graph(graph, 6, "metis", tmp_path / "p")
+    ref = partition_graph(load_partitioned_graph(graph.path), 6, method)
+    got = partition_partitioned_graph(graph, 6, method, tmp_path / "p")
     assert got == {"method": ref.method, "num_parts": ref.num_parts, "sizes": ref.sizes()}
     assert np.load(tmp_path / "p" / "assignment.npy").tobytes() == ref.assignment.tobytes()
     with pytest.raises(ValueError, match="num_parts must be an int >= 1"):
-        partition_partitioned_graph(graph, 0, "metis", tmp_path / "q")
-    with pytest.raises(ValueError, match="method must be 'metis' or 'hash'"):
+        partition_partitioned_graph(graph, 0, method, tmp_path / "q")
+    with pytest.raises(ValueError, match="method must be one of 'metis', 'hash', 'ldg'"):
         partition_partitioned_graph(graph, 2, "kmeans", tmp_path / "q")
 
 

@@ -111,7 +111,11 @@ PARTITIONED_EDGE_MECHANISMS = ("dprr", "warner_rr")
 
 class PartitionConfig(_Strict):
     num_parts: Int = Field(default=4, ge=1)
-    method: Literal["metis", "hash"] = "metis"
+    method: Literal["metis", "hash", "ldg"] = Field(
+        default="metis",
+        description="metis: METIS over the public edges (few cut edges; one process holds the public adjacency); "
+                    "ldg: one streaming pass (memory O(n)); hash: by node id (no edge read)",
+    )
     layout: Literal["memory", "files"] = Field(
         default="memory",
         description="files: each partition task reads its rows from files and writes its part of the release "

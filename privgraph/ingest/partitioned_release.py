@@ -74,7 +74,7 @@ def privatize_partitioned_graph(
     graph: PartitionedGraph,
     *,
     num_parts: int,
-    method: Literal["metis", "hash"],
+    method: Literal["metis", "hash", "ldg"],
     staging: str | os.PathLike[str],
     features: Any | None,
     edges: Any | None,

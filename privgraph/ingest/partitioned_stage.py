@@ -10,7 +10,7 @@ calling process (the client): it passes the graph's metadata, paths and ints to 
 workers see the same file system) and gets back a few counts per task. The steps:
 
 (a) one task: the partition from the public edges (:func:`partition_partitioned_graph`), written
-    as ``assignment.npy``;
+    as ``assignment.npy``: METIS over every public edge, or LDG streaming the ranges;
 (b) one task per node range: its rows and public edges split by part (read against the
     assignment, memory-mapped) into fragments on disk, its private edges into one fragment;
 (c) one task: ``candidates.npy`` and the private CSR from the private edges' fragments;
@@ -20,7 +20,7 @@ workers see the same file system) and gets back a few counts per task. The steps
 
 All or nothing: a failure removes the temporary directory. Private data: directories 0700,
 files 0600. Memory: task (a) holds the public edges and METIS's CSR (as ``partition_graph``
-does), (c) the private edges and their CSR, (b) one range, (d) one part; the client O(parts).
+does; with LDG, the ``[n]`` assignment and one range's edges), (c) the private edges and their CSR, (b) one range, (d) one part; the client O(parts).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import numpy as np
@@ -38,7 +39,7 @@ from privgraph.guarantee.private_files import mkdir_private, write_private_file
 from privgraph.ingest.partitioned_graph import (SPLIT_COLUMNS, PartitionedGraph, graph_meta, read_edge_range,
                                                 read_node_range)
 from privgraph.privatize.parallel import Executor, map_partitions
-from privgraph.privatize.partition import check_partition_arguments, partition_assignment
+from privgraph.privatize.partition import check_partition_arguments, ldg_parts, partition_assignment
 from privgraph.privatize.partitioned import _ROW_FIELDS, FORMAT, _part_dir, _save
 from privgraph.seeding import partition_seeds
 
@@ -75,17 +76,35 @@ def _public_edges(graph: PartitionedGraph) -> np.ndarray:
     return np.concatenate(parts, axis=1)
 
 
+def _ldg_blocks(graph: PartitionedGraph, seen: list[int]) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
+    """LDG's input, one range at a time from the last: each node's public edges to larger ids
+    (a range's edges are those of its smaller end, sorted by it); their count added to ``seen[0]``."""
+    for i in reversed(range(graph.num_ranges)):
+        start, stop = graph.node_range(i)
+        edges, private = read_edge_range(graph, i)
+        src, dst = edges[0, ~private], edges[1, ~private]
+        seen[0] += int(src.size)
+        indptr = np.zeros(stop - start + 1, dtype=np.int64)
+        np.cumsum(np.bincount(src - start, minlength=stop - start), out=indptr[1:])
+        yield start, stop, indptr, dst
+
+
 def _partition_task(_: int, seed: np.random.SeedSequence, *, graph: PartitionedGraph, num_parts: int,
                     method: str, out: str) -> dict[str, Any]:
     """Task (a): the assignment, written as ``out/assignment.npy``; returns the method used, the
-    number of parts and their sizes. ``seed`` is unused (METIS is deterministic)."""
-    assignment, used = partition_assignment(graph.num_nodes, num_parts, method, lambda: _public_edges(graph))
+    number of parts and their sizes. ``seed`` is unused (METIS and LDG are deterministic). LDG
+    streams the ranges (one in memory at a time); METIS holds every public edge."""
+    p, seen = int(min(num_parts, max(graph.num_nodes, 1))), [0]
+    if method == "ldg" and p > 1:
+        assignment, used = ldg_parts(graph.num_nodes, p, _ldg_blocks(graph, seen)), method
+    if method != "ldg" or p == 1 or not seen[0]:  # no public edge: hash, as partition_assignment decides
+        assignment, used = partition_assignment(graph.num_nodes, num_parts, method, lambda: _public_edges(graph))
     _save(Path(out) / "assignment.npy", assignment.astype(np.int64))
     count = int(assignment.max()) + 1 if assignment.size else 0
     return {"method": used, "num_parts": count, "sizes": np.bincount(assignment, minlength=count).tolist()}
 
 
-def partition_partitioned_graph(graph: PartitionedGraph, num_parts: int, method: Literal["metis", "hash"],
+def partition_partitioned_graph(graph: PartitionedGraph, num_parts: int, method: Literal["metis", "hash", "ldg"],
                                 directory: str | os.PathLike[str], *, executor: Executor | None = None
                                 ) -> dict[str, Any]:
     """Partition ``graph`` from its public edges in ONE task (on a worker under Dask) and write the
@@ -97,7 +116,7 @@ def partition_partitioned_graph(graph: PartitionedGraph, num_parts: int, method:
         ``{"method", "num_parts", "sizes"}``: the method used, the parts, their sizes.
 
     Raises:
-        ValueError: ``num_parts`` is not an int >= 1, or ``method`` is not metis or hash.
+        ValueError: ``num_parts`` is not an int >= 1, or ``method`` is not metis, hash or ldg.
     """
     check_partition_arguments(num_parts, method)
     return map_partitions(_partition_task, [0], _seeds(1), executor=executor, graph=graph,
@@ -219,7 +238,7 @@ def _write_input(graph: PartitionedGraph, num_parts: int, method: str, tmp: Path
     }
 
 
-def partitioned_input_from_graph(graph: PartitionedGraph, num_parts: int, method: Literal["metis", "hash"],
+def partitioned_input_from_graph(graph: PartitionedGraph, num_parts: int, method: Literal["metis", "hash", "ldg"],
                                  directory: str | os.PathLike[str], *, executor: Executor | None = None) -> Path:
     """Write the partitioned graph ``graph`` as the partitioned input ``directory`` (which must not
     exist), every step that reads rows or edges a task (see the module).

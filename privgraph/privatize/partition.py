@@ -1,4 +1,4 @@
-"""Split the nodes of a graph into P disjoint parts (METIS via pymetis, or a hash fallback).
+"""Split the nodes of a graph into P disjoint parts (METIS via pymetis, streaming LDG, or a hash).
 
 The partition is computed from the PUBLIC edges only, so it never depends on private data; the
 ledger may then compose mechanisms applied per part in parallel (disjoint node sets). For per-node
@@ -11,6 +11,11 @@ thread that calls ``rand()`` meanwhile (onnxruntime's telemetry thread does, on 
 schedule) changes the partition, and with it every per-partition noise stream of a seeded run.
 In its own process nothing else draws from that state: the partition is a function of the public
 edges alone (docs/architecture.md, "Determinism").
+
+LDG (:func:`ldg_parts`, Stanton and Kliot 2012) streams the nodes once, from the last id to the
+first, each with its public edges to larger ids (the partitioned graph's edge ranges hold exactly
+those, by the smaller end): memory O(n) and one range's edges, where METIS holds the whole public
+adjacency. Where each stops: docs/partitioned-input.md, "Partitioning at scale".
 """
 
 from __future__ import annotations
@@ -23,17 +28,21 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import IO, Any, Literal
 
+import numba
 import numpy as np
 
 from privgraph.graph import GraphData
 
 __all__ = [
-    "Partitioning", "check_partition_arguments", "metis_membership", "partition_assignment", "partition_graph",
-    "public_csr",
+    "METHODS", "Partitioning", "check_partition_arguments", "ldg_parts", "metis_membership", "partition_assignment",
+    "partition_graph", "public_csr", "upper_csr",
 ]
+
+#: the partitioning methods, all functions of the public edges alone (hash: of the node ids)
+METHODS = ("metis", "hash", "ldg")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,19 +214,90 @@ def _dense(assignment: np.ndarray) -> np.ndarray:
 
 
 def check_partition_arguments(num_parts: Any, method: Any) -> None:
-    """Refuse a ``num_parts`` that is not an int >= 1 and a method other than metis or hash."""
+    """Refuse a ``num_parts`` that is not an int >= 1 and a method not in :data:`METHODS`."""
     if isinstance(num_parts, bool) or not isinstance(num_parts, (int, np.integer)) or num_parts < 1:
         raise ValueError(f"num_parts must be an int >= 1, got {num_parts!r}")
-    if method not in ("metis", "hash"):
-        raise ValueError(f"method must be 'metis' or 'hash', got {method!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
+
+
+# -- LDG, streaming --------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _ldg_block(indptr: np.ndarray, indices: np.ndarray, start: int, stop: int, assignment: np.ndarray,
+               sizes: np.ndarray, capacity: int) -> None:  # pragma: no cover (compiled)
+    counts = np.zeros(sizes.size, dtype=np.int64)
+    for v in range(stop - 1, start - 1, -1):
+        row = v - start
+        for e in range(indptr[row], indptr[row + 1]):
+            counts[assignment[indices[e]]] += 1
+        best, best_score = -1, -1.0
+        for i in range(sizes.size):
+            if sizes[i] >= capacity:
+                continue
+            score = counts[i] * (1.0 - sizes[i] / capacity)
+            if best < 0 or score > best_score or (score == best_score and sizes[i] < sizes[best]):
+                best, best_score = i, score
+        assignment[v] = best
+        sizes[best] += 1
+        for e in range(indptr[row], indptr[row + 1]):
+            counts[assignment[indices[e]]] -= 1
+
+
+def ldg_parts(num_nodes: int, num_parts: int,
+              blocks: Iterable[tuple[int, int, np.ndarray, np.ndarray]]) -> np.ndarray:
+    r"""Linear Deterministic Greedy (Stanton and Kliot, KDD 2012): int64 ``[n]`` parts, each at
+    most :math:`C = \lceil n / P \rceil` nodes, labelled ``0..P'-1`` in order (a part left empty,
+    as when :math:`(P - 1) C \ge n`, is dropped).
+
+    The nodes arrive from ``n - 1`` down to 0; node ``v`` goes to the part :math:`i` with
+    :math:`|P_i| < C` that maximises :math:`|N(v) \cap P_i| \, (1 - |P_i| / C)` over its neighbours
+    already placed (those with larger ids), ties to the smaller part, then the lower index.
+    ``blocks`` yields ``(start, stop, indptr, indices)`` from the last node range to the first
+    (contiguous, covering ``0..n-1``): ``indices[indptr[v - start]:indptr[v - start + 1]]`` are
+    the neighbours ``w > v`` of node ``v`` (:func:`upper_csr`). Deterministic; one pass; memory
+    O(n + P) beside a block. Only the multiset of each node's larger neighbours matters, so a graph
+    streamed in blocks gets the parts it gets whole.
+
+    Raises:
+        ValueError: the blocks do not cover ``0..n-1`` from the last to the first, or a neighbour
+            is not larger than its node.
+    """
+    n, p = int(num_nodes), int(num_parts)
+    assignment = np.full(n, -1, dtype=np.int64)
+    sizes = np.zeros(p, dtype=np.int64)
+    capacity = -(-n // p) if p else 0
+    expected = n
+    for start, stop, indptr, indices in blocks:
+        if stop != expected or not 0 <= start <= stop or indptr.shape != (stop - start + 1,):
+            raise ValueError(f"ldg_parts: block [{start}, {stop}) does not end where the next node range starts ({expected})")
+        owners = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(indptr))
+        if owners.size != indices.size or np.any(indices <= owners) or (indices.size and indices.max() >= n):
+            raise ValueError(f"ldg_parts: block [{start}, {stop}) lists a neighbour w of a node v with w <= v or w >= {n}")
+        _ldg_block(indptr.astype(np.int64), indices.astype(np.int64), int(start), int(stop), assignment, sizes, capacity)
+        expected = start
+    if expected != 0:
+        raise ValueError(f"ldg_parts: the blocks end at node {expected}, not 0")
+    return _dense(assignment)
+
+
+def upper_csr(edges: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's neighbours with larger ids, as CSR (int64 ``indptr`` ``[n + 1]``, ``indices``)
+    from undirected edges ``[2, m]`` in either orientation (self-loops dropped): LDG's input."""
+    lo, hi = np.minimum(edges[0], edges[1]), np.maximum(edges[0], edges[1])
+    keep = lo < hi
+    lo, hi = lo[keep], hi[keep]
+    order = np.argsort(lo, kind="stable")
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(lo, minlength=num_nodes), out=indptr[1:])
+    return indptr, hi[order].astype(np.int64)
 
 
 def partition_assignment(
     num_nodes: int, num_parts: int, method: str, public_edges: Callable[[], np.ndarray]
 ) -> tuple[np.ndarray, str]:
     """The assignment (int64 ``[n]``) and the method used, as :func:`partition_graph` computes
-    them; ``public_edges()`` (the public edges ``[2, m]``) is called only when METIS may run
-    (``method == "metis"``, more than one part). Arguments are checked by the caller."""
+    them; ``public_edges()`` (the public edges ``[2, m]``) is called only when METIS or LDG may
+    run (more than one part). Arguments are checked by the caller."""
     n = num_nodes
     p = int(min(num_parts, max(n, 1)))
     if p == 1 or n == 0:
@@ -226,8 +306,11 @@ def partition_assignment(
         return _dense(_hash_parts(n, p)), method
     edges = public_edges()
     if edges.shape[1] == 0:
-        # METIS needs edges to be meaningful; with none, a hash split is as good and defined
+        # METIS and LDG need edges to be meaningful; with none, a hash split is as good and defined
         return _hash_parts(n, p), "hash"
+    if method == "ldg":
+        indptr, indices = upper_csr(edges, n)
+        return ldg_parts(n, p, [(0, n, indptr, indices)]), method
     xadj, adjncy = public_csr(edges, n)
     del edges
     # METIS may leave a part empty on tiny or edgeless graphs: relabel to 0..P'-1 densely
@@ -235,17 +318,18 @@ def partition_assignment(
 
 
 def partition_graph(
-    graph: GraphData, num_parts: int, method: Literal["metis", "hash"] = "metis"
+    graph: GraphData, num_parts: int, method: Literal["metis", "hash", "ldg"] = "metis"
 ) -> Partitioning:
     """Partition the nodes of ``graph`` into at most ``num_parts`` non-empty parts.
 
     Args:
         graph: the input graph; only its public edges are read.
         num_parts: the number of parts P (>= 1); capped at ``num_nodes``.
-        method: ``"metis"`` (pymetis on the public edges, few cut edges) or ``"hash"``
-            (a fixed hash of the node id; no dependency on edges at all).
+        method: ``"metis"`` (pymetis on the public edges, few cut edges), ``"ldg"`` (one
+            streaming pass over the public edges, :func:`ldg_parts`) or ``"hash"`` (a fixed hash
+            of the node id; no dependency on edges at all).
 
-    Runtime: O(n + m_pub) for both methods (METIS is near-linear).
+    Runtime: O(n + m_pub) for hash and METIS (near-linear); O(n P + m_pub) for LDG.
     """
     check_partition_arguments(num_parts, method)
     return Partitioning(*partition_assignment(graph.num_nodes, num_parts, method, lambda: graph.edges_public))
