@@ -1,6 +1,7 @@
 """Cluster-GCN mini-batch evaluation against full batch, as JSON lines: test accuracy, seconds
 and peak memory of :func:`~privgraph.evaluate.training.fit_node_classifier` (full batch) and
-:func:`~privgraph.evaluate.minibatch.fit_cluster_gcn` over the public METIS partitioning, paired
+:func:`~privgraph.evaluate.minibatch.fit_cluster_gcn` over the public partitioning (``--method``:
+METIS by default, streaming LDG or hash), paired
 by seed (each seed trains full batch, then Cluster-GCN, so machine load slows both alike).
 
 Lines: one per (dataset, seed) (``"kind": "run"``: both test accuracies, their difference, the
@@ -16,7 +17,7 @@ Both methods: the GCN's defaults (hidden 64, 200 epochs, patience 25, lr 0.01, w
 5e-4, dropout 0.5, average aggregation), all edges public, the datasets' own split. One torch
 thread by default (``--threads``): on a shared 2-core machine two threads contend.
 
-Run: ``PRIVGRAPH_DATA_ROOT=../shared/datasets python benchmarks/minibatch_accuracy.py [--datasets cora facebook] [--seeds 5] [--clusters cora=16 facebook=64] [--per-batch cora=4 facebook=8] [--no-memory]``
+Run: ``PRIVGRAPH_DATA_ROOT=../shared/datasets python benchmarks/minibatch_accuracy.py [--datasets cora facebook] [--seeds 5] [--clusters cora=16 facebook=64] [--per-batch cora=4 facebook=8] [--method metis] [--no-memory]``
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ def child(spec: dict[str, Any]) -> None:
 
     torch.set_num_threads(spec["threads"])
     graph = _load(spec["dataset"], Path(spec["root"]))
-    source = GraphClusterSource.from_partition(graph, spec["clusters"]) if spec["method"] == "cluster" else None
+    source = (GraphClusterSource.from_partition(graph, spec["clusters"], spec["partition"])
+              if spec["method"] == "cluster" else None)
     reset = True
     try:
         Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current resident size
@@ -119,7 +121,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--datasets", nargs="+", default=["cora", "facebook"])
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--clusters", nargs="*", default=[], help="name=count, the METIS parts per dataset")
+    ap.add_argument("--clusters", nargs="*", default=[], help="name=count, the public parts per dataset")
+    ap.add_argument("--method", choices=("metis", "ldg", "hash"), default="metis", help="the public partitioning")
     ap.add_argument("--per-batch", nargs="*", default=[], help="name=q, the clusters of one step")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
@@ -138,8 +141,9 @@ def main() -> None:
     root = data_root()
     for name in args.datasets:
         graph = _load(name, root)
-        source, part_s = _timed(lambda: GraphClusterSource.from_partition(graph, clusters[name]))
+        source, part_s = _timed(lambda: GraphClusterSource.from_partition(graph, clusters[name], args.method))
         _emit({"kind": "setup", "dataset": name, "nodes": graph.num_nodes, "clusters": source.num_clusters,
+               "method": args.method,
                "per_batch": per_batch[name], "partition_s": round(part_s, 2), "threads": args.threads,
                "device": args.device})
         runs = []
@@ -155,7 +159,7 @@ def main() -> None:
         if args.no_memory:
             continue
         for method in ("full", "cluster"):
-            spec = {"dataset": name, "root": str(root), "method": method, "clusters": clusters[name],
+            spec = {"dataset": name, "root": str(root), "method": method, "clusters": clusters[name], "partition": args.method,
                     "per_batch": per_batch[name], "device": args.device, "threads": args.threads}
             r = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True)
             lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]

@@ -109,7 +109,8 @@ class SourceView:
 def public_clusters(graph: GraphData, num_clusters: int, method: str = "metis") -> np.ndarray:
     """The public partitioning of ``graph`` into at most ``num_clusters`` clusters (int64 ``[n]``):
     :func:`~privgraph.privatize.partition.partition_assignment`, METIS over the PUBLIC edges only
-    (or ``method="hash"``: a fixed hash of the node id), so the clusters read no private edge."""
+    (or ``method="ldg"``: one streaming pass over them; ``"hash"``: a fixed hash of the node id),
+    so the clusters read no private edge."""
     check_partition_arguments(num_clusters, method)
     return partition_assignment(graph.num_nodes, int(num_clusters), method, lambda: graph.edges_public)[0]
 
