@@ -29,8 +29,8 @@ def utility_summary(
     public_res: list[dict[str, Any]], references: list[dict[str, Any]] | None = None,
     propagation: dict[str, Any] | None = None, smoothed: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """:func:`~privgraph.evaluate.utility.evaluate_utility`'s result from the trainings' results (no clean runs: the shareable
-    part only); ``references``: the public-only reference of each run
+    """:func:`~privgraph.evaluate.utility.evaluate_utility`'s result from the trainings' results
+    (no clean runs: the shareable part only); ``references``: the public-only reference of each run
     (:func:`~privgraph.evaluate.public_reference.per_run_reference`) or None, ``propagation``: label
     propagation over the release (the same in every run) or None; ``smoothed``: Correct and Smooth
     per run (empty: none)."""
