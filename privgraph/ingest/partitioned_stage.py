@@ -20,7 +20,8 @@ workers see the same file system) and gets back a few counts per task. The steps
 
 All or nothing: a failure removes the temporary directory. Private data: directories 0700,
 files 0600. Memory: task (a) holds the public edges and METIS's CSR (as ``partition_graph``
-does; with LDG, the ``[n]`` assignment and one range's edges), (c) the private edges and their CSR, (b) one range, (d) one part; the client O(parts).
+does; with LDG, the ``[n]`` assignment and one range's edges), (c) the private edges and their
+CSR, (b) one range, (d) one part; the client O(parts).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
