@@ -1,40 +1,60 @@
-"""The flow at scale: ingest -> partition -> partitioned input -> privatize, on Dask workers.
+"""The flow at scale, stage by stage, on Dask workers: ingest -> partition -> privatize -> digests
+-> checkpoint -> store [-> evaluate].
 
 The synthetic generic files of ``benchmarks/ingest_scale.py`` (its generator, imported: ``--nodes``
 nodes, ``--features`` float32 features, 10 label classes, ``--degree`` edges per node on average,
-20% private) are written once. Then, for each ``--workers`` count, a fresh child process (the
-client) opens a Dask LocalCluster of that many workers (1 thread each) and runs, timed stage by
-stage:
+20% private) are written once; with ``--evaluate``, the stochastic block model of
+``benchmarks/flow_memory.py`` instead (a signal to learn and a split). Then, for each ``--workers``
+count, a fresh child process (the client: the flow process's part) opens a Dask LocalCluster of
+that many workers (1 thread each) and runs the library calls of ``flows/privatize_at_scale.py``,
+timed stage by stage:
 
-* ``ingest``: :func:`~privgraph.ingest.partitioned_writer.write_partitioned_graph` (in the client:
-  the streaming writer, bounded memory);
-* ``partition``: :func:`~privgraph.ingest.partitioned_stage.partition_partitioned_graph` alone
-  (one task), into a scratch directory;
-* ``input``: :func:`~privgraph.ingest.partitioned_stage.partitioned_input_from_graph` (which
-  partitions again as its first task: ``partition`` is shown on its own, not added);
-* ``privatize``: :func:`~privgraph.privatize.partitioned.privatize_partitioned`, FeatureRR eps 1 +
-  DPRR eps 1.
+* ``ingest``: :func:`~privgraph.ingest.partitioned_writer.write_partitioned_graph`, ``privgraph
+  ingest``'s streaming writer (in the client, bounded memory; done once per graph, not per run);
+* ``partition``: :func:`~privgraph.ingest.partitioned_stage.partition_partitioned_graph` alone (one
+  task), into a scratch directory; shown on its own, not added (``privatize`` partitions again as
+  its first task);
+* ``privatize``: :func:`~privgraph.ingest.partitioned_release.privatize_partitioned_graph`, FeatureRR
+  eps 1 + DPRR eps 1: partition, the owner's staged input, the mechanisms, the version's objects
+  written by the tasks into a local store's parts area;
+* ``digests``: the manifest's public fingerprint and the owner's keyed identity of the input
+  (:func:`~privgraph.publish.input_digests.public_fingerprint_of`, ``keyed_identity_of``; a task each);
+* ``checkpoint``: :func:`~privgraph.validate.run_checkpoint_from_summaries` over the partitions'
+  summaries (in the client, as in the flow);
+* ``store``: :func:`~privgraph.privatize.partitioned.commit_release_parts` and the manifest
+  written last (the parts are committed unread);
+* ``evaluate`` (``--evaluate``): :func:`~privgraph.evaluate.scale_metrics.version_metrics_at_scale`
+  over the published version, ``--runs`` runs of ``--epochs`` epochs, a task per run.
 
 Per stage: ``seconds`` and ``client_peak_growth_mb``, the client's peak resident set during the
 stage above its resident set before (``VmHWM`` reset through ``/proc/self/clear_refs`` before each
 stage; the workers are processes of their own; the LocalCluster's scheduler lives in the client);
 ``workers_peak_mb``, the largest peak resident set of a worker process during the stage (reset the
-same way in each worker, through ``Client.run``), and ``worker_rss_before_mb``; and the bytes
-Dask's TCP comms wrote during the stage: ``scheduler_bytes``, to or from the scheduler (task
-graphs, results, heartbeats, the client's requests; each message counted once, at its writer) and
-``worker_to_worker_bytes``, between workers (task inputs fetched from another worker). They are
-counted by wrapping ``distributed.comm.tcp.TCP.write`` in the client and in every worker (the
-benchmark's own measuring calls add a few kB).
-``end_to_end_s`` is ingest + input + privatize; the last line holds the ratio of the first worker
-count's end-to-end seconds to each other's.
+same way in each worker, through ``Client.run``), and ``worker_rss_before_mb``; the bytes Dask's
+TCP comms wrote during the stage: ``scheduler_bytes``, to or from the scheduler (task graphs,
+results, heartbeats, the client's requests; each message counted once, at its writer) and
+``worker_to_worker_bytes``, between workers (task inputs fetched from another worker), counted by
+wrapping ``distributed.comm.tcp.TCP.write`` in the client and in every worker (the benchmark's
+own measuring calls add a few kB); and the CPU seconds (user + system, all threads) the client
+(``client_cpu_s``) and the workers (``workers_cpu_s``, summed) spent in the stage, with
+``cores_busy`` = their sum over ``seconds``: how much of the machine the stage used. A run on one
+worker that already keeps more than one core busy (Arrow's and the numerical libraries' own
+threads, the client and its scheduler beside it) bounds what a second worker can gain on a
+machine with two cores.
 
-Run: ``python benchmarks/end_to_end_scale.py [--nodes 1000000] [--workers 1 2]``
+``end_to_end_s`` is every stage but ``partition``; ``flow_s`` is that less ``ingest`` (a run of
+the flow over a graph ingested before). The last line holds the ratio of the first worker count's
+seconds to each other's, for both.
+
+Run: ``python benchmarks/end_to_end_scale.py [--nodes 1000000] [--workers 1 2] [--method metis]
+[--evaluate --runs 1 --epochs 5]``
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -48,6 +68,8 @@ sys.path.insert(0, str(REPO))
 
 import ingest_scale  # noqa: E402  (the generator of the synthetic files)
 
+PIPE = "scale"
+
 
 def _status_mb(key: str) -> float:
     """``key`` (``VmRSS``, ``VmHWM``) of this process, in MiB."""
@@ -55,6 +77,12 @@ def _status_mb(key: str) -> float:
         if line.startswith(key + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def _cpu_s() -> float:
+    """This process's CPU seconds so far, user + system, all its threads."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def _count_comm_bytes(scheduler: str, workers: list[str]) -> None:
@@ -81,22 +109,23 @@ def _count_comm_bytes(scheduler: str, workers: list[str]) -> None:
     TCP.write = counted  # type: ignore[method-assign]
 
 
-def _reset_process() -> float:
-    """Reset this process's peak resident set and byte counters; its resident set now, MiB."""
+def _reset_process() -> dict[str, float]:
+    """Reset this process's peak resident set and byte counters; its resident set (MiB) and CPU
+    seconds now."""
     from distributed.comm.tcp import TCP
 
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # VmHWM := VmRSS
     for k in TCP.written_bytes:  # type: ignore[attr-defined]
         TCP.written_bytes[k] = 0  # type: ignore[attr-defined]
-    return _status_mb("VmRSS")
+    return {"rss_mb": _status_mb("VmRSS"), "cpu_s": _cpu_s()}
 
 
 def _read_process() -> dict[str, float]:
-    """This process's peak resident set (MiB) and bytes written since :func:`_reset_process`."""
+    """This process's peak resident set (MiB), CPU seconds and bytes written since :func:`_reset_process`."""
     from distributed.comm.tcp import TCP
 
-    return {"peak_mb": _status_mb("VmHWM"), **TCP.written_bytes}  # type: ignore[attr-defined]
+    return {"peak_mb": _status_mb("VmHWM"), "cpu_s": _cpu_s(), **TCP.written_bytes}  # type: ignore[attr-defined]
 
 
 def _stage(name: str, run: Callable[[], Any], common: dict[str, Any], client: Any) -> float:
@@ -106,50 +135,124 @@ def _stage(name: str, run: Callable[[], Any], common: dict[str, Any], client: An
     t0 = time.perf_counter()
     run()
     seconds = time.perf_counter() - t0
-    growth = _status_mb("VmHWM") - before
-    here, there = _read_process(), list(client.run(_read_process).values())
+    here, there = _read_process(), client.run(_read_process)
+    client_cpu = here["cpu_s"] - before["cpu_s"]
+    workers_cpu = sum(there[w]["cpu_s"] - workers_before[w]["cpu_s"] for w in there)
     print(json.dumps({
-        "stage": name, "seconds": round(seconds, 2), "client_peak_growth_mb": round(growth, 1),
-        "client_rss_before_mb": round(before, 1),
-        "workers_peak_mb": round(max(w["peak_mb"] for w in there), 1),
-        "worker_rss_before_mb": round(max(workers_before.values()), 1),
-        "scheduler_bytes": int(here["scheduler"] + sum(w["scheduler"] for w in there)),
-        "worker_to_worker_bytes": int(sum(w["worker_to_worker"] for w in there)),
+        "stage": name, "seconds": round(seconds, 2),
+        "client_peak_growth_mb": round(here["peak_mb"] - before["rss_mb"], 1),
+        "client_rss_before_mb": round(before["rss_mb"], 1),
+        "workers_peak_mb": round(max(w["peak_mb"] for w in there.values()), 1),
+        "worker_rss_before_mb": round(max(w["rss_mb"] for w in workers_before.values()), 1),
+        "scheduler_bytes": int(here["scheduler"] + sum(w["scheduler"] for w in there.values())),
+        "worker_to_worker_bytes": int(sum(w["worker_to_worker"] for w in there.values())),
+        "client_cpu_s": round(client_cpu, 2), "workers_cpu_s": round(workers_cpu, 2),
+        "cores_busy": round((client_cpu + workers_cpu) / max(seconds, 1e-9), 2),
         **common}), flush=True)
     return seconds
 
 
+def _config(d: Path, args: dict[str, Any]) -> Any:
+    """The pipeline the stages run (as ``flows/privatize_at_scale.py`` reads it)."""
+    from privgraph.config.loader import load_config
+
+    path = d / "pipelines.yaml"
+    path.write_text(json.dumps({"pipelines": {PIPE: {
+        "dataset": {"name": "partitioned", "root": str(d), "options": {"path": "graph"}},
+        "features": {"mechanism": "feature_rr", "epsilon": 1.0, "bins": 2, "lower": 0.0, "upper": 1.0},
+        "edges": {"mechanism": "dprr", "epsilon": 1.0},
+        "budget": {"features": 1.0, "edges": 2.0},
+        "partitions": {"num_parts": args["parts"], "method": args["method"], "layout": "files"},
+        "storage": str(d / "store"), "private_records": str(d / "private"),
+        "evaluate": {"runs": args["runs"], "epochs": args["epochs"]},
+    }}}))
+    return load_config(path)
+
+
 def _client(args: dict[str, Any]) -> None:
     """One end-to-end run on a LocalCluster of ``args["workers"]`` workers (a child process)."""
+    import datetime as dt
+
     import numpy as np
 
-    from privgraph.ingest.partitioned_stage import partition_partitioned_graph, partitioned_input_from_graph
+    from privgraph.config.disclosure import disclosure_of
+    from privgraph.evaluate.metrics import evaluation_entropy
+    from privgraph.guarantee.ledger import BudgetPolicy
+    from privgraph.ingest.partitioned_release import privatize_partitioned_graph
+    from privgraph.ingest.partitioned_stage import partition_partitioned_graph
     from privgraph.ingest.partitioned_writer import write_partitioned_graph
     from privgraph.privatize.mechanisms import build_mechanism
-    from privgraph.privatize.partitioned import privatize_partitioned
+    from privgraph.privatize.partitioned import commit_release_parts
+    from privgraph.publish.input_digests import keyed_identity_of, public_fingerprint_of
+    from privgraph.publish.storage import LocalStore, code_version
+    from privgraph.publish.storage.parts import open_parts_area
+    from privgraph.validate import run_checkpoint_from_summaries
     from tasks.dask_executor import DaskExecutor
 
     d = Path(args["scratch"])
+    cfgs = _config(d, args)
+    cfg, disclosure = cfgs.get(PIPE), disclosure_of(cfgs, PIPE)
     common = {"workers": args["workers"], "nodes": args["nodes"], "parts": args["parts"], "method": args["method"]}
-    mechs = {"features": build_mechanism("feature_rr", {"epsilon": 1.0}),
-             "edges": build_mechanism("dprr", {"epsilon": 1.0})}
-    graph: list[Any] = []
+    mechs = {"features": build_mechanism("feature_rr", cfg.features.params()),
+             "edges": build_mechanism("dprr", cfg.edges.params())}
+    store = LocalStore(d / "store")
+    area = open_parts_area(store, PIPE, dt.datetime.now(dt.timezone.utc))
+    got: dict[str, Any] = {}
     with DaskExecutor(n_workers=args["workers"], threads_per_worker=1) as ex:
         ex.client.run(lambda: None)  # the workers up before the clock starts
         scheduler = ex.client.scheduler.address
         workers = list(ex.client.scheduler_info()["workers"])
         _count_comm_bytes(scheduler, workers)
         ex.client.run(_count_comm_bytes, scheduler, workers)
-        total = _stage("ingest", lambda: graph.append(write_partitioned_graph(
-            args["edges"], features=args["features"], labels=args["labels"], destination=d / "graph",
-            range_size=args["range_size"])), common, ex.client)
-        _stage("partition", lambda: partition_partitioned_graph(graph[0], args["parts"], args["method"],
+
+        def ingest() -> None:
+            got["graph"] = write_partitioned_graph(args["edges"], features=args["features"], labels=args["labels"],
+                                                   split=args.get("split"), destination=d / "graph",
+                                                   range_size=args["range_size"])
+
+        def privatize() -> None:
+            got["release"] = privatize_partitioned_graph(
+                got["graph"], num_parts=args["parts"], method=args["method"], staging=d / "private" / "staging",
+                root_seed=np.random.SeedSequence(7), parts_area=area, executor=ex, **mechs)
+
+        def digests() -> None:
+            got["fingerprint"] = public_fingerprint_of(got["graph"], disclosure, executor=ex)
+            keyed_identity_of(got["graph"], b"\x01" * 32, executor=ex)
+
+        def checkpoint() -> None:
+            r = got["release"]
+            rng = r.stats.get("feature_range")
+            got["report"] = run_checkpoint_from_summaries(r.summaries, r.ledger, BudgetPolicy(cfg.budget, cfg.budget_delta),
+                                                          feature_range=None if rng is None else tuple(rng))
+            assert got["report"].success, got["report"].to_dict()
+
+        def publish() -> None:
+            r = got["release"]
+            manifest = {"pipeline": PIPE, "ledger": r.ledger.to_dict(), "public_input_fingerprint": got["fingerprint"],
+                        "mechanisms": [{"name": "feature_rr", "params": cfg.features.params()},
+                                       {"name": "dprr", "params": cfg.edges.params()}],
+                        "public": {}, "code_version": code_version(), "validation": got["report"].to_dict(),
+                        "num_nodes": r.num_nodes}
+            got["version"] = commit_release_parts(area, r.parts, r.num_nodes).publish(manifest)
+
+        def evaluate() -> None:
+            from privgraph.evaluate.scale_metrics import version_metrics_at_scale
+
+            got["metrics"] = version_metrics_at_scale(str(store.root), PIPE, got["version"], cfg.evaluate,
+                                                      evaluation_entropy(cfg.seed), disclosure, ex)
+
+        ingest_s = _stage("ingest", ingest, common, ex.client)
+        _stage("partition", lambda: partition_partitioned_graph(got["graph"], args["parts"], args["method"],
                                                                 d / "partition", executor=ex), common, ex.client)
-        total += _stage("input", lambda: partitioned_input_from_graph(graph[0], args["parts"], args["method"],
-                                                                      d / "input", executor=ex), common, ex.client)
-        total += _stage("privatize", lambda: privatize_partitioned(
-            d / "input", d / "release", root_seed=np.random.SeedSequence(7), executor=ex, **mechs), common, ex.client)
-    print(json.dumps({"stage": "end_to_end", "end_to_end_s": round(total, 2), **common}), flush=True)
+        total = ingest_s
+        for name, run in (("privatize", privatize), ("digests", digests), ("checkpoint", checkpoint),
+                          ("store", publish), *((("evaluate", evaluate),) if args["evaluate"] else ())):
+            total += _stage(name, run, common, ex.client)
+    m = got.get("metrics")
+    accuracy = {} if m is None else {"gnn": m["private"]["test_acc_mean"], "public_only": m["public_only"]["test_acc_mean"],
+                                     "value_of_release": m["value_of_release"]}
+    print(json.dumps({"stage": "end_to_end", "end_to_end_s": round(total, 2), "flow_s": round(total - ingest_s, 2),
+                      **accuracy, **common}), flush=True)
 
 
 def main() -> None:
@@ -161,6 +264,9 @@ def main() -> None:
     ap.add_argument("--parts", type=int, default=8)
     ap.add_argument("--method", choices=("metis", "hash", "ldg"), default="metis")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--evaluate", action="store_true", help="add the evaluation at scale (an SBM graph with a split)")
+    ap.add_argument("--runs", type=int, default=1, help="--evaluate: evaluation runs")
+    ap.add_argument("--epochs", type=int, default=5, help="--evaluate: epochs per training")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -168,8 +274,13 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="end-to-end-scale-") as tmp:
         t0 = time.perf_counter()
-        files = ingest_scale._child("write_files", d=tmp, n=a.nodes, degree=a.degree, features=a.features,
-                                    edges_format="parquet")
+        if a.evaluate:
+            from flow_memory import _sbm_files
+
+            files = _sbm_files(tmp, a.nodes, a.degree, a.features)
+        else:
+            files = ingest_scale._child("write_files", d=tmp, n=a.nodes, degree=a.degree, features=a.features,
+                                        edges_format="parquet")
         print(json.dumps({"stage": "write_files", "seconds": round(time.perf_counter() - t0, 2), "nodes": a.nodes,
                           "num_edges": files["num_edges"], "features": a.features,
                           "graph_mb": round(files["graph_mb"], 1)}), flush=True)
@@ -178,16 +289,18 @@ def main() -> None:
             scratch = Path(tmp) / f"run-{w}"
             scratch.mkdir()
             child = {"workers": w, "nodes": a.nodes, "parts": a.parts, "method": a.method, "scratch": str(scratch),
-                     "range_size": a.range_size, **{k: files[k] for k in ("edges", "features", "labels")}}
+                     "range_size": a.range_size, "evaluate": a.evaluate, "runs": a.runs, "epochs": a.epochs,
+                     **{k: files[k] for k in ("edges", "features", "labels", "split") if k in files}}
             r = subprocess.run([sys.executable, __file__, "--child", json.dumps(child)], capture_output=True,
                                text=True, check=False)
             sys.stdout.write(r.stdout)
             if r.returncode:
                 raise SystemExit(f"the run on {w} worker(s) failed: {r.stderr[-3000:]}")
-            ends[w] = json.loads(r.stdout.strip().splitlines()[-1])["end_to_end_s"]
+            ends[w] = json.loads(r.stdout.strip().splitlines()[-1])
         first = a.workers[0]
-        print(json.dumps({"stage": "ratios", **{f"end_to_end_{first}_over_{w}": round(ends[first] / ends[w], 2)
-                                                for w in a.workers[1:]}, "nodes": a.nodes}), flush=True)
+        print(json.dumps({"stage": "ratios", "nodes": a.nodes, "method": a.method,
+                          **{f"{k}_{first}_over_{w}": round(ends[first][k] / ends[w][k], 2)
+                             for w in a.workers[1:] for k in ("end_to_end_s", "flow_s")}}), flush=True)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from privgraph.privatize.partition import Partitioning
 from privgraph.privatize.partitioned import privatize_through_files
 from privgraph.privatize.release import PrivatizationResult, privatize_graph
 from privgraph.publish.storage.parts import PartsArea
-from privgraph.publish.input_digests import keyed_identity_of, public_fingerprint_of
+from privgraph.publish.input_digests import input_digests
 from privgraph.publish.storage.private_record import owner_key, private_refusals
 from tasks.observe import logged_executor
 from tasks.partition import describe_sizes
@@ -82,8 +82,8 @@ def privatize_partitioned(
     """A partitioned graph, never read in this process: its partition, release and version objects
     written by the executor's tasks (:func:`privgraph.ingest.partitioned_release.privatize_partitioned_graph`),
     then the public fingerprint of its input and the owner's keyed identity of it, streamed by a
-    task each. Returns ``(release, fingerprint, identity)``; the identity is private-record
-    material, never logged."""
+    task each, side by side. Returns ``(release, fingerprint, identity)``; the identity is
+    private-record material, never logged."""
     features, edges, labels = _mechanisms(config, None)
     with private_refusals(config.private_records, name), logged_executor(config.executor, config.dask, name) as ex:
         release = privatize_partitioned_graph(
@@ -94,6 +94,5 @@ def privatize_partitioned(
         get_run_logger().info("%d partitions (%s, from public edges only), nodes per partition: %s",
                               len(release.stats["partitions"]), release.stats["partition_method"],
                               describe_sizes(release.stats["partitions"]))
-        fingerprint = public_fingerprint_of(graph, disclosure, executor=ex)
-        identity = "hmac-sha256:" + keyed_identity_of(graph, owner_key(config.private_records), executor=ex)
-    return release, fingerprint, identity
+        fingerprint, identity = input_digests(graph, disclosure, owner_key(config.private_records), executor=ex)
+    return release, fingerprint, "hmac-sha256:" + identity

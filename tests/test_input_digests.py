@@ -22,8 +22,8 @@ from privgraph.errors import ConfigError
 from privgraph.ingest import partitioned_graph
 from privgraph.ingest.partitioned_graph import load_partitioned_graph, open_partitioned_graph
 from privgraph.ingest.partitioned_writer import write_partitioned_graph
-from privgraph.publish import input_digests
-from privgraph.publish.input_digests import keyed_identity_of, public_fingerprint_of
+from privgraph.publish import input_digests as input_digests_module
+from privgraph.publish.input_digests import input_digests, keyed_identity_of, public_fingerprint_of
 from tests.spawn_executor import SpawnExecutor
 
 KEY = bytes(range(32))
@@ -205,7 +205,7 @@ def test_the_client_never_reads_the_graph(tmp_path, monkeypatch):
 
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         pool.submit(int).result()
-        for module in (partitioned_graph, input_digests):
+        for module in (partitioned_graph, input_digests_module):
             for name in ("read_node_range", "read_edge_range", "load_partitioned_graph"):
                 if hasattr(module, name):
                     monkeypatch.setattr(module, name, refuse)
@@ -213,6 +213,7 @@ def test_the_client_never_reads_the_graph(tmp_path, monkeypatch):
         ex = SpawnExecutor(pool)
         graph = open_partitioned_graph(graph.path)
         got = public_fingerprint_of(graph, d, executor=ex), keyed_identity_of(graph, KEY, executor=ex)
+        assert input_digests(graph, d, KEY, executor=ex) == got
         monkeypatch.undo()
     assert got == want
     assert 0 < ex.largest_sent < 4096 and 0 < ex.largest_received < 4096
@@ -224,9 +225,21 @@ def test_the_same_values_on_a_dask_worker(tmp_path):
 
     graph = _graph(tmp_path, 40)
     d = _disclosure("random-size")
-    with DaskExecutor(n_workers=1, threads_per_worker=1) as ex:
+    with DaskExecutor(n_workers=2, threads_per_worker=1) as ex:
         got = public_fingerprint_of(graph, d, executor=ex), keyed_identity_of(graph, KEY, executor=ex)
-    assert got == (public_fingerprint_of(graph, d), keyed_identity_of(graph, KEY))
+        both = input_digests(graph, d, KEY, executor=ex)  # the flow's call: the two tasks side by side
+    want = (public_fingerprint_of(graph, d), keyed_identity_of(graph, KEY))
+    assert got == want and both == want
+    assert input_digests(graph, d, KEY) == want  # serially, without an executor
+
+
+def test_input_digests_refuses_before_reading(tmp_path, monkeypatch):
+    graph = _graph(tmp_path, 40)
+    monkeypatch.setattr(input_digests_module, "read_node_range", lambda *a, **k: pytest.fail("a range was read"))
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        input_digests(graph, _disclosure("generic"), b"short")
+    with pytest.raises(TypeError, match="must be a Disclosure"):
+        input_digests(graph, "generic", KEY)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,8 @@ computed by streaming its ranges on a worker: the client never holds the graph.
   record's ``input_identity``).
 
 Each runs as ONE task through :func:`~privgraph.privatize.parallel.map_partitions` (serially
-without an executor, on a Dask worker with one) and returns a hex string. The task hashes the
+without an executor, on a Dask worker with one) and returns a hex string; :func:`input_digests`
+runs the two as one map, side by side on two workers (the flow's call). The task hashes the
 same bytes in the same order as the in-memory definition: an array's header needs its shape, so
 counts come from a first pass over the ranges; a ``[2, m]`` edge array in C order is every first
 end, then every second end (two passes). Memory: one range at a time, plus the arrays that the
@@ -34,7 +35,7 @@ from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.ingest.partitioned_graph import PartitionedGraph, read_edge_range, read_node_range
 from privgraph.privatize.parallel import Executor, map_partitions
 
-__all__ = ["keyed_identity_of", "public_fingerprint_of"]
+__all__ = ["input_digests", "keyed_identity_of", "public_fingerprint_of"]
 
 #: the node columns of the split, in the order of :data:`~privgraph.graph.SPLIT_MASKS`
 _SPLIT_COLUMNS = ("train", "val", "test")
@@ -210,12 +211,25 @@ def public_fingerprint_of(graph: PartitionedGraph, disclosure: Disclosure, *, ex
     Equals ``disclosure.fingerprint(load_partitioned_graph(graph.path))`` and raises what it raises
     (a node range's validation error names the range). ``executor``: None runs the one task here.
     """
-    if not isinstance(graph, PartitionedGraph):
-        raise TypeError(f"graph must be a PartitionedGraph (open_partitioned_graph), got {type(graph).__name__}")
-    if not isinstance(disclosure, Disclosure):
-        raise TypeError(f"disclosure must be a Disclosure (disclosure_of), got {type(disclosure).__name__}")
+    _check_graph(graph)
+    _check_disclosure(disclosure)
     return map_partitions(_fingerprint_task, [(graph, disclosure)], [np.random.SeedSequence(0)],
                           executor=executor)[0]
+
+
+def _check_graph(graph: Any) -> None:
+    if not isinstance(graph, PartitionedGraph):
+        raise TypeError(f"graph must be a PartitionedGraph (open_partitioned_graph), got {type(graph).__name__}")
+
+
+def _check_disclosure(disclosure: Any) -> None:
+    if not isinstance(disclosure, Disclosure):
+        raise TypeError(f"disclosure must be a Disclosure (disclosure_of), got {type(disclosure).__name__}")
+
+
+def _check_key(key: Any) -> None:
+    if not isinstance(key, (bytes, bytearray)) or len(key) < 16:
+        raise ValueError("keyed_digest: key must be at least 16 bytes")
 
 
 # -- the owner's keyed identity ------------------------------------------------------------------------
@@ -260,8 +274,28 @@ def keyed_identity_of(graph: PartitionedGraph, key: bytes, *, executor: Executor
     computed on a worker by streaming the ranges: equals
     ``load_partitioned_graph(graph.path).keyed_digest(key)``. Private-record material only
     (``"hmac-sha256:" +`` it is the record's ``input_identity``); ``key`` travels to the worker."""
-    if not isinstance(graph, PartitionedGraph):
-        raise TypeError(f"graph must be a PartitionedGraph (open_partitioned_graph), got {type(graph).__name__}")
-    if not isinstance(key, (bytes, bytearray)) or len(key) < 16:
-        raise ValueError("keyed_digest: key must be at least 16 bytes")
+    _check_graph(graph)
+    _check_key(key)
     return map_partitions(_keyed_task, [(graph, bytes(key))], [np.random.SeedSequence(0)], executor=executor)[0]
+
+
+# -- both, side by side ----------------------------------------------------------------------------------
+def _digest_task(payload: tuple[str, PartitionedGraph, Any], seed: Any) -> str:
+    """The task of :func:`input_digests`: ``("fingerprint", graph, disclosure)`` or ``("identity", graph, key)``."""
+    kind, graph, arg = payload
+    return (_fingerprint_task if kind == "fingerprint" else _keyed_task)((graph, arg), seed)
+
+
+def input_digests(graph: PartitionedGraph, disclosure: Disclosure, key: bytes, *,
+                  executor: Executor | None = None) -> tuple[str, str]:
+    """``(public_fingerprint_of(graph, disclosure), keyed_identity_of(graph, key))`` as ONE map of
+    two tasks: on an executor with two or more workers they stream the ranges side by side (each
+    digest is one hash over one stream, so a task each is as parallel as they get). Raises what
+    the two functions raise, before any range is read."""
+    _check_graph(graph)
+    _check_disclosure(disclosure)
+    _check_key(key)
+    fingerprint, identity = map_partitions(
+        _digest_task, [("fingerprint", graph, disclosure), ("identity", graph, bytes(key))],
+        [np.random.SeedSequence(0)] * 2, executor=executor)
+    return fingerprint, identity
