@@ -18,7 +18,7 @@ timed stage by stage:
   eps 1 + DPRR eps 1: partition, the owner's staged input, the mechanisms, the version's objects
   written by the tasks into a local store's parts area;
 * ``digests``: the manifest's public fingerprint and the owner's keyed identity of the input
-  (:func:`~privgraph.publish.input_digests.public_fingerprint_of`, ``keyed_identity_of``; a task each);
+  (:func:`~privgraph.publish.input_digests.input_digests`: a task each, side by side);
 * ``checkpoint``: :func:`~privgraph.validate.run_checkpoint_from_summaries` over the partitions'
   summaries (in the client, as in the flow);
 * ``store``: :func:`~privgraph.privatize.partitioned.commit_release_parts` and the manifest
@@ -35,7 +35,8 @@ TCP comms wrote during the stage: ``scheduler_bytes``, to or from the scheduler 
 results, heartbeats, the client's requests; each message counted once, at its writer) and
 ``worker_to_worker_bytes``, between workers (task inputs fetched from another worker), counted by
 wrapping ``distributed.comm.tcp.TCP.write`` in the client and in every worker (the benchmark's
-own measuring calls add a few kB); and the CPU seconds (user + system, all threads) the client
+own measuring calls add a few kB); and the CPU seconds (user + system, all threads, and child
+processes that ended: METIS runs in one) the client
 (``client_cpu_s``) and the workers (``workers_cpu_s``, summed) spent in the stage, with
 ``cores_busy`` = their sum over ``seconds``: how much of the machine the stage used. A run on one
 worker that already keeps more than one core busy (Arrow's and the numerical libraries' own
@@ -80,9 +81,9 @@ def _status_mb(key: str) -> float:
 
 
 def _cpu_s() -> float:
-    """This process's CPU seconds so far, user + system, all its threads."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    """This process's CPU seconds so far, user + system, all its threads, and its children's that
+    ended (the METIS child process of the partition task)."""
+    return sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 
 
 def _count_comm_bytes(scheduler: str, workers: list[str]) -> None:
@@ -183,7 +184,7 @@ def _client(args: dict[str, Any]) -> None:
     from privgraph.ingest.partitioned_writer import write_partitioned_graph
     from privgraph.privatize.mechanisms import build_mechanism
     from privgraph.privatize.partitioned import commit_release_parts
-    from privgraph.publish.input_digests import keyed_identity_of, public_fingerprint_of
+    from privgraph.publish.input_digests import input_digests
     from privgraph.publish.storage import LocalStore, code_version
     from privgraph.publish.storage.parts import open_parts_area
     from privgraph.validate import run_checkpoint_from_summaries
@@ -216,8 +217,7 @@ def _client(args: dict[str, Any]) -> None:
                 root_seed=np.random.SeedSequence(7), parts_area=area, executor=ex, **mechs)
 
         def digests() -> None:
-            got["fingerprint"] = public_fingerprint_of(got["graph"], disclosure, executor=ex)
-            keyed_identity_of(got["graph"], b"\x01" * 32, executor=ex)
+            got["fingerprint"], _ = input_digests(got["graph"], disclosure, b"\x01" * 32, executor=ex)
 
         def checkpoint() -> None:
             r = got["release"]

@@ -41,9 +41,10 @@ import torch
 import torch.nn.functional as F
 
 from privgraph.evaluate.minibatch_source import Cluster, ClusterSource, GraphClusterSource, public_clusters
-from privgraph.evaluate.model_inputs import _SPARSE_DENSITY, _torch_seed
+from privgraph.evaluate.model_inputs import _torch_seed
 from privgraph.evaluate.models import GCN
 from privgraph.evaluate.models.sparse import quiet_sparse_beta
+from privgraph.evaluate.sparsity import SPARSE_DENSITY
 from privgraph.evaluate.training import choose_device
 from privgraph.graph import SPLIT_MASKS
 from privgraph.seeding import as_seed_sequence, stage_seed
@@ -200,7 +201,7 @@ def _survey(source: ClusterSource) -> _Plan:
     for m in ("train_mask", "val_mask"):
         if not counts[m]:
             raise ValueError(f"{_WHO}: {m} selects no node")
-    sparse = n * d > 0 and nnz <= _SPARSE_DENSITY * n * d
+    sparse = n * d > 0 and nnz <= SPARSE_DENSITY * n * d
     center = None if sparse else torch.from_numpy((colsum / max(n, 1)).astype(np.float32))
     return _Plan(n, sparse, center, degree)
 

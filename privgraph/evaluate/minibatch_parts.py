@@ -42,6 +42,7 @@ import scipy.sparse as sp
 
 from privgraph.errors import ArtifactError, ArtifactIntegrityError, one_line
 from privgraph.evaluate.minibatch_source import Cluster
+from privgraph.evaluate.sparsity import mostly_zero
 from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.publish.storage import ArtifactStore, open_store
 from privgraph.publish.storage.graph_io import (
@@ -232,11 +233,7 @@ def _members(nodes: np.ndarray, ids: np.ndarray) -> np.ndarray:
 
 def _cluster_features(x: np.ndarray) -> np.ndarray | sp.csr_array:
     """A part's features as a cluster hands them out: CSR where sparse, as GraphClusterSource."""
-    from privgraph.evaluate.model_inputs import _SPARSE_DENSITY  # lazy: torch, only where features are read
-
-    if x.size and np.count_nonzero(x) <= _SPARSE_DENSITY * x.size:
-        return sp.csr_array(x)
-    return x
+    return sp.csr_array(x) if mostly_zero(x) else x
 
 
 def version_public_graph(store: ArtifactStore | str | os.PathLike[str], pipeline: str, version: str, *,

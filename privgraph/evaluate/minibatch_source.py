@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import scipy.sparse as sp
 
+from privgraph.evaluate.sparsity import mostly_zero
 from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.privatize.partition import check_partition_arguments, partition_assignment
 
@@ -143,13 +144,10 @@ class GraphClusterSource:
         self._src, self._dst = src[by], dst[by]
         self._edge_bounds = np.searchsorted(a[self._src], np.arange(self._num_clusters + 1))
         # lazy: torch, only for a source over an in-memory graph (importing the protocol loads none)
-        from privgraph.evaluate.model_inputs import _SPARSE_DENSITY
         from privgraph.evaluate.training import output_classes
 
         self._num_classes = output_classes(graph)
-        x = graph.x
-        sparse = x.size and np.count_nonzero(x) <= _SPARSE_DENSITY * x.size
-        self._x_csr = sp.csr_array(x) if sparse else None
+        self._x_csr = sp.csr_array(graph.x) if mostly_zero(graph.x) else None
         self.calls = 0
         self.nodes_served = 0
 

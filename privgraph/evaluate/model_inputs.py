@@ -20,11 +20,11 @@ import torch
 from privgraph.graph import GraphData
 from privgraph.evaluate.models import KProp
 from privgraph.evaluate.models.sparse import FactoredInput, PropagatedInput, quiet_sparse_beta
+from privgraph.evaluate.sparsity import SPARSE_DENSITY
 from privgraph.seeding import as_seed_sequence, stage_seed
 
 __all__ = ["EDGE_SETS", "FACTOR_TOLERANCE", "InputCache", "PROPAGATION_COST_SHARE", "principal_basis"]
 
-_SPARSE_DENSITY = 0.1
 #: the edge sets a model can be trained over; "none" is the feature-only floor
 EDGE_SETS = ("all", "public", "private", "none")
 # LPGNN's KProp operator (the authors' code: KProp(aggregator="add", normalize=True,
@@ -54,7 +54,7 @@ def _model_input(x: torch.Tensor) -> torch.Tensor:
     the model does not train at all (measured on Cora: train accuracy 0.14 with features
     0.5 + 0.5 x, 1.0 once centred). Centring the released features is post-processing: free.
     """
-    if x.numel() and torch.count_nonzero(x).item() <= _SPARSE_DENSITY * x.numel():
+    if x.numel() and torch.count_nonzero(x).item() <= SPARSE_DENSITY * x.numel():
         with quiet_sparse_beta():
             return x.to_sparse_csr()
     return x - x.mean(dim=0, keepdim=True)
@@ -113,7 +113,7 @@ def _one_value_form(raw: torch.Tensor) -> _OneValueForm | None:
     """``raw`` as ``CSR(raw - m) + m`` for its most common value ``m`` (of its first 65,536
     entries), where at most 1/10 of its entries differ from ``m``; else None."""
     m = float(raw.reshape(-1)[: 1 << 16].mode().values)
-    if torch.count_nonzero(raw != m).item() > _SPARSE_DENSITY * raw.numel():
+    if torch.count_nonzero(raw != m).item() > SPARSE_DENSITY * raw.numel():
         return None
     with quiet_sparse_beta():
         return _OneValueForm(m, (raw - m).to_sparse_csr())
