@@ -128,6 +128,10 @@ class EvaluateConfig(_Strict):
         default="layerwise",
         description="the evaluation at scale: score every node exactly, one layer at a time over the parts (layerwise: [n, hidden] held), or per batch of parts (batch: bounded by the batch, edges between batches unseen)",
     )
+    sample_parts: Int | None = Field(
+        default=None, ge=1,
+        description="the evaluation at scale: train and score on the induced subgraph of this many of the version's parts, evenly spaced by index (an explicit sample: every figure is the sample's; unset: every part)",
+    )
     graph_report: bool = Field(
         default=True, strict=True,
         description="structure of the released edges vs the raw ones (degrees, triangles, clustering, communities, ...): private evaluation",

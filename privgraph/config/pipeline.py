@@ -268,6 +268,18 @@ class PipelineConfig(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _sample_only_at_scale(self) -> PipelineConfig:
+        k = self.evaluate.sample_parts
+        if k is not None and not self.runs_at_scale:
+            raise ValueError("evaluate.sample_parts: an evaluation sample is a choice of a partitioned version's parts, "
+                             "for the evaluation at scale (dataset partitioned, partitions.layout files); a graph "
+                             "evaluated in memory is evaluated whole: remove it")
+        if k is not None and k > self.partitions.num_parts:
+            raise ValueError(f"evaluate.sample_parts: {k} parts of the {self.partitions.num_parts} of "
+                             "partitions.num_parts: at most that many")
+        return self
+
+    @model_validator(mode="after")
     def _something_to_do(self) -> PipelineConfig:
         if self.features is None and self.edges is None and self.labels is None:
             raise ValueError("a pipeline needs at least one of 'features', 'edges' or 'labels'")
@@ -308,6 +320,12 @@ class ComparisonConfig(_Strict):
             if not (math.isfinite(e) and e > 0):
                 raise ValueError(f"every epsilon must be finite and > 0, got {e}")
         return v
+
+    @model_validator(mode="after")
+    def _evaluated_whole(self) -> ComparisonConfig:
+        if self.evaluate is not None and self.evaluate.sample_parts is not None:
+            raise ValueError("evaluate.sample_parts: a comparison evaluates each release in memory, whole: remove it")
+        return self
 
     @model_validator(mode="after")
     def _target_listed(self) -> ComparisonConfig:

@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from privgraph.errors import ArtifactError, ArtifactIntegrityError, one_line
-from privgraph.evaluate.minibatch_source import Cluster
+from privgraph.evaluate.minibatch_source import Cluster, local_ids, sampled_parts
 from privgraph.evaluate.sparsity import mostly_zero
 from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.publish.storage import ArtifactStore, open_store
@@ -237,29 +237,36 @@ def _cluster_features(x: np.ndarray) -> np.ndarray | sp.csr_array:
 
 
 def version_public_graph(store: ArtifactStore | str | os.PathLike[str], pipeline: str, version: str, *,
-                         staged: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[GraphData, int]:
+                         staged: Mapping[str, Mapping[str, Any]] | None = None,
+                         sample: int | None = None) -> tuple[GraphData, int]:
     """``(graph, num_parts)``: the labels, split and PUBLIC edges of the partitioned version
     ``pipeline``/``version`` of ``store`` (``staged``: a staged version's checksums), without
     features or released edges, and its number of parts: what the public-only reference reads
-    (:func:`~privgraph.evaluate.public_reference.public_only_reference`).
+    (:func:`~privgraph.evaluate.public_reference.public_only_reference`). ``sample``: only the
+    parts of that evaluation sample (:func:`~privgraph.evaluate.minibatch_source.sampled_parts`),
+    as the graph of their own that :class:`~privgraph.evaluate.minibatch_source.SampledSource`
+    serves (their nodes renumbered in ascending order, the public edges between two of them).
 
     One pass over the parts, no features read and nothing spilled (what building a
     :class:`VersionPartsSource` adds), with the same checks: each object verified and decoded
-    canonically, the parts' nodes a partition of ``0..n-1``, each public edge in the part of its
-    smaller end, single-label labels and the three masks. Holds ``[n]`` labels and masks and the
-    public edges, int64 ``[2, m_pub]``: the public adjacency, the memory of a METIS partitioning.
+    canonically, the parts' nodes a partition of ``0..n-1`` (of the parts read), each public edge
+    in the part of its smaller end, single-label labels and the three masks. Holds ``[n]`` labels
+    and masks and the public edges, int64 ``[2, m_pub]``: the public adjacency, the memory of a
+    METIS partitioning.
 
     Raises:
-        ArtifactError, ArtifactIntegrityError, ValueError: as :class:`VersionPartsSource`.
+        ArtifactError, ArtifactIntegrityError, ValueError: as :class:`VersionPartsSource`;
+            ValueError: ``sample`` larger than the version's parts.
     """
     store = store if isinstance(store, ArtifactStore) else open_store(store)
     checked = None if staged is None else {str(k): dict(v) for k, v in staged.items()}
     n, num_parts = _partitioned_info(store, pipeline, version, checked)
+    chosen = sampled_parts(num_parts, sample)
     y = np.full(n, -1, dtype=np.int64)
     masks = {m: np.zeros(n, dtype=bool) for m in SPLIT_MASKS}
     owner = np.full(n, -1, dtype=np.int32)
     edges = []
-    for i in range(num_parts):
+    for i in map(int, chosen):
         part = _read_version_part(store, pipeline, version, checked, i, (NODES, LABELS, SPLITS, EDGES))
         _check_part_rows(part, part_prefix(i).rstrip("."))
         _check_part_layout(part, i, owner, n)
@@ -267,9 +274,16 @@ def version_public_graph(store: ArtifactStore | str | os.PathLike[str], pipeline
         for m in SPLIT_MASKS:
             masks[m][part.nodes] = part.fields[m]
         edges.append(part.edges_public)
-    _check_covered(owner, n)
     public = np.concatenate(edges, axis=1) if edges else np.zeros((2, 0), dtype=np.int64)
-    return GraphData(num_nodes=n, y=y, edges_public=np.ascontiguousarray(public, dtype=np.int64), **masks), num_parts
+    if sample is None:
+        _check_covered(owner, n)
+        return GraphData(num_nodes=n, y=y, edges_public=np.ascontiguousarray(public, dtype=np.int64),
+                         **masks), num_parts
+    nodes = np.flatnonzero(owner >= 0)  # the sample's nodes, ascending: SampledSource's numbering
+    dst, inside = local_ids(nodes, public[1])
+    src, _ = local_ids(nodes, public[0][inside])
+    return GraphData(num_nodes=int(nodes.size), y=y[nodes], **{m: v[nodes] for m, v in masks.items()},
+                     edges_public=np.ascontiguousarray(np.stack([src, dst[inside]]), dtype=np.int64)), num_parts
 
 
 def _read_version_part(store: ArtifactStore, pipeline: str, version: str,

@@ -21,7 +21,8 @@ from privgraph.evaluate.sparsity import mostly_zero
 from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.privatize.partition import check_partition_arguments, partition_assignment
 
-__all__ = ["Cluster", "ClusterSource", "GraphClusterSource", "SourceView", "public_clusters"]
+__all__ = ["Cluster", "ClusterSource", "GraphClusterSource", "SampledSource", "SourceView", "public_clusters",
+           "sampled_parts"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +106,71 @@ class SourceView:
     def cluster(self, i: int, *, features: bool = True) -> Cluster:
         """Cluster ``i`` of the source, as it is."""
         return self.source.cluster(i, features=features)
+
+
+def sampled_parts(num_parts: int, sample: int | None) -> np.ndarray:
+    """The clusters (a version's parts) that an evaluation sample of ``sample`` parts trains and
+    scores on: ``sample`` distinct indices evenly spaced over ``0 .. num_parts - 1``, ascending
+    (every part for ``None``). A function of the two counts alone, both public: the sample draws
+    no randomness and reads no data.
+
+    Raises:
+        ValueError: ``sample`` is not None or an int in ``[1, num_parts]``.
+    """
+    if sample is None:
+        return np.arange(num_parts, dtype=np.int64)
+    if isinstance(sample, bool) or not isinstance(sample, numbers.Integral) or not 1 <= sample <= num_parts:
+        raise ValueError(f"evaluate.sample_parts: must be an int in [1, {num_parts}] (the version's parts), "
+                         f"got {sample!r}")
+    return np.unique(np.round(np.linspace(0, num_parts - 1, int(sample))).astype(np.int64))
+
+
+class SampledSource(SourceView):
+    """The ``parts`` clusters of ``source`` as a graph of their own: its nodes are the chosen
+    clusters' nodes, renumbered ``0 .. k-1`` in ascending global order, and its edges those of
+    the source between two of them (the induced subgraph; an edge to a node outside the sample is
+    dropped). Cluster ``j`` is the source's cluster ``parts[j]``. Building it reads the chosen
+    clusters once without features, for their nodes (``int64 [k]`` held); ``nodes`` holds the
+    global ids of the local ones. Post-processing of whatever the source serves.
+
+    Raises:
+        ValueError: ``parts`` is empty, not distinct, or names a cluster outside the source.
+    """
+
+    def __init__(self, source: ClusterSource, parts: Any) -> None:
+        super().__init__(source)
+        chosen = np.asarray(parts, dtype=np.int64).reshape(-1)
+        if not chosen.size or np.unique(chosen).size != chosen.size or chosen.min() < 0 \
+                or chosen.max() >= source.num_clusters:
+            raise ValueError(f"SampledSource: parts must be distinct clusters in [0, {source.num_clusters}), "
+                             f"got {chosen.tolist()}")
+        self.parts = chosen
+        self.nodes = np.sort(np.concatenate([source.cluster(int(i), features=False).nodes for i in chosen]))
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.nodes.size)
+
+    @property
+    def num_clusters(self) -> int:
+        return int(self.parts.size)
+
+    def cluster(self, i: int, *, features: bool = True) -> Cluster:
+        """The source's cluster ``parts[i]``, renumbered, without its edges that leave the sample."""
+        c = self.source.cluster(int(self.parts[i]), features=features)
+        dst, inside = local_ids(self.nodes, c.edges[1])
+        src, _ = local_ids(self.nodes, c.edges[0][inside])
+        return dataclasses.replace(c, nodes=local_ids(self.nodes, c.nodes)[0],
+                                   edges=np.ascontiguousarray(np.stack([src, dst[inside]]), dtype=np.int64))
+
+
+def local_ids(nodes: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(local, inside)``: the position of each of ``ids`` in the sorted, distinct ``nodes``
+    (``local``, int64; meaningful where ``inside``) and whether it is there."""
+    pos = np.searchsorted(nodes, ids)
+    inside = pos < nodes.size
+    inside[inside] = nodes[pos[inside]] == ids[inside]
+    return pos.astype(np.int64, copy=False), inside
 
 
 def public_clusters(graph: GraphData, num_clusters: int, method: str = "metis") -> np.ndarray:

@@ -75,7 +75,10 @@ def scale_note(metrics: dict[str, Any]) -> str | None:
     e = metrics.get("evaluation")
     if not e:
         return None
-    return (f"evaluated at scale over {e['parts']} parts, {e['clusters_per_batch']} per step, "
+    sample = e.get("sample")
+    over = (f"over an evaluation sample of {len(sample['parts'])} of the {e['parts']} parts ({sample['nodes']} nodes; "
+            "every figure is the sample's)" if sample else f"over {e['parts']} parts")
+    return (f"evaluated at scale {over}, {e['clusters_per_batch']} per step, "
             f"{e['inference']} inference: {e['method']}")
 
 

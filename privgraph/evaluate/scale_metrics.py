@@ -34,7 +34,7 @@ import numpy as np
 from privgraph.config.disclosure import Disclosure
 from privgraph.config.evaluate import EvaluateConfig
 from privgraph.evaluate.minibatch_parts import VersionPartsSource, version_public_graph
-from privgraph.evaluate.minibatch_source import Cluster, SourceView
+from privgraph.evaluate.minibatch_source import Cluster, SampledSource, SourceView, sampled_parts
 from privgraph.evaluate.public_reference import per_run_reference, public_only_reference
 from privgraph.evaluate.selection import utility_summary
 from privgraph.privatize.parallel import Executor
@@ -72,11 +72,14 @@ def _scored(result: dict[str, Any]) -> dict[str, Any]:
 
 def scale_evaluation_task(what: tuple[str, int], seed: np.random.SeedSequence, *, store: str, pipeline: str,
                           version: str, staged: dict[str, Any] | None, options: dict[str, Any],
-                          disclosure: Disclosure, kprop_features: int = 0) -> dict[str, Any]:
+                          disclosure: Disclosure, kprop_features: int = 0,
+                          sample_parts: int | None = None) -> dict[str, Any]:
     """One task of the evaluation at scale, on a worker: ``("run", i)`` trains run ``i``'s GNN
     (over the features propagated by ``kprop_features`` KProp steps) and floor with ``seed``;
     ``("reference", 0)`` computes the public-only reference. Reads the version
-    ``store``/``pipeline``/``version`` (``staged``: its staging's checksums) one part at a time."""
+    ``store``/``pipeline``/``version`` (``staged``: its staging's checksums) one part at a time;
+    ``sample_parts``: every figure over the induced subgraph of that evaluation sample of the parts
+    (:func:`~privgraph.evaluate.minibatch_source.sampled_parts`)."""
     # lazy: torch and PyG on the workers only; the flow process that maps these tasks and
     # summarises their results loads neither
     from privgraph.evaluate.minibatch import fit_cluster_gcn
@@ -84,12 +87,13 @@ def scale_evaluation_task(what: tuple[str, int], seed: np.random.SeedSequence, *
     from privgraph.evaluate.training import output_classes
 
     if what[0] == "reference":  # labels, split and public edges: no features read, nothing spilled
-        public, num_parts = version_public_graph(store, pipeline, version, staged=staged)
+        public, num_parts = version_public_graph(store, pipeline, version, staged=staged, sample=sample_parts)
         public_train = ~disclosure.private_label_rows(public)
         reference = public_only_reference(public, public_train, output_classes(public))
         return {"reference": reference, "all_train_public": bool(public_train[public.train_mask].all()),
-                "num_parts": num_parts}
-    with VersionPartsSource(store, pipeline, version, staged=staged) as source:
+                "num_parts": num_parts, "nodes": public.num_nodes}
+    with VersionPartsSource(store, pipeline, version, staged=staged) as whole:
+        source = whole if sample_parts is None else SampledSource(whole, sampled_parts(whole.num_clusters, sample_parts))
         floor = _scored(fit_cluster_gcn(EdgelessSource(source), seed=seed, **options))
         if not kprop_features:
             return {"gnn": _scored(fit_cluster_gcn(source, seed=seed, **options)), "feature_only": floor}
@@ -114,13 +118,16 @@ def version_metrics_at_scale(store: str, pipeline: str, version: str, cfg: Evalu
     seeds = partition_seeds(stage_seed(as_seed_sequence(entropy), "evaluate"), int(cfg.runs))
     tasks = [("reference", 0)] + [("run", i) for i in range(int(cfg.runs))]
     shared = {"store": str(store), "pipeline": pipeline, "version": version, "staged": staged,
-              "options": training_kwargs(cfg), "disclosure": disclosure, "kprop_features": cfg.kprop_features}
+              "options": training_kwargs(cfg), "disclosure": disclosure, "kprop_features": cfg.kprop_features,
+              "sample_parts": cfg.sample_parts}
     out = executor.map(scale_evaluation_task, tasks, [seeds[0], *seeds], shared)
     public, runs = out[0], out[1:]
     floor = [r["feature_only"] for r in runs]
     references = per_run_reference(public["reference"], floor, public_features=not disclosure.feature_mechanism,
                                    all_train_public=public["all_train_public"])
     summary = utility_summary(int(cfg.runs), [], [r["gnn"] for r in runs], floor, [], references)
-    return {**summary, "evaluation": {"method": METHOD, "parts": public["num_parts"],
+    sample = None if cfg.sample_parts is None else {
+        "parts": sampled_parts(public["num_parts"], cfg.sample_parts).tolist(), "nodes": public["nodes"]}
+    return {**summary, "evaluation": {"method": METHOD, "parts": public["num_parts"], "sample": sample,
                                       "clusters_per_batch": cfg.clusters_per_batch, "inference": cfg.inference,
                                       "epochs_run": [r["gnn"]["epochs_run"] for r in runs]}}

@@ -20,6 +20,7 @@ from privgraph.errors import ArtifactIntegrityError, ConfigError
 from privgraph.evaluate.minibatch import GraphClusterSource, fit_cluster_gcn
 from privgraph.evaluate.minibatch_kprop import PropagatedSource
 from privgraph.evaluate.minibatch_parts import VersionPartsSource, version_public_graph
+from privgraph.evaluate.minibatch_source import SampledSource, sampled_parts
 from privgraph.evaluate.model_inputs import _KPROP
 from privgraph.evaluate.models.kprop import KProp
 from privgraph.evaluate.public_reference import public_only_reference
@@ -154,3 +155,98 @@ def test_kprop_out_of_core_equals_kprop_in_memory(staged, steps):
         assert source.cluster(0, features=False).x is None
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
     assert steps == 0 or not np.allclose(got, loaded.x)  # propagated: not the released rows
+
+
+def _induced(graph, keep: np.ndarray):
+    """``graph`` restricted to the nodes ``keep`` selects, renumbered in ascending order."""
+    nodes = np.flatnonzero(keep)
+    local = np.full(graph.num_nodes, -1, dtype=np.int64)
+    local[nodes] = np.arange(nodes.size)
+    edges = {k: local[e[:, keep[e[0]] & keep[e[1]]]] for k, e in
+             (("edges_public", graph.edges_public), ("edges_private", graph.edges_private))}
+    return graph.replace(num_nodes=int(nodes.size), x=graph.x[nodes], y=graph.y[nodes], train_mask=graph.train_mask[nodes],
+                         val_mask=graph.val_mask[nodes], test_mask=graph.test_mask[nodes], **edges)
+
+
+def test_an_evaluation_sample_is_the_same_functions_over_the_sampled_parts(staged):
+    """``sample_parts: 3`` of 6: every figure is the in-memory function's over the induced subgraph
+    of parts 0, 2 and 5 of the version (Cluster-GCN over those parts, label propagation over their
+    public edges), and the metrics say which parts and how many nodes."""
+    store, pending, loaded, disclosure, cfg = staged
+    sample = cfg.evaluate.model_copy(update={"sample_parts": 3})
+    metrics = version_metrics_at_scale(str(store.root), PIPE, pending.version, sample, ENTROPY, disclosure,
+                                       SerialExecutor(), staged=dict(pending.objects))
+    chosen = sampled_parts(PARTS, 3)
+    assert chosen.tolist() == [0, 2, 5]
+    parts = partition_graph(loaded, PARTS, "metis").assignment
+    keep = np.isin(parts, chosen)
+    sub = _induced(loaded, keep)
+    assert 0 < sub.num_nodes < loaded.num_nodes and sub.test_mask.any()
+    assert metrics["evaluation"]["sample"] == {"parts": [0, 2, 5], "nodes": sub.num_nodes}
+    source = GraphClusterSource(sub, np.searchsorted(chosen, parts[keep]))
+    seeds = partition_seeds(stage_seed(as_seed_sequence(ENTROPY), "evaluate"), 2)
+    options = {k: v for k, v in EVALUATE.items() if k != "runs"} | {"inference": "layerwise"}
+    gnn = [fit_cluster_gcn(source, seed=s, **options)["test_acc"] for s in seeds]
+    floor = [fit_cluster_gcn(EdgelessSource(source), seed=s, **options)["test_acc"] for s in seeds]
+    reference = public_only_reference(sub, np.ones(sub.num_nodes, dtype=bool), source.num_classes)
+    assert metrics["private"]["test_acc"] == pytest.approx(gnn, abs=1e-9)
+    assert metrics["feature_only"]["test_acc"] == pytest.approx(floor, abs=1e-9)
+    assert metrics["public_only"]["test_acc"] == pytest.approx([reference["test_acc_own_labels"]] * 2, abs=1e-12)
+    whole = version_metrics_at_scale(str(store.root), PIPE, pending.version, cfg.evaluate, ENTROPY, disclosure,
+                                     SerialExecutor(), staged=dict(pending.objects))
+    assert whole["evaluation"]["sample"] is None and whole["private"]["test_acc"] != metrics["private"]["test_acc"]
+
+
+def test_the_sample_source_renumbers_and_drops_the_edges_that_leave_it(staged):
+    store, pending, loaded, _, _ = staged
+    with VersionPartsSource(store, PIPE, pending.version, staged=dict(pending.objects)) as whole:
+        source = SampledSource(whole, [1, 4])
+        nodes = np.sort(np.concatenate([whole.cluster(i, features=False).nodes for i in (1, 4)]))
+        assert source.num_nodes == nodes.size and source.num_clusters == 2 and np.array_equal(source.nodes, nodes)
+        assert source.num_classes == whole.num_classes and source.feature_dim == whole.feature_dim
+        seen = 0
+        for j, i in enumerate((1, 4)):
+            c, o = source.cluster(j), whole.cluster(i)
+            assert np.array_equal(nodes[c.nodes], o.nodes) and np.array_equal(c.y, o.y)
+            inside = np.isin(o.edges[1], nodes)
+            assert not inside.all()  # METIS parts of Cora are not closed: some edges leave the sample
+            assert np.array_equal(nodes[c.edges], o.edges[:, inside])
+            seen += c.size
+        assert seen == source.num_nodes
+        for bad in ([], [0, 0], [6], [-1]):
+            with pytest.raises(ValueError, match="distinct clusters in \\[0, 6\\)"):
+                SampledSource(whole, bad)
+
+
+@pytest.mark.parametrize(("num_parts", "sample", "want"), [(8, 1, [0]), (8, 2, [0, 7]), (8, 4, [0, 2, 5, 7]),
+                                                           (8, 8, list(range(8))), (5, None, list(range(5)))])
+def test_the_sampled_parts_are_evenly_spaced(num_parts, sample, want):
+    assert sampled_parts(num_parts, sample).tolist() == want
+
+
+@pytest.mark.parametrize("sample", [0, 9, 2.0, True])
+def test_a_sample_outside_the_parts_is_refused(sample):
+    with pytest.raises(ValueError, match=r"evaluate.sample_parts: must be an int in \[1, 8\]"):
+        sampled_parts(8, sample)
+
+
+def test_a_sample_is_refused_where_the_graph_is_evaluated_in_memory(tmp_path):
+    with pytest.raises(ValueError, match="evaluate.sample_parts: an evaluation sample is a choice"):
+        _config(tmp_path, sample_parts=2)  # cora: evaluated in memory
+    scale = {"dataset": {"name": "partitioned", "options": {"path": "g"}},
+             "edges": {"mechanism": "dprr", "epsilon": 1.0},
+             "partitions": {"num_parts": 4, "layout": "files"}, "evaluate": {"sample_parts": 5}}
+    with pytest.raises(ValueError, match="evaluate.sample_parts: 5 parts of the 4 of partitions.num_parts"):
+        PipelinesConfig.model_validate({"pipelines": {"p": scale}})
+    scale["evaluate"] = {"sample_parts": 4}
+    assert PipelinesConfig.model_validate({"pipelines": {"p": scale}}).get("p").evaluate.sample_parts == 4
+
+
+def test_the_report_says_the_figures_are_a_samples():
+    from privgraph.evaluate.report import scale_note
+
+    e = {"method": "Cluster-GCN", "parts": 8, "clusters_per_batch": 4, "inference": "layerwise"}
+    assert scale_note({"evaluation": {**e, "sample": None}}).startswith("evaluated at scale over 8 parts, 4 per step")
+    note = scale_note({"evaluation": {**e, "sample": {"parts": [0, 7], "nodes": 2500}}})
+    assert note.startswith("evaluated at scale over an evaluation sample of 2 of the 8 parts (2500 nodes; "
+                           "every figure is the sample's), 4 per step")
