@@ -24,7 +24,8 @@ timed stage by stage:
 * ``store``: :func:`~privgraph.privatize.partitioned.commit_release_parts` and the manifest
   written last (the parts are committed unread);
 * ``evaluate`` (``--evaluate``): :func:`~privgraph.evaluate.scale_metrics.version_metrics_at_scale`
-  over the published version, ``--runs`` runs of ``--epochs`` epochs, a task per run.
+  over the published version, ``--runs`` runs of ``--epochs`` epochs, a task per run
+  (``--sample-parts K``: over an evaluation sample of K parts, ``evaluate.sample_parts``).
 
 Per stage: ``seconds`` and ``client_peak_growth_mb``, the client's peak resident set during the
 stage above its resident set before (``VmHWM`` reset through ``/proc/self/clear_refs`` before each
@@ -35,8 +36,8 @@ TCP comms wrote during the stage: ``scheduler_bytes``, to or from the scheduler 
 results, heartbeats, the client's requests; each message counted once, at its writer) and
 ``worker_to_worker_bytes``, between workers (task inputs fetched from another worker), counted by
 wrapping ``distributed.comm.tcp.TCP.write`` in the client and in every worker (the benchmark's
-own measuring calls add a few kB); and the CPU seconds (user + system, all threads, and child
-processes that ended: METIS runs in one) the client
+own measuring calls add a few kB); and the CPU seconds (user + system, all threads; a worker's
+child processes too: METIS runs in one) the client
 (``client_cpu_s``) and the workers (``workers_cpu_s``, summed) spent in the stage, with
 ``cores_busy`` = their sum over ``seconds``: how much of the machine the stage used. A run on one
 worker that already keeps more than one core busy (Arrow's and the numerical libraries' own
@@ -48,7 +49,7 @@ the flow over a graph ingested before). The last line holds the ratio of the fir
 seconds to each other's, for both.
 
 Run: ``python benchmarks/end_to_end_scale.py [--nodes 1000000] [--workers 1 2] [--method metis]
-[--evaluate --runs 1 --epochs 5]``
+[--evaluate --runs 1 --epochs 20 [--sample-parts 2]]``
 """
 
 from __future__ import annotations
@@ -80,10 +81,24 @@ def _status_mb(key: str) -> float:
     return float("nan")
 
 
-def _cpu_s() -> float:
-    """This process's CPU seconds so far, user + system, all its threads, and its children's that
-    ended (the METIS child process of the partition task)."""
-    return sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+def _cpu_s(children: bool) -> float:
+    """This process's CPU seconds so far, user + system, all its threads; with ``children``, also
+    its child processes', ended or alive (a worker's METIS server process). The client's children
+    are the workers, counted on their own."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    if not children:
+        return own.ru_utime + own.ru_stime
+    import psutil
+
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+    alive = 0.0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            t = child.cpu_times()
+            alive += t.user + t.system
+        except psutil.Error:  # ended since listed: counted in RUSAGE_CHILDREN once reaped
+            pass
+    return own.ru_utime + own.ru_stime + ended.ru_utime + ended.ru_stime + alive
 
 
 def _count_comm_bytes(scheduler: str, workers: list[str]) -> None:
@@ -110,33 +125,34 @@ def _count_comm_bytes(scheduler: str, workers: list[str]) -> None:
     TCP.write = counted  # type: ignore[method-assign]
 
 
-def _reset_process() -> dict[str, float]:
+def _reset_process(children: bool = True) -> dict[str, float]:
     """Reset this process's peak resident set and byte counters; its resident set (MiB) and CPU
-    seconds now."""
+    seconds now (:func:`_cpu_s`)."""
     from distributed.comm.tcp import TCP
 
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # VmHWM := VmRSS
     for k in TCP.written_bytes:  # type: ignore[attr-defined]
         TCP.written_bytes[k] = 0  # type: ignore[attr-defined]
-    return {"rss_mb": _status_mb("VmRSS"), "cpu_s": _cpu_s()}
+    return {"rss_mb": _status_mb("VmRSS"), "cpu_s": _cpu_s(children)}
 
 
-def _read_process() -> dict[str, float]:
-    """This process's peak resident set (MiB), CPU seconds and bytes written since :func:`_reset_process`."""
+def _read_process(children: bool = True) -> dict[str, float]:
+    """This process's peak resident set (MiB), CPU seconds (:func:`_cpu_s`) and bytes written
+    since :func:`_reset_process`."""
     from distributed.comm.tcp import TCP
 
-    return {"peak_mb": _status_mb("VmHWM"), "cpu_s": _cpu_s(), **TCP.written_bytes}  # type: ignore[attr-defined]
+    return {"peak_mb": _status_mb("VmHWM"), "cpu_s": _cpu_s(children), **TCP.written_bytes}  # type: ignore[attr-defined]
 
 
 def _stage(name: str, run: Callable[[], Any], common: dict[str, Any], client: Any) -> float:
     """Run one stage, print its JSON line, return its seconds."""
     workers_before = client.run(_reset_process)
-    before = _reset_process()
+    before = _reset_process(children=False)
     t0 = time.perf_counter()
     run()
     seconds = time.perf_counter() - t0
-    here, there = _read_process(), client.run(_read_process)
+    here, there = _read_process(children=False), client.run(_read_process)
     client_cpu = here["cpu_s"] - before["cpu_s"]
     workers_cpu = sum(there[w]["cpu_s"] - workers_before[w]["cpu_s"] for w in there)
     print(json.dumps({
@@ -165,7 +181,7 @@ def _config(d: Path, args: dict[str, Any]) -> Any:
         "budget": {"features": 1.0, "edges": 2.0},
         "partitions": {"num_parts": args["parts"], "method": args["method"], "layout": "files"},
         "storage": str(d / "store"), "private_records": str(d / "private"),
-        "evaluate": {"runs": args["runs"], "epochs": args["epochs"]},
+        "evaluate": {"runs": args["runs"], "epochs": args["epochs"], "sample_parts": args["sample_parts"]},
     }}}))
     return load_config(path)
 
@@ -266,7 +282,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--evaluate", action="store_true", help="add the evaluation at scale (an SBM graph with a split)")
     ap.add_argument("--runs", type=int, default=1, help="--evaluate: evaluation runs")
-    ap.add_argument("--epochs", type=int, default=5, help="--evaluate: epochs per training")
+    ap.add_argument("--epochs", type=int, default=20, help="--evaluate: epochs per training")
+    ap.add_argument("--sample-parts", type=int, default=None,
+                    help="--evaluate: an evaluation sample of this many parts (evaluate.sample_parts)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -290,6 +308,7 @@ def main() -> None:
             scratch.mkdir()
             child = {"workers": w, "nodes": a.nodes, "parts": a.parts, "method": a.method, "scratch": str(scratch),
                      "range_size": a.range_size, "evaluate": a.evaluate, "runs": a.runs, "epochs": a.epochs,
+                     "sample_parts": a.sample_parts,
                      **{k: files[k] for k in ("edges", "features", "labels", "split") if k in files}}
             r = subprocess.run([sys.executable, __file__, "--child", json.dumps(child)], capture_output=True,
                                text=True, check=False)
