@@ -24,7 +24,7 @@ from privgraph.guarantee.params import check_int
 from privgraph.evaluate.progress import ProgressCallback, ProgressTracker
 from privgraph.evaluate.public_reference import per_run_reference, public_only_reference
 from privgraph.seeding import as_seed_sequence, partition_seeds
-from privgraph.evaluate.selection import OWNER_ONLY, select_by_validation, utility_summary
+from privgraph.evaluate.selection import utility_summary
 from privgraph.evaluate.training import DENOISING_OPTIONS, _check_graph, choose_device, fit_ensemble, output_classes
 
 __all__ = [

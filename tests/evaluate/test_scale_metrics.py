@@ -71,21 +71,26 @@ def staged(cora, tmp_path_factory):
     return store, pending, loaded, disclosure_of(cfgs, PIPE), cfgs.get(PIPE)
 
 
+def _same_figures(metrics, graph, source) -> dict:
+    """The metrics' GNN, floor and public-only figures are the in-memory functions' over ``graph``
+    and its clusters ``source`` (the evaluation's seeds); returns the reference."""
+    seeds = partition_seeds(stage_seed(as_seed_sequence(ENTROPY), "evaluate"), 2)
+    options = {k: v for k, v in EVALUATE.items() if k != "runs"} | {"inference": "layerwise"}
+    gnn = [fit_cluster_gcn(source, seed=s, **options)["test_acc"] for s in seeds]
+    floor = [fit_cluster_gcn(EdgelessSource(source), seed=s, **options)["test_acc"] for s in seeds]
+    reference = public_only_reference(graph, np.ones(graph.num_nodes, dtype=bool), source.num_classes)
+    assert metrics["private"]["test_acc"] == pytest.approx(gnn, abs=1e-9)
+    assert metrics["feature_only"]["test_acc"] == pytest.approx(floor, abs=1e-9)
+    assert metrics["public_only"]["test_acc"] == pytest.approx([reference["test_acc_own_labels"]] * 2, abs=1e-12)
+    return reference
+
+
 def test_each_figure_is_the_in_memory_functions_over_the_version(staged):
     store, pending, loaded, disclosure, cfg = staged
     metrics = version_metrics_at_scale(str(store.root), PIPE, pending.version, cfg.evaluate, ENTROPY, disclosure,
                                        SerialExecutor(), staged=dict(pending.objects))
     # the same clusters as the parts, over the version loaded whole
-    parts = partition_graph(loaded, PARTS, "metis").assignment
-    whole = GraphClusterSource(loaded, parts)
-    seeds = partition_seeds(stage_seed(as_seed_sequence(ENTROPY), "evaluate"), 2)
-    options = {k: v for k, v in EVALUATE.items() if k != "runs"} | {"inference": "layerwise"}
-    gnn = [fit_cluster_gcn(whole, seed=s, **options)["test_acc"] for s in seeds]
-    floor = [fit_cluster_gcn(EdgelessSource(whole), seed=s, **options)["test_acc"] for s in seeds]
-    reference = public_only_reference(loaded, np.ones(loaded.num_nodes, dtype=bool), whole.num_classes)
-    assert metrics["private"]["test_acc"] == pytest.approx(gnn, abs=1e-9)
-    assert metrics["feature_only"]["test_acc"] == pytest.approx(floor, abs=1e-9)
-    assert metrics["public_only"]["test_acc"] == pytest.approx([reference["test_acc_own_labels"]] * 2, abs=1e-12)
+    reference = _same_figures(metrics, loaded, GraphClusterSource(loaded, partition_graph(loaded, PARTS, "metis").assignment))
     chosen = metrics["selected"]["test_acc"]
     assert metrics["value_of_release"]["mean_difference"] == pytest.approx(
         np.mean(chosen) - reference["test_acc_own_labels"], abs=1e-12)
@@ -183,15 +188,7 @@ def test_an_evaluation_sample_is_the_same_functions_over_the_sampled_parts(stage
     sub = _induced(loaded, keep)
     assert 0 < sub.num_nodes < loaded.num_nodes and sub.test_mask.any()
     assert metrics["evaluation"]["sample"] == {"parts": [0, 2, 5], "nodes": sub.num_nodes}
-    source = GraphClusterSource(sub, np.searchsorted(chosen, parts[keep]))
-    seeds = partition_seeds(stage_seed(as_seed_sequence(ENTROPY), "evaluate"), 2)
-    options = {k: v for k, v in EVALUATE.items() if k != "runs"} | {"inference": "layerwise"}
-    gnn = [fit_cluster_gcn(source, seed=s, **options)["test_acc"] for s in seeds]
-    floor = [fit_cluster_gcn(EdgelessSource(source), seed=s, **options)["test_acc"] for s in seeds]
-    reference = public_only_reference(sub, np.ones(sub.num_nodes, dtype=bool), source.num_classes)
-    assert metrics["private"]["test_acc"] == pytest.approx(gnn, abs=1e-9)
-    assert metrics["feature_only"]["test_acc"] == pytest.approx(floor, abs=1e-9)
-    assert metrics["public_only"]["test_acc"] == pytest.approx([reference["test_acc_own_labels"]] * 2, abs=1e-12)
+    _same_figures(metrics, sub, GraphClusterSource(sub, np.searchsorted(chosen, parts[keep])))
     whole = version_metrics_at_scale(str(store.root), PIPE, pending.version, cfg.evaluate, ENTROPY, disclosure,
                                      SerialExecutor(), staged=dict(pending.objects))
     assert whole["evaluation"]["sample"] is None and whole["private"]["test_acc"] != metrics["private"]["test_acc"]
