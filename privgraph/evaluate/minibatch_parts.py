@@ -256,7 +256,7 @@ def version_public_graph(store: ArtifactStore | str | os.PathLike[str], pipeline
 
     Raises:
         ArtifactError, ArtifactIntegrityError, ValueError: as :class:`VersionPartsSource`;
-            ValueError: ``sample`` larger than the version's parts.
+            ValueError: ``sample`` not an int >= 1.
     """
     store = store if isinstance(store, ArtifactStore) else open_store(store)
     checked = None if staged is None else {str(k): dict(v) for k, v in staged.items()}
@@ -275,7 +275,7 @@ def version_public_graph(store: ArtifactStore | str | os.PathLike[str], pipeline
             masks[m][part.nodes] = part.fields[m]
         edges.append(part.edges_public)
     public = np.concatenate(edges, axis=1) if edges else np.zeros((2, 0), dtype=np.int64)
-    if sample is None:
+    if chosen.size == num_parts:  # no sample, or one of every part: the whole graph
         _check_covered(owner, n)
         return GraphData(num_nodes=n, y=y, edges_public=np.ascontiguousarray(public, dtype=np.int64),
                          **masks), num_parts

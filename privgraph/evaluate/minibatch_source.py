@@ -110,18 +110,19 @@ class SourceView:
 
 def sampled_parts(num_parts: int, sample: int | None) -> np.ndarray:
     """The clusters (a version's parts) that an evaluation sample of ``sample`` parts trains and
-    scores on: ``sample`` distinct indices evenly spaced over ``0 .. num_parts - 1``, ascending
-    (every part for ``None``). A function of the two counts alone, both public: the sample draws
-    no randomness and reads no data.
+    scores on: ``sample`` distinct indices evenly spaced over ``0 .. num_parts - 1``, ascending;
+    every part for ``None``, or for a ``sample`` of at least ``num_parts`` (METIS may leave fewer
+    parts than ``partitions.num_parts``, which the configuration check bounds ``sample`` by). A
+    function of the two counts alone, both public: the sample draws no randomness and reads no
+    data.
 
     Raises:
-        ValueError: ``sample`` is not None or an int in ``[1, num_parts]``.
+        ValueError: ``sample`` is not None or an int >= 1.
     """
-    if sample is None:
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, numbers.Integral) or sample < 1):
+        raise ValueError(f"evaluate.sample_parts: must be an int >= 1, got {sample!r}")
+    if sample is None or sample >= num_parts:
         return np.arange(num_parts, dtype=np.int64)
-    if isinstance(sample, bool) or not isinstance(sample, numbers.Integral) or not 1 <= sample <= num_parts:
-        raise ValueError(f"evaluate.sample_parts: must be an int in [1, {num_parts}] (the version's parts), "
-                         f"got {sample!r}")
     return np.unique(np.round(np.linspace(0, num_parts - 1, int(sample))).astype(np.int64))
 
 

@@ -93,7 +93,8 @@ def scale_evaluation_task(what: tuple[str, int], seed: np.random.SeedSequence, *
         return {"reference": reference, "all_train_public": bool(public_train[public.train_mask].all()),
                 "num_parts": num_parts, "nodes": public.num_nodes}
     with VersionPartsSource(store, pipeline, version, staged=staged) as whole:
-        source = whole if sample_parts is None else SampledSource(whole, sampled_parts(whole.num_clusters, sample_parts))
+        chosen = sampled_parts(whole.num_clusters, sample_parts)
+        source = whole if chosen.size == whole.num_clusters else SampledSource(whole, chosen)
         floor = _scored(fit_cluster_gcn(EdgelessSource(source), seed=seed, **options))
         if not kprop_features:
             return {"gnn": _scored(fit_cluster_gcn(source, seed=seed, **options)), "feature_only": floor}
@@ -126,8 +127,8 @@ def version_metrics_at_scale(store: str, pipeline: str, version: str, cfg: Evalu
     references = per_run_reference(public["reference"], floor, public_features=not disclosure.feature_mechanism,
                                    all_train_public=public["all_train_public"])
     summary = utility_summary(int(cfg.runs), [], [r["gnn"] for r in runs], floor, [], references)
-    sample = None if cfg.sample_parts is None else {
-        "parts": sampled_parts(public["num_parts"], cfg.sample_parts).tolist(), "nodes": public["nodes"]}
+    chosen = sampled_parts(public["num_parts"], cfg.sample_parts)  # every part: no sample
+    sample = None if chosen.size == public["num_parts"] else {"parts": chosen.tolist(), "nodes": public["nodes"]}
     return {**summary, "evaluation": {"method": METHOD, "parts": public["num_parts"], "sample": sample,
                                       "clusters_per_batch": cfg.clusters_per_batch, "inference": cfg.inference,
                                       "epochs_run": [r["gnn"]["epochs_run"] for r in runs]}}

@@ -85,10 +85,21 @@ def _same_figures(metrics, graph, source) -> dict:
     return reference
 
 
-def test_each_figure_is_the_in_memory_functions_over_the_version(staged):
-    store, pending, loaded, disclosure, cfg = staged
-    metrics = version_metrics_at_scale(str(store.root), PIPE, pending.version, cfg.evaluate, ENTROPY, disclosure,
-                                       SerialExecutor(), staged=dict(pending.objects))
+def _evaluate(staged, **update) -> dict:
+    """``version_metrics_at_scale`` of the staged version, the pipeline's ``evaluate`` updated."""
+    store, pending, _, disclosure, cfg = staged
+    return version_metrics_at_scale(str(store.root), PIPE, pending.version, cfg.evaluate.model_copy(update=update),
+                                    ENTROPY, disclosure, SerialExecutor(), staged=dict(pending.objects))
+
+
+@pytest.fixture(scope="module")
+def whole_metrics(staged):
+    """The evaluation over every part (computed once for the tests that compare with it)."""
+    return _evaluate(staged)
+
+
+def test_each_figure_is_the_in_memory_functions_over_the_version(staged, whole_metrics):
+    loaded, metrics = staged[2], whole_metrics
     # the same clusters as the parts, over the version loaded whole
     reference = _same_figures(metrics, loaded, GraphClusterSource(loaded, partition_graph(loaded, PARTS, "metis").assignment))
     chosen = metrics["selected"]["test_acc"]
@@ -173,14 +184,11 @@ def _induced(graph, keep: np.ndarray):
                          val_mask=graph.val_mask[nodes], test_mask=graph.test_mask[nodes], **edges)
 
 
-def test_an_evaluation_sample_is_the_same_functions_over_the_sampled_parts(staged):
+def test_an_evaluation_sample_is_the_same_functions_over_the_sampled_parts(staged, whole_metrics):
     """``sample_parts: 3`` of 6: every figure is the in-memory function's over the induced subgraph
     of parts 0, 2 and 5 of the version (Cluster-GCN over those parts, label propagation over their
     public edges), and the metrics say which parts and how many nodes."""
-    store, pending, loaded, disclosure, cfg = staged
-    sample = cfg.evaluate.model_copy(update={"sample_parts": 3})
-    metrics = version_metrics_at_scale(str(store.root), PIPE, pending.version, sample, ENTROPY, disclosure,
-                                       SerialExecutor(), staged=dict(pending.objects))
+    loaded, metrics = staged[2], _evaluate(staged, sample_parts=3)
     chosen = sampled_parts(PARTS, 3)
     assert chosen.tolist() == [0, 2, 5]
     parts = partition_graph(loaded, PARTS, "metis").assignment
@@ -189,9 +197,8 @@ def test_an_evaluation_sample_is_the_same_functions_over_the_sampled_parts(stage
     assert 0 < sub.num_nodes < loaded.num_nodes and sub.test_mask.any()
     assert metrics["evaluation"]["sample"] == {"parts": [0, 2, 5], "nodes": sub.num_nodes}
     _same_figures(metrics, sub, GraphClusterSource(sub, np.searchsorted(chosen, parts[keep])))
-    whole = version_metrics_at_scale(str(store.root), PIPE, pending.version, cfg.evaluate, ENTROPY, disclosure,
-                                     SerialExecutor(), staged=dict(pending.objects))
-    assert whole["evaluation"]["sample"] is None and whole["private"]["test_acc"] != metrics["private"]["test_acc"]
+    assert whole_metrics["evaluation"]["sample"] is None
+    assert whole_metrics["private"]["test_acc"] != metrics["private"]["test_acc"]
 
 
 def test_the_sample_source_renumbers_and_drops_the_edges_that_leave_it(staged):
@@ -216,14 +223,15 @@ def test_the_sample_source_renumbers_and_drops_the_edges_that_leave_it(staged):
 
 
 @pytest.mark.parametrize(("num_parts", "sample", "want"), [(8, 1, [0]), (8, 2, [0, 7]), (8, 4, [0, 2, 5, 7]),
-                                                           (8, 8, list(range(8))), (5, None, list(range(5)))])
+                                                           (8, 8, list(range(8))), (5, None, list(range(5))),
+                                                           (3, 4, [0, 1, 2])])  # fewer parts than asked: all
 def test_the_sampled_parts_are_evenly_spaced(num_parts, sample, want):
     assert sampled_parts(num_parts, sample).tolist() == want
 
 
-@pytest.mark.parametrize("sample", [0, 9, 2.0, True])
-def test_a_sample_outside_the_parts_is_refused(sample):
-    with pytest.raises(ValueError, match=r"evaluate.sample_parts: must be an int in \[1, 8\]"):
+@pytest.mark.parametrize("sample", [0, -1, 2.0, True])
+def test_a_sample_that_is_not_a_count_is_refused(sample):
+    with pytest.raises(ValueError, match=r"evaluate.sample_parts: must be an int >= 1"):
         sampled_parts(8, sample)
 
 
@@ -247,3 +255,8 @@ def test_the_report_says_the_figures_are_a_samples():
     note = scale_note({"evaluation": {**e, "sample": {"parts": [0, 7], "nodes": 2500}}})
     assert note.startswith("evaluated at scale over an evaluation sample of 2 of the 8 parts (2500 nodes; "
                            "every figure is the sample's), 4 per step")
+
+
+def test_a_sample_of_every_part_is_the_whole_evaluation(staged, whole_metrics):
+    every = _evaluate(staged, sample_parts=PARTS)
+    assert every["evaluation"]["sample"] is None and every == whole_metrics
