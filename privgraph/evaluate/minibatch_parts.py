@@ -209,7 +209,7 @@ class VersionPartsSource:
         own = [part.edges_public, part.edges_private]
         reverse = []
         for kind, e in enumerate(own):
-            inside = e[:, _members(part.nodes, e[1])]  # (u, v) order, as the part stores them
+            inside = e[:, local_ids(part.nodes, e[1])[1]]  # (u, v) order, as the part stores them
             both = np.concatenate([inside, spill[:2, bounds[kind]:bounds[kind + 1]]], axis=1)
             order = np.argsort(both[0] * np.int64(self._num_nodes) + both[1], kind="stable")  # merges two sorted runs
             reverse.append(both[::-1, order])
@@ -221,14 +221,6 @@ def _cluster_bytes(c: Cluster) -> int:
     x = 0 if c.x is None else (c.x.data.nbytes + c.x.indices.nbytes + c.x.indptr.nbytes if sp.issparse(c.x)
                                else c.x.nbytes)
     return x + sum(a.nbytes for a in (c.nodes, c.y, c.train_mask, c.val_mask, c.test_mask, c.edges))
-
-
-def _members(nodes: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Boolean mask of the ``ids`` found in the sorted ``nodes``."""
-    if not nodes.size:
-        return np.zeros(ids.shape, dtype=bool)
-    pos = np.minimum(np.searchsorted(nodes, ids), nodes.size - 1)
-    return nodes[pos] == ids
 
 
 def _cluster_features(x: np.ndarray) -> np.ndarray | sp.csr_array:
@@ -306,7 +298,7 @@ def _check_part_layout(part: GraphPart, i: int, owner: np.ndarray, n: int) -> No
         raise ArtifactIntegrityError(f"{where}: node ids outside [0, {n}) or held by an earlier part")
     owner[part.nodes] = i
     for e in (part.edges_public, part.edges_private):
-        if e.size and (not _members(part.nodes, e[0]).all() or e[1].max() >= n):
+        if e.size and (not local_ids(part.nodes, e[0])[1].all() or e[1].max() >= n):
             raise ArtifactIntegrityError(f"{where}: an edge whose smaller end is another part's, or beyond "
                                          f"the {n} nodes")
 
@@ -382,7 +374,7 @@ def _spill_reverse_edges(read_part: Any, n: int, num_parts: int, spill: Path) ->
         _check_part_layout(part, i, owner, n)
         sizes.append(int(part.nodes.size))
         for kind, e in enumerate((part.edges_public, part.edges_private)):
-            out = e[:, ~_members(part.nodes, e[1])]
+            out = e[:, ~local_ids(part.nodes, e[1])[1]]
             rows = np.vstack([out, np.full((1, out.shape[1]), kind, dtype=np.int64)]).astype(_SPILL_DTYPE)
             _append_by(rows, out[1] // width, lambda b: spill / f"bucket-{b:05d}.i64")
         del part
