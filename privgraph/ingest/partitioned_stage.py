@@ -40,7 +40,7 @@ from privgraph.guarantee.private_files import mkdir_private, write_private_file
 from privgraph.ingest.partitioned_graph import (SPLIT_COLUMNS, PartitionedGraph, graph_meta, read_edge_range,
                                                 read_node_range)
 from privgraph.privatize.parallel import Executor, map_partitions
-from privgraph.privatize.partition import check_partition_arguments, ldg_parts, partition_assignment
+from privgraph.privatize.partition import check_partition_arguments, ldg_parts, partition_assignment, upper_csr
 from privgraph.privatize.partitioned import _ROW_FIELDS, FORMAT, _part_dir, _save
 from privgraph.seeding import partition_seeds
 
@@ -83,11 +83,10 @@ def _ldg_blocks(graph: PartitionedGraph, seen: list[int]) -> Iterator[tuple[int,
     for i in reversed(range(graph.num_ranges)):
         start, stop = graph.node_range(i)
         edges, private = read_edge_range(graph, i)
-        src, dst = edges[0, ~private], edges[1, ~private]
-        seen[0] += int(src.size)
-        indptr = np.zeros(stop - start + 1, dtype=np.int64)
-        np.cumsum(np.bincount(src - start, minlength=stop - start), out=indptr[1:])
-        yield start, stop, indptr, dst
+        public = edges[:, ~private]
+        seen[0] += int(public.shape[1])
+        indptr, larger = upper_csr(public - start, stop - start)  # the range's nodes renumbered from 0
+        yield start, stop, indptr, larger + start
 
 
 def _partition_task(_: int, seed: np.random.SeedSequence, *, graph: PartitionedGraph, num_parts: int,
