@@ -11,6 +11,7 @@ from privgraph.config.pipeline import DatasetConfig, GraphSetConfig
 from privgraph.ingest.datasets import data_root, load_dataset, load_graph_set, partitioned_path
 from privgraph.ingest.datasets.graph_set import GraphSet
 from privgraph.graph import GraphData
+from privgraph.ingest.option_support import SCALE, check_options_on_path
 from privgraph.ingest.partitioned_graph import PartitionedGraph, open_partitioned_graph
 
 
@@ -24,6 +25,7 @@ def ingest(dataset: DatasetConfig) -> GraphData:
 def ingest_partitioned(dataset: DatasetConfig) -> PartitionedGraph:
     """A partitioned dataset's metadata (``graph.json``): its ranges are read by the executor's
     tasks, never here."""
+    check_options_on_path(SCALE, dataset.model_fields_set, dataset.options)  # refused at load; never ignored here
     root = Path(dataset.root).expanduser() if dataset.root else data_root()
     return open_partitioned_graph(partitioned_path(root, dataset.options["path"]))
 

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from privgraph.errors import ConfigError, DatasetNotFoundError, GraphValidationError
-from privgraph.ingest import partitioned_destination, partitioned_writer
+from privgraph.ingest import input_batches, partitioned_destination, partitioned_writer
 from privgraph.ingest.datasets import load_generic, read_node_split
 from privgraph.ingest.partitioned_graph import (FORMAT, load_partitioned_graph, open_partitioned_graph,
                                                 range_file, read_edge_range, read_node_range)
@@ -103,8 +103,8 @@ def _message(fn, *args, **kw) -> str:
 # -- the same graph as the generic loader ---------------------------------------------------------
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_the_same_arrays_as_load_generic_over_ranges(tmp_path, fmt, monkeypatch):
-    monkeypatch.setattr(partitioned_writer, "BATCH_ROWS", 64)  # several batches per file
-    monkeypatch.setattr(partitioned_writer, "CSV_BLOCK_BYTES", 1024)
+    monkeypatch.setattr(input_batches, "BATCH_ROWS", 64)  # several batches per file
+    monkeypatch.setattr(input_batches, "CSV_BLOCK_BYTES", 1024)
     files = _files(tmp_path, fmt=fmt)
     graph = _write(files, tmp_path / "g", range_size=10)  # 103 nodes: 10 ranges of 10 and one of 3
     assert (graph.num_nodes, graph.num_ranges, graph.range_size) == (103, 11, 10)
@@ -126,14 +126,14 @@ def test_the_same_arrays_as_load_generic_over_ranges(tmp_path, fmt, monkeypatch)
 
 def test_the_fast_csv_read_names_the_same_lines_as_the_exact_one(tmp_path, monkeypatch):
     """A blank line sends the read to the csv module; both name the file's lines the same way."""
-    monkeypatch.setattr(partitioned_writer, "CSV_BLOCK_BYTES", 64)
+    monkeypatch.setattr(input_batches, "CSV_BLOCK_BYTES", 64)
     fast = tmp_path / "fast.csv"
     fast.write_text("src,dst\n" + "".join(f"{i},{i + 1}\n" for i in range(30)) + "7,6\n")
     exact = tmp_path / "exact.csv"
     exact.write_text("src,dst\n" + "".join(f"{i},{i + 1}\n" for i in range(30)) + "\n7,6\n")
     used = []
-    real = partitioned_writer._csv_exact
-    monkeypatch.setattr(partitioned_writer, "_csv_exact", lambda *a: used.append(a) or real(*a))
+    real = input_batches._csv_exact
+    monkeypatch.setattr(input_batches, "_csv_exact", lambda *a: used.append(a) or real(*a))
     for path, exact_read, line in ((fast, False, 32), (exact, True, 33)):
         used.clear()
         msg = _message(write_partitioned_graph, path, destination=tmp_path / path.stem)
@@ -173,8 +173,8 @@ def test_tables_read_whole_id_label_labels_and_parquet_features(tmp_path):
 # -- errors: the generic loader's one-line messages -----------------------------------------------
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_a_duplicate_in_the_other_direction_in_another_batch_is_refused(tmp_path, fmt, monkeypatch):
-    monkeypatch.setattr(partitioned_writer, "BATCH_ROWS", 4)
-    monkeypatch.setattr(partitioned_writer, "CSV_BLOCK_BYTES", 64)
+    monkeypatch.setattr(input_batches, "BATCH_ROWS", 4)
+    monkeypatch.setattr(input_batches, "CSV_BLOCK_BYTES", 64)
     e = [[i + 1, i] for i in range(29)] + [[3, 25]]  # (25, 3) early, (3, 25) in the last batch, other ranges
     e.insert(2, [25, 3])
     df = pd.DataFrame(e, columns=["src", "dst"])

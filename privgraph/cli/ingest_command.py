@@ -25,19 +25,34 @@ def ingest(
     num_nodes: int | None = typer.Option(None, "--num-nodes", help="node count (default: from the features, labels or ids)"),
     private_column: str | None = typer.Option(None, "--private-column", help="the edge list's private flag column (default: private, if present)"),
     range_size: int | None = typer.Option(None, "--range-size", help="nodes per range (default: 100000)"),
+    rho: float | None = typer.Option(None, "--rho", help="mark round(rho * m) of the m edges private (dataset.rho's "
+                                     "rule; for an edge list without a private column)"),
+    split_seed: int = typer.Option(0, "--split-seed", help="seed of --rho (dataset.split_seed; never written)"),
+    train: float | None = typer.Option(None, "--train", help="a seeded random node split: the training fraction "
+                                       "of the labelled nodes (options.train)"),
+    val: float | None = typer.Option(None, "--val", help="the validation fraction (options.val)"),
+    node_split_seed: int = typer.Option(0, "--node-split-seed", help="seed of --train/--val "
+                                        "(dataset.node_split_seed; never written)"),
+    drop_cut_edges: bool = typer.Option(False, "--drop-cut-edges", help="drop the edges between split parts "
+                                        "(options.drop_cut_edges)"),
 ) -> None:
     """Write a graph larger than memory as a partitioned graph (privgraph-partitioned-graph/1):
     EDGES (and the features, labels and split) read in batches, checked as the generic loader
-    checks them, written range by range into DESTINATION (docs/partitioned-input.md)."""
+    checks them, written range by range into DESTINATION (docs/partitioned-input.md). The dataset
+    options that the path at scale refuses in pipelines.yaml (rho, train/val, drop_cut_edges and
+    their seeds) are applied here, by the in-memory loader's rules."""
     t0 = time.perf_counter()
     with _errors():
         from privgraph.ingest.partitioned_graph import DEFAULT_RANGE_SIZE, _named  # lazy: CLI start-up (pyarrow)
+        from privgraph.ingest.partitioned_options import IngestOptions  # lazy: CLI start-up
         from privgraph.ingest.partitioned_writer import write_partitioned_graph  # lazy: CLI start-up
 
         graph = write_partitioned_graph(
             edges, features=features, labels=labels, split=split, num_nodes=num_nodes,
             private_column=private_column, destination=destination,
             range_size=DEFAULT_RANGE_SIZE if range_size is None else range_size,
+            options=IngestOptions(rho=rho, split_seed=split_seed, train=train, val=val,
+                                  node_split_seed=node_split_seed, drop_cut_edges=drop_cut_edges),
             progress=lambda line: err.print(escape(line), highlight=False),
         )
     out.print(f"[bold green]ingested[/] {graph.num_nodes} nodes in {graph.num_ranges} range(s) of up to "

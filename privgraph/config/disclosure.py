@@ -289,7 +289,10 @@ def declare_public(name: str, cfg: PipelineConfig) -> Disclosure:
         label_mask=None if cfg.labels is None else _label_masks(cfg.labels),
     )
     p = d.path
-    if private_edges_by is not None and cfg.edges is None and ds.name not in ("generic", "partitioned", "images"):
+    # a file's flags may mark no edge (known only once read: refused then, if they mark one); rho
+    # marks round(rho * m) edges on every dataset, so it is refused here, on every path
+    by_rho = ds.rho is not None and ds.rho > 0
+    if private_edges_by is not None and cfg.edges is None and (by_rho or ds.name not in ("generic", "partitioned", "images")):
         share = ds.rho if ds.rho is not None else ds.options.get("private_fraction", 0.3)
         raise ConfigError(
             f"{private_edges_by}: makes {share:g} of the edges private, but {p('edges')} is not set: "

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from privgraph.config.base import Float, Int, _finite_positive, _Strict
 from privgraph.config.evaluate import EvaluateConfig
 from privgraph.errors import ConfigError
+from privgraph.ingest.option_support import SCALE, check_options_on_path, run_path
 from privgraph.ingest.scoring.config import ScoresConfig
 
 #: the edge mechanisms that release noisy aggregates in place of edges (``releases_aggregates``;
@@ -217,8 +218,21 @@ class PipelineConfig(_Strict):
         (``flows/privatize_at_scale.py``): a ``partitioned`` dataset in the files layout, without
         scores or embeddings (which read rows in the flow process); its evaluation is the one at
         scale (:mod:`privgraph.evaluate.scale_metrics`)."""
-        return (self.dataset.name == "partitioned" and self.partitions.layout == "files"
-                and self.scores is None and self.embed is None)
+        return self.run_path == SCALE
+
+    @property
+    def run_path(self) -> str:
+        """The path this pipeline runs on (:func:`privgraph.ingest.option_support.run_path`):
+        ``memory``, ``files`` or ``scale``."""
+        return run_path(self.dataset.name, self.partitions.layout,
+                        whole_graph_stages=self.scores is not None or self.embed is not None)
+
+    @model_validator(mode="after")
+    def _dataset_options_on_its_path(self) -> PipelineConfig:
+        """Every dataset option is honoured on this pipeline's path or refused here, before any
+        data is read (THE table: :data:`privgraph.ingest.option_support.OPTION_SUPPORT`)."""
+        check_options_on_path(self.run_path, self.dataset.model_fields_set, self.dataset.options)
+        return self
 
     @model_validator(mode="after")
     def _images_are_embedded(self) -> PipelineConfig:

@@ -1,11 +1,13 @@
 """Write a partitioned graph (``privgraph-partitioned-graph/1``) from the generic loader's files in
 bounded memory: :func:`write_partitioned_graph`.
 
-The edge list is read in batches (Parquet row batches; CSV through ``pyarrow.csv.open_csv``), each
-edge routed by its smaller end to a spill fragment of its range on disk, with its source row; then
-each range's fragment is checked (duplicates in either direction, named by source rows), sorted
+The edge list is read in batches (:mod:`privgraph.ingest.input_batches`), each edge routed by its
+smaller end to a spill fragment of its range on disk, with its source row; then each range's
+fragment is checked (duplicates in either direction, named by source rows), sorted, given the
+dataset options (:mod:`privgraph.ingest.partitioned_options`: cut edges dropped, rho's marking)
 and written beside the range's node rows, which are read from the ``.npy`` files at their offsets.
-Peak memory: one batch plus one range's nodes and edges. Every check and message is the generic
+Peak memory: one batch plus one range's nodes and edges (with ``--rho``, 8 bytes per edge while
+the private edges are drawn). Every check and message is the generic
 loader's (:mod:`privgraph.ingest.datasets.generic`); a problem found in one batch or range lists
 the rows of that batch or range. All or nothing: the graph is written into ``.<name>.tmp`` beside
 the destination, ``graph.json`` last, and renamed; any failure removes it. A destination URI
@@ -17,21 +19,18 @@ and figures: docs/partitioned-input.md.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from privgraph.errors import ConfigError, GraphValidationError
@@ -39,165 +38,21 @@ from privgraph.graph import MAX_CLASSES, MAX_NODES, UNLABELLED, check_edge_list
 from privgraph.guarantee.private_files import mkdir_private, write_private_file
 from privgraph.ingest.datasets.generic import (
     INFERRED_COUNT_CHECKED_ABOVE, _check_exists, _check_finite_features, _check_ids_number_nodes,
-    _check_load_arguments, _check_row_counts, _columns, _npy_header, _npy_label_rows, _place_labels, _read_features,
+    _check_load_arguments, _check_row_counts, _columns, _npy_label_rows, _place_labels, _read_features,
     _read_labels, check_generic_files)
-from privgraph.ingest.datasets.split import read_node_split
+from privgraph.ingest.datasets.split import node_parts, read_node_split
 from privgraph.ingest.datasets.table import _list, _suffix, _Table
+from privgraph.ingest.input_batches import EdgeBatch, NpyRows, edge_batches
 from privgraph.ingest.partitioned_destination import RemoteDestination, claim_local, refuse_existing
 from privgraph.ingest.partitioned_graph import (
     DEFAULT_RANGE_SIZE, EDGE_SCHEMA, GRAPH_FILE, PartitionedGraph, node_schema, range_file)
+from privgraph.ingest.partitioned_options import EdgePlan, IngestOptions, plan_edges
 
 __all__ = ["write_partitioned_graph"]
 
 #: one spilled edge: both ends as the file gives them, its source row (CSV line or Parquet row), the flag
 SPILL = np.dtype([("u", "<i8"), ("v", "<i8"), ("row", "<i8"), ("p", "?")])
 INVALID = "invalid"  # the fragment of edges out of range or self-loops, checked once n is known
-#: rows per edge batch (Parquet), bytes per CSV block (about a million rows either way)
-BATCH_ROWS = 1 << 18
-CSV_BLOCK_BYTES = 1 << 22
-
-
-# -- sources: the input files, read a piece at a time ---------------------------------------------
-class NpyRows:
-    """A ``.npy`` array (checked by the generic loader's header checks) whose rows are read on
-    demand at their file offset: no memory map, so finished ranges leave no resident pages."""
-
-    def __init__(self, path: Path) -> None:
-        _npy_header(path)  # an empty file, a .npz or a pickle: the loader's one-line errors
-        mm = np.load(path, mmap_mode="r", allow_pickle=False)
-        self.path, self.shape, self.dtype = path, tuple(mm.shape), mm.dtype
-        self._offset, self._c_order = int(mm.offset), bool(mm.flags.c_contiguous)
-        del mm
-
-    def rows(self, start: int, stop: int) -> np.ndarray:
-        """Rows ``start .. stop - 1``."""
-        if not self._c_order:  # Fortran order: rows are not contiguous in the file
-            return np.array(np.load(self.path, mmap_mode="r", allow_pickle=False)[start:stop])
-        width = int(np.prod(self.shape[1:], dtype=np.int64))
-        flat = np.fromfile(self.path, self.dtype, count=(stop - start) * width,
-                           offset=self._offset + start * width * self.dtype.itemsize)
-        return flat.reshape((stop - start, *self.shape[1:]))
-
-
-@dataclasses.dataclass
-class EdgeBatch:
-    """A batch of the edge list: int64 ``[2, b]`` as given, the private flags, the source rows
-    (1-based CSV line numbers or 0-based Parquet row indices)."""
-
-    edges: np.ndarray
-    private: np.ndarray | None
-    rows: np.ndarray
-
-
-class _OffsetTable(_Table):
-    """A batch of a Parquet file whose messages name the file's rows (the batch starts at ``offset``)."""
-
-    def __init__(self, path: Path, df: pd.DataFrame, offset: int) -> None:
-        super().__init__(path, df, None)
-        self.offset = offset
-
-    def where(self, rows: np.ndarray) -> str:
-        return super().where(np.asarray(rows, dtype=np.int64) + self.offset)
-
-
-def _table_batch(tab: _Table, flag: str, rows: np.ndarray) -> EdgeBatch:
-    """A batch's columns checked and typed by the generic loader's table (its messages)."""
-    e = np.stack([tab.int_column("src"), tab.int_column("dst")]) if len(tab.df) else np.zeros((2, 0), np.int64)
-    private = tab.bool_column(flag) if flag in tab.df.columns else None
-    return EdgeBatch(e, private, rows)
-
-
-def _parquet_batches(path: Path, flag: str) -> Iterator[EdgeBatch]:
-    try:
-        pf = pq.ParquetFile(path, pre_buffer=False)
-        cols = ["src", "dst"] + ([flag] if flag in pf.schema_arrow.names else [])
-        offset = 0
-        for rb in pf.iter_batches(batch_size=BATCH_ROWS, columns=cols, use_threads=False):
-            tab = _OffsetTable(path, rb.to_pandas(), offset)
-            yield _table_batch(tab, flag, np.arange(offset, offset + rb.num_rows, dtype=np.int64))
-            offset += rb.num_rows
-    except (pa.ArrowException, OSError) as exc:  # pyarrow raises several unrelated types
-        raise GraphValidationError(f"{path}: cannot read as Parquet: {exc}") from exc
-
-
-def _csv_data_lines(path: Path) -> int:
-    """The lines after the header (each a row of the fast read, blank ones included)."""
-    count, last = 0, b"\n"
-    with open(path, "rb") as fh:
-        while block := fh.read(CSV_BLOCK_BYTES):
-            count += block.count(b"\n")
-            last = block[-1:]
-    return count - 1 + (last != b"\n")
-
-
-def _csv_fast(path: Path, flag: str) -> Iterator[EdgeBatch | None]:
-    """Arrow's streaming CSV read, typed; row ``i`` is line ``i + 2``. Yields None (and stops) at
-    anything it cannot type or place exactly (an empty cell, a blank line, a value to report, a
-    quoted line break): the exact read takes over."""
-    cols = ["src", "dst"] + ([flag] if flag in _columns(path) else [])
-    types = {"src": pa.int64(), "dst": pa.int64(), flag: pa.bool_()}
-    line = 2
-    try:
-        reader = pacsv.open_csv(
-            str(path), read_options=pacsv.ReadOptions(use_threads=False, block_size=CSV_BLOCK_BYTES),
-            parse_options=pacsv.ParseOptions(ignore_empty_lines=False),
-            convert_options=pacsv.ConvertOptions(include_columns=cols, column_types={c: types[c] for c in cols}))
-        for rb in reader:
-            if any(c.null_count for c in rb.columns):
-                yield None
-                return
-            e = np.stack([rb.column(c).to_numpy() for c in ("src", "dst")]).astype(np.int64, copy=False)
-            private = rb.column(flag).to_numpy(zero_copy_only=False) if flag in cols else None
-            yield EdgeBatch(e, private, np.arange(line, line + rb.num_rows, dtype=np.int64))
-            line += rb.num_rows
-    except pa.ArrowInvalid:
-        yield None
-        return
-    if line - 2 != _csv_data_lines(path):
-        yield None
-
-
-def _csv_exact(path: Path, flag: str) -> Iterator[EdgeBatch]:
-    """Python's csv module, as the generic loader's exact path reads a CSV file (each record's line
-    number; blank lines skipped; a wrong field count is an error), a batch at a time."""
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        reader = csv.reader(fh)
-        try:
-            header = next(reader)
-            cols = ["src", "dst"] + ([flag] if flag in header else [])
-            idx = [header.index(c) for c in cols]
-            records: list[list[str]] = []
-            lines: list[int] = []
-            for rec in reader:
-                if not rec:
-                    continue
-                if len(rec) != len(header):
-                    raise GraphValidationError(
-                        f"{path}: line {reader.line_num}: expected {len(header)} fields {header}, found {len(rec)}")
-                records.append([rec[j] for j in idx])
-                lines.append(reader.line_num)
-                if len(records) == BATCH_ROWS:
-                    yield _csv_batch(path, flag, cols, records, lines)
-                    records, lines = [], []
-        except csv.Error as exc:
-            raise GraphValidationError(f"{path}: line {reader.line_num}: malformed CSV: {exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise GraphValidationError(f"{path}: not UTF-8 text: {exc}") from exc
-    yield _csv_batch(path, flag, cols, records, lines)
-
-
-def _csv_batch(path: Path, flag: str, cols: list[str], records: list[list[str]], lines: list[int]) -> EdgeBatch:
-    rows = np.asarray(lines, dtype=np.int64)
-    return _table_batch(_Table(path, pd.DataFrame(records, columns=cols, dtype=object), rows), flag, rows)
-
-
-def edge_batches(path: Path, flag: str, *, exact: bool) -> Iterator[EdgeBatch | None]:
-    """The edge list ``path`` in batches; None from the fast CSV read means: read again with ``exact``."""
-    if _suffix(path) != ".csv":
-        return _parquet_batches(path, flag)
-    return _csv_exact(path, flag) if exact else _csv_fast(path, flag)
-
-
 @dataclasses.dataclass
 class _Inputs:
     """The checked arguments of one ingest."""
@@ -210,6 +65,7 @@ class _Inputs:
     private_column: str | None
     destination: Path | str  # a local directory, or a URI (str)
     range_size: int
+    options: IngestOptions  # the dataset options applied while writing (checked)
 
 
 @dataclasses.dataclass
@@ -272,8 +128,9 @@ class _Spill:
 
 # -- arguments, destination -----------------------------------------------------------------------
 def _check_arguments(edges: Any, features: Any, labels: Any, split: Any, num_nodes: Any, private_column: Any,
-                     destination: Any, range_size: Any) -> _Inputs:
-    """The files exist, the arguments have their types and the headers pass :func:`check_generic_files`."""
+                     destination: Any, range_size: Any, options: IngestOptions | None) -> _Inputs:
+    """The files exist, the arguments (and the dataset options) have their types and the headers
+    pass :func:`check_generic_files`."""
     if isinstance(range_size, bool) or not isinstance(range_size, (int, np.integer)) or not 1 <= range_size <= MAX_NODES:
         raise ConfigError(f"range_size must be an int in 1..{MAX_NODES}, got {range_size!r}")
     ins = _Inputs(
@@ -284,10 +141,14 @@ def _check_arguments(edges: Any, features: Any, labels: Any, split: Any, num_nod
         num_nodes=num_nodes, private_column=private_column,
         destination=str(destination) if "://" in str(destination) else Path(destination).expanduser().absolute(),
         range_size=int(range_size),
+        options=(options or IngestOptions()).checked(split_file=split is not None),
     )
     _check_load_arguments(num_nodes, private_column)
     check_generic_files(ins.edges, features=ins.features, labels=ins.labels, num_nodes=num_nodes,
                         private_column=private_column)
+    if ins.options.rho is not None and (private_column or "private") in _columns(ins.edges):
+        raise ConfigError(f"--rho: {ins.edges} marks its private edges itself (column "
+                          f"{private_column or 'private'!r}); give --rho or the column, not both")
     return ins
 
 
@@ -467,27 +328,34 @@ def _node_table(ins: _Inputs, nodes: _Nodes, part: np.ndarray | None, start: int
     return pa.Table.from_arrays(list(cols.values()), schema=schema)
 
 
-def _edge_table(spill: _Spill, i: int, n: int, where: Callable[[np.ndarray], str]) -> pa.Table:
+def _edge_table(spill: _Spill, i: int, n: int, where: Callable[[np.ndarray], str], plan: EdgePlan) -> pa.Table:
     """Range ``i``'s edges: duplicates (either direction) refused with their source rows, then
-    each as ``src = min < dst = max``, sorted."""
+    each as ``src = min < dst = max``, sorted, then the dataset options' ``plan`` applied (cut
+    edges dropped, rho's marking)."""
     rec = spill.read(i)
     e = np.stack([rec["u"], rec["v"]])
     check_edge_list(e, n, prefix="", where=lambda idx: where(rec["row"][idx]))
     lo, hi = np.minimum(e[0], e[1]), np.maximum(e[0], e[1])
     order = np.lexsort((hi, lo))
-    return pa.Table.from_arrays([pa.array(lo[order]), pa.array(hi[order]), pa.array(rec["p"][order])],
-                                schema=EDGE_SCHEMA)
+    lo, hi, private = plan.apply(i, lo[order], hi[order], rec["p"][order])
+    return pa.Table.from_arrays([pa.array(lo), pa.array(hi), pa.array(private)], schema=EDGE_SCHEMA)
+
+
+def _range_ends(spill: _Spill, i: int) -> np.ndarray:
+    """Range ``i``'s spilled edges as ``[2, k]`` (either order: for counts and the cut rule)."""
+    rec = spill.read(i)
+    return np.stack([rec["u"], rec["v"]])
 
 
 def _split_parts(ins: _Inputs, nodes: _Nodes, n: int) -> np.ndarray | None:
-    """Each node's split part (0 train, 1 val, 2 test, -1 none) from the split file, if any."""
-    if ins.split is None:
+    """Each node's split part (:func:`~privgraph.ingest.datasets.split.node_parts`: 0 train, 1 val,
+    2 test, 3 none) from the split file or the seeded random fractions, if either is given."""
+    if ins.split is None and ins.options.fractions is None:
         return None
-    masks = read_node_split(ins.split, n, _labelled(nodes, ins.labels, n, ins.range_size))
-    part = np.full(n, -1, np.int8)
-    for k, m in enumerate(masks):
-        part[m] = k
-    return part
+    labelled = _labelled(nodes, ins.labels, n, ins.range_size)
+    if ins.split is None:
+        return ins.options.random_split(n, labelled)
+    return node_parts(n, read_node_split(ins.split, n, labelled))
 
 
 def _metadata(ins: _Inputs, nodes: _Nodes, n: int, has_flag: bool, has_split: bool) -> PartitionedGraph:
@@ -497,9 +365,42 @@ def _metadata(ins: _Inputs, nodes: _Nodes, n: int, has_flag: bool, has_split: bo
         has_labels=ins.labels is not None, num_classes=nodes.num_classes, has_split=has_split,
         range_size=ins.range_size, num_ranges=math.ceil(n / ins.range_size),
         private_column=(ins.private_column or "private") if has_flag else None,
-        source={k: None if p is None else p.name for k, p in (
+        source={**{k: None if p is None else p.name for k, p in (
             ("edges", ins.edges), ("features", ins.features), ("labels", ins.labels), ("split", ins.split))},
+            **ins.options.source_notes()},
     )
+
+
+def _write_ranges(ins: _Inputs, tmp: Path, remote: RemoteDestination | None, say: Callable[[str], None]) -> PartitionedGraph:
+    """Read, check and write every range into ``tmp`` (uploaded to ``remote`` as it is written);
+    returns the graph's metadata, which is written after this."""
+    nodes = _open_nodes(ins)
+    known = ins.num_nodes if ins.num_nodes is not None else nodes.rows()
+    spill, where = _spill_edges(ins, tmp / ".spill", known)
+    say("edges read and routed to their ranges")
+    n = _node_count(ins, nodes, spill, where)
+    if nodes.keyed is not None:
+        nodes.labels = _place_labels(nodes.keyed[0], nodes.keyed[2], n)
+        nodes.num_classes = _check_labels(ins.labels, nodes.labels, ins.range_size)
+    _check_empty(ins, n)
+    _check_invalid(spill, n, where)
+    part = _split_parts(ins, nodes, n)
+    has_flag = (ins.private_column or "private") in _columns(ins.edges)
+    graph = _metadata(ins, nodes, n, has_flag, part is not None)
+    plan = plan_edges(ins.options, part, graph.num_ranges, lambda i: _range_ends(spill, i))
+    for sub in ("nodes", "edges"):
+        mkdir_private(tmp / sub)
+    for i in range(graph.num_ranges):
+        start, stop = graph.node_range(i)
+        _write_parquet(tmp / range_file("nodes", i), _node_table(ins, nodes, part, start, stop))
+        _write_parquet(tmp / range_file("edges", i), _edge_table(spill, i, n, where, plan))
+        spill.fragment(i).unlink(missing_ok=True)
+        if remote is not None:
+            for kind in ("nodes", "edges"):
+                remote.put(tmp / range_file(kind, i), range_file(kind, i))
+    say(f"{graph.num_ranges} ranges of up to {graph.range_size} nodes written")
+    shutil.rmtree(tmp / ".spill")
+    return graph
 
 
 def write_partitioned_graph(
@@ -512,6 +413,7 @@ def write_partitioned_graph(
     private_column: str | None = None,
     destination: Path | str,
     range_size: int = DEFAULT_RANGE_SIZE,
+    options: IngestOptions | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> PartitionedGraph:
     """Write the graph of the generic loader's files (and a split file) as a partitioned graph at
@@ -525,6 +427,9 @@ def write_partitioned_graph(
         destination: a local directory that must not exist, or a URI (``s3://bucket/prefix``;
             credentials and endpoint as pyarrow reads them) under which no object exists yet.
         range_size: nodes per range (the last may be shorter).
+        options: the dataset options applied while writing (a seeded random node split, cut edges
+            dropped, rho's private edges: :mod:`~privgraph.ingest.partitioned_options`), as the
+            in-memory loader applies them.
         progress: called with one line per finished stage (public metadata only).
 
     Returns:
@@ -537,35 +442,11 @@ def write_partitioned_graph(
             naming the file and rows. Nothing is left at the destination.
     """
     say = progress or (lambda line: None)
-    ins = _check_arguments(edges, features, labels, split, num_nodes, private_column, destination, range_size)
+    ins = _check_arguments(edges, features, labels, split, num_nodes, private_column, destination, range_size, options)
     remote = RemoteDestination(ins.destination) if isinstance(ins.destination, str) else None
     tmp = Path(tempfile.mkdtemp(prefix="privgraph-ingest-")) if remote else claim_local(ins.destination)  # type: ignore[arg-type]
     try:
-        nodes = _open_nodes(ins)
-        known = ins.num_nodes if ins.num_nodes is not None else nodes.rows()
-        spill, where = _spill_edges(ins, tmp / ".spill", known)
-        say("edges read and routed to their ranges")
-        n = _node_count(ins, nodes, spill, where)
-        if nodes.keyed is not None:
-            nodes.labels = _place_labels(nodes.keyed[0], nodes.keyed[2], n)
-            nodes.num_classes = _check_labels(ins.labels, nodes.labels, ins.range_size)
-        _check_empty(ins, n)
-        _check_invalid(spill, n, where)
-        part = _split_parts(ins, nodes, n)
-        has_flag = (ins.private_column or "private") in _columns(ins.edges)
-        graph = _metadata(ins, nodes, n, has_flag, part is not None)
-        for sub in ("nodes", "edges"):
-            mkdir_private(tmp / sub)
-        for i in range(graph.num_ranges):
-            start, stop = graph.node_range(i)
-            _write_parquet(tmp / range_file("nodes", i), _node_table(ins, nodes, part, start, stop))
-            _write_parquet(tmp / range_file("edges", i), _edge_table(spill, i, n, where))
-            spill.fragment(i).unlink(missing_ok=True)
-            if remote is not None:
-                for kind in ("nodes", "edges"):
-                    remote.put(tmp / range_file(kind, i), range_file(kind, i))
-        say(f"{graph.num_ranges} ranges of up to {graph.range_size} nodes written")
-        shutil.rmtree(tmp / ".spill")
+        graph = _write_ranges(ins, tmp, remote, say)
         meta = (json.dumps(graph.metadata(), indent=2) + "\n").encode()
         if remote is not None:
             remote.put_bytes(GRAPH_FILE, meta)  # the graph exists from here on: nothing below may abort it

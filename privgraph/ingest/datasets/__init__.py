@@ -15,14 +15,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from privgraph.ingest.datasets.generic import load_generic
 from privgraph.ingest.datasets.image_graph import load_image_graph, load_photo_graph
 from privgraph.ingest.datasets.musae import load_musae_facebook
 from privgraph.ingest.datasets.planetoid import load_planetoid
-from privgraph.ingest.datasets.split import random_node_split, read_node_split, split_public_private
+from privgraph.ingest.datasets.split import (
+    node_parts, random_node_split, read_node_split, split_public_private, uncut_edges)
 from privgraph.ingest.datasets.synthetic import sbm_graph
 from privgraph.ingest.datasets.tu import load_tu
 from privgraph.ingest.partitioned_graph import load_partitioned_graph
@@ -252,14 +252,9 @@ def drop_cut_edges(graph: GraphData) -> GraphData:
     private)."""
     if graph.train_mask is None:
         raise ValueError(f"options.{CUT_EDGES_OPTION}: the graph has no node split to cut along")
-    part = np.full(graph.num_nodes, 3, dtype=np.int8)
-    for i, name in enumerate(("train_mask", "val_mask", "test_mask")):
-        m = getattr(graph, name)
-        if m is not None:
-            part[m] = i
-    keep_pub = part[graph.edges_public[0]] == part[graph.edges_public[1]]
-    keep_pri = part[graph.edges_private[0]] == part[graph.edges_private[1]]
-    return graph.replace(edges_public=graph.edges_public[:, keep_pub], edges_private=graph.edges_private[:, keep_pri])
+    part = node_parts(graph.num_nodes, (graph.train_mask, graph.val_mask, graph.test_mask))
+    return graph.replace(edges_public=graph.edges_public[:, uncut_edges(part, graph.edges_public)],
+                         edges_private=graph.edges_private[:, uncut_edges(part, graph.edges_private)])
 
 
 def load_dataset(

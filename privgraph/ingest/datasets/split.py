@@ -22,7 +22,8 @@ from privgraph.graph import GraphData
 from privgraph.ingest.datasets.table import _Table
 from privgraph.seeding import as_generator
 
-__all__ = ["split_public_private", "random_node_split", "read_node_split", "SPLIT_PARTS"]
+__all__ = ["split_public_private", "private_edge_positions", "random_node_split", "read_node_split", "SPLIT_PARTS",
+           "node_parts", "uncut_edges"]
 
 #: the parts of a node split, in mask order (``train_mask``, ``val_mask``, ``test_mask``)
 SPLIT_PARTS = ("train", "val", "test")
@@ -64,16 +65,13 @@ def split_public_private(graph: GraphData, rho: float, *, seed: Any) -> GraphDat
         ValueError: ``rho`` is not a number in ``[0, 1]``.
     """
     rho = _fraction(rho, "rho")
-    rng = as_generator(seed)
     e = graph.edges("all")
     m = e.shape[1]
     if m:
         order = np.lexsort((e[1], e[0]))
         e = e[:, order]
-    k = int(round(rho * m))
     private = np.zeros(m, dtype=bool)
-    if k:
-        private[rng.choice(m, size=k, replace=False)] = True
+    private[private_edge_positions(m, rho, seed=seed)] = True
     meta = dict(graph.meta)
     meta["private_edge_fraction"] = rho
     meta["private_edge_selection"] = PRIVATE_EDGE_SELECTION
@@ -82,6 +80,43 @@ def split_public_private(graph: GraphData, rho: float, *, seed: Any) -> GraphDat
         edges_private=np.ascontiguousarray(e[:, private]),
         meta=meta,
     )
+
+
+def private_edge_positions(m: int, rho: float, *, seed: Any) -> np.ndarray:
+    """The positions, sorted, of the ``round(rho * m)`` edges made private among ``m`` edges taken in
+    sorted ``(u, v)`` order (``u < v``): THE rule of :func:`split_public_private`, which
+    ``privgraph ingest --rho`` applies to a graph that never is in memory whole (its ranges hold
+    the edges in that order), so both give the same marking for the same seed.
+
+    Memory: numpy's draw without replacement holds ``8 m`` bytes while it draws (for
+    ``round(rho * m) > m / 50``), then ``8 round(rho * m)``.
+
+    Raises:
+        ValueError: ``rho`` is not a number in ``[0, 1]``, or ``m`` is negative.
+    """
+    rho = _fraction(rho, "rho")
+    if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 0:
+        raise ValueError(f"m must be a non-negative int, got {m!r}")
+    k = int(round(rho * int(m)))
+    if not k:
+        return np.zeros(0, dtype=np.int64)
+    return np.sort(as_generator(seed).choice(int(m), size=k, replace=False)).astype(np.int64, copy=False)
+
+
+def node_parts(num_nodes: int, masks: tuple[np.ndarray | None, ...]) -> np.ndarray:
+    """Each node's part of a node split, int8 ``[n]``: 0 train, 1 val, 2 test (``masks`` in that
+    order; a None mask holds no node), 3 for a node in none (a part of its own)."""
+    part = np.full(num_nodes, 3, dtype=np.int8)
+    for i, m in enumerate(masks):
+        if m is not None:
+            part[m] = i
+    return part
+
+
+def uncut_edges(part: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Boolean ``[m]``: the edges ``[2, m]`` whose two ends lie in the same part of
+    :func:`node_parts` (what ``drop_cut_edges`` keeps: paper 001's inductive protocol)."""
+    return part[edges[0]] == part[edges[1]]
 
 
 def random_node_split(
