@@ -111,8 +111,10 @@ GENERIC_UNLABELLED: dict[str, Any] = {
     "partitions": {"num_parts": 2, "layout": "files"},
     "evaluate": {"attacks": ["linkteller", "membership"]},
 }
-#: the same graph ingested as a partitioned graph (``privgraph ingest``): the path on which no process
-#: holds the graph (flows/privatize_at_scale.py), evaluated at scale from the version's parts
+#: the same graph ingested as a partitioned graph (``privgraph ingest --rho 0.3 --split-seed 3``: the
+#: generic graph's own marking, drawn by the ingest from an edge list without a private column): the
+#: path on which no process holds the graph (flows/privatize_at_scale.py), evaluated at scale from the
+#: version's parts
 PARTITIONED_SCALE: dict[str, Any] = {
     "description": "a partitioned graph: the privatize flow's path at scale, with its evaluation",
     "dataset": {"name": "partitioned", "options": {}},
@@ -185,14 +187,50 @@ def _write_input(name: str, graph: GraphData, data: Path) -> dict[str, Any]:
                           private_fraction=opts["private_fraction"])
         return {"name": "images", "root": str(data), "options": {"path": "photos"}}
     options = write_generic(graph, data)
-    if name == "partitioned-scale":  # the generic files, ingested as privgraph ingest writes them
-        from privgraph.ingest.partitioned_writer import write_partitioned_graph
-
-        write_partitioned_graph(data / options["edges"], features=data / options["features"],
-                                labels=data / options["labels"], split=data / options["split"],
-                                num_nodes=options["num_nodes"], destination=data / "graph", range_size=150)
+    if name == "partitioned-scale":
+        _ingest_rho_marked(graph, data, options)
         return {"name": "partitioned", "root": str(data), "options": {"path": "graph"}}
     return {"name": "generic", "root": str(data), "options": options}
+
+
+#: the ingest options of ``partitioned-scale``: :func:`_generic_graph`'s own marking (rho 0.3, seed 3)
+PARTITIONED_RHO = {"rho": 0.3, "split_seed": 3}
+
+
+def _ingest(data: Path, options: dict[str, Any], dest: str, *, flags: bool, **ingest: Any) -> Path:
+    """``privgraph ingest`` of the generic files under ``data`` into ``data/dest`` (``flags``: with
+    their private column; else the edge list without it)."""
+    from privgraph.ingest.partitioned_options import IngestOptions
+    from privgraph.ingest.partitioned_writer import write_partitioned_graph
+
+    edges = data / options["edges"]
+    if not flags:
+        edges = data / "edges-unmarked.csv"
+        edges.write_text("".join(line.rsplit(",", 1)[0] + "\n" for line in (data / options["edges"]).read_text().splitlines()))
+    write_partitioned_graph(edges, features=data / options["features"], labels=data / options["labels"],
+                            split=data / options["split"], num_nodes=options["num_nodes"], destination=data / dest,
+                            range_size=150, options=IngestOptions(**ingest))
+    return data / dest
+
+
+def _ingest_rho_marked(graph: GraphData, data: Path, options: dict[str, Any]) -> bool:
+    """``data/graph``: ``graph`` as ``privgraph ingest --rho 0.3 --split-seed 3`` writes it. The base
+    input is written that way, by the ingest's own draw (equal to the graph's marking: the same
+    rule); a neighbour (one private edge more, or one private row edited: a marking no draw gives)
+    is its ranges with the base's ``graph.json``, which says how the edges were marked: the
+    directory the ingest would write, edited."""
+    from privgraph.ingest.partitioned_graph import GRAPH_FILE, load_partitioned_graph
+
+    unmarked = _ingest(data, options, "unmarked-graph", flags=False, **PARTITIONED_RHO)
+    marked = load_partitioned_graph(unmarked)
+    same = all(np.array_equal(getattr(marked, k), getattr(graph, k)) for k in ("edges_public", "edges_private", "x", "y"))
+    if same:
+        unmarked.rename(data / "graph")
+        return True
+    _ingest(data, options, "graph", flags=True)
+    (data / "graph" / GRAPH_FILE).write_bytes((unmarked / GRAPH_FILE).read_bytes())
+    shutil.rmtree(unmarked)
+    return False
 
 
 def _test_scale_config(name: str, tmp: Path, dataset: dict[str, Any] | None = None, **changes: Any) -> Path:
@@ -314,9 +352,11 @@ def _cli(*args: str) -> Any:
     return CliRunner().invoke(app, list(args))
 
 
-def _run(cfg: Path, name: str, monkeypatch: pytest.MonkeyPatch, graph: GraphData | None = None) -> dict[str, Any]:
-    """``privgraph run NAME --ci`` in this process (the module's Prefect API), and everything it
-    published; ``graph``: handed to the ingest task (None: the real loader reads the files)."""
+def _run(cfg: Path, name: str, monkeypatch: pytest.MonkeyPatch, graph: GraphData | None = None,
+         *options: str) -> dict[str, Any]:
+    """``privgraph run NAME --ci [OPTIONS]`` in this process (the module's Prefect API), and
+    everything it published; ``graph``: handed to the ingest task (None: the real loader reads the
+    files)."""
     import tasks.ingest
     from prefect.logging.handlers import APILogWorker
 
@@ -330,7 +370,7 @@ def _run(cfg: Path, name: str, monkeypatch: pytest.MonkeyPatch, graph: GraphData
     artifacts_before = {a["id"] for a in _api("/artifacts/filter", {})}
     summary = tmp / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    res = _cli("run", name, "--config", str(cfg), "--ci")
+    res = _cli("run", name, "--config", str(cfg), "--ci", *options)
     APILogWorker.drain_all(timeout=30)
     ci = json.loads(next(line for line in reversed(res.stdout.splitlines()) if line.startswith("{")))
     flows = [f for f in _api("/flow_runs/filter", {}) if f["id"] not in flows_before]
@@ -943,3 +983,51 @@ def test_every_planted_leak_is_caught(harness, owner, data_root, tmp_path_factor
     assert counts["exit_code"] == 0, counts["ci"]
     assert any("aggregates.npy are not the statistic plus the seed's noise" in v
                for v in inside(counts, counts_graph, counts_cfg, "cora-private")), "the class-count cell was not caught"
+
+
+# -- an option the path at scale ignores ----------------------------------------------------------------
+def test_the_scale_base_is_marked_by_the_ingests_own_draw(tmp_path):
+    """``partitioned-scale``'s base input is the ingest's ``--rho`` draw itself (the generic graph's
+    marking is that draw); only its neighbours are edited ranges."""
+    from tests.graph_files import write_generic
+
+    graph = _generic_graph()
+    assert _ingest_rho_marked(graph, tmp_path / "base", write_generic(graph, tmp_path / "base"))
+    pair = _private_edge_to_add(graph)
+    neighbour = graph.replace(edges_private=np.concatenate([graph.edges_private, [[pair[0]], [pair[1]]]], axis=1))
+    assert not _ingest_rho_marked(neighbour, tmp_path / "other", write_generic(neighbour, tmp_path / "other"))
+    assert (tmp_path / "base" / "graph" / "graph.json").read_bytes() == (tmp_path / "other" / "graph" / "graph.json").read_bytes()
+
+
+def test_an_option_the_path_at_scale_ignores_is_caught(harness, owner, tmp_path_factory, monkeypatch):
+    """The leak of issue 56 planted back: the path at scale takes ``dataset.rho`` and ignores it (its
+    refusal at load removed), so the edges that rho declares private are stored raw as public edges.
+    Neighbouring inputs (one more edge between two nodes of V_pri: private by the declaration) must
+    be told apart on a published channel (the public input fingerprint) and the stored version
+    against the declared input (its public edges are not the declared ones)."""
+    import privgraph.config.pipeline as pipeline_config
+    import tasks.ingest
+    from tests.graph_files import write_generic
+
+    monkeypatch.setattr(pipeline_config, "check_options_on_path", lambda *a, **k: None)
+    monkeypatch.setattr(tasks.ingest, "check_options_on_path", lambda *a, **k: None)
+    name = "partitioned-scale"
+    graph = _generic_graph()  # as rho 0.3, seed 3 declares it
+    pair = _private_edge_to_add(graph)
+    neighbour = graph.replace(edges_private=np.concatenate([graph.edges_private, [[pair[0]], [pair[1]]]], axis=1))
+    runs = []
+    for tag, g in (("base", graph), ("neighbour", neighbour)):
+        tmp = tmp_path_factory.mktemp(f"ignored-rho-{tag}")
+        options = write_generic(g, tmp / "data")
+        _ingest(tmp / "data", options, "graph", flags=False)  # no marking: every edge public in the files
+        cfg = _test_scale_config(name, tmp, {"name": "partitioned", "root": str(tmp / "data"), "options": {"path": "graph"}})
+        doc = yaml.safe_load(cfg.read_text())
+        doc["pipelines"][name]["dataset"].update(PARTITIONED_RHO)  # declared, and ignored by the plant
+        cfg.write_text(yaml.safe_dump(doc))
+        runs.append((cfg, _run(cfg, name, monkeypatch, None, "--no-evaluate")))
+    (base_cfg, base), (other_cfg, other) = runs
+    assert base["exit_code"] == other["exit_code"] == 0, (base["ci"], other["ci"])
+    other["scope"] = "edges"
+    found = violations(base, other) + inside(base, graph, base_cfg, name) + inside(other, neighbour, other_cfg, name)
+    assert any("manifest.public_input_fingerprint" in v for v in found), found
+    assert any("the public edges are not released as they are" in v for v in found), found
