@@ -38,13 +38,12 @@ def run(
     res: dict[str, Any] | None = None
     try:
         with _errors():
-            from privgraph.config.loader import load_config  # lazy: CLI start-up (pydantic, the loaders)
-            from privgraph.validate.preflight import check_before_reading, resolve_store  # lazy: CLI start-up
+            from privgraph.validate.preflight import preflight  # lazy: CLI start-up (pydantic, the loaders)
             from privgraph.evaluate.progress import rich_progress  # lazy: CLI start-up
 
-            cfg = load_config(config).get(pipeline)  # fail fast on config errors, before Prefect starts
-            store = resolve_store(cfg, store)
-            check_before_reading(cfg, store, evaluate=evaluate)  # store, private records, input files: before any data is read
+            # config, store, private records, input files: before Prefect starts and any data is read;
+            # the flow takes this load and check instead of repeating them
+            store = preflight(str(config), pipeline, store, evaluate=evaluate).store
             from flows.privatize import privatize_flow  # lazy: prefect, imported only when a flow runs
             from flows.server import prefect_api  # lazy: CLI start-up
 

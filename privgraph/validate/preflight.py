@@ -2,8 +2,9 @@
 
 A run that would fail on its last step (the store refuses the version, the owner's private record
 cannot be written) must fail before it reads the graph, so that nothing is spent, staged or half
-written. :func:`check_before_reading` is called by the CLI before it starts Prefect and again by
-the privatize flow (a served deployment starts there), in this order: the budget caps against the
+written. :func:`check_before_reading` is called by the CLI before it starts Prefect, or by
+the privatize flow when it starts without it (a served deployment; the CLI hands the flow its
+loaded, checked configuration: :func:`preflight`, :func:`take_checked`), in this order: the budget caps against the
 guarantees of the configured mechanisms (exit code 3), the artifact store (its URI,
 then that a version could be written: a probe file created and removed, or S3 ``HeadBucket``),
 the private records directory (created mode 0700, a probe file, the owner's key), then the files
@@ -13,13 +14,15 @@ documented exit code (2 misconfiguration, 4 the store does not answer).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import tempfile
 from pathlib import Path
 
 from privgraph.guarantee.ledger import BudgetPolicy, LedgerEntry, PrivacyLedger
-from privgraph.config.pipeline import PipelineConfig
+from privgraph.config.loader import load_config
+from privgraph.config.pipeline import PipelineConfig, PipelinesConfig
 from privgraph.errors import ClusterError, ConfigError, DatasetNotFoundError, ValidationFailedError
 from privgraph.ingest.datasets import SPLIT_FILE_OPTION, data_root, partitioned_path
 from privgraph.ingest.datasets.generic import check_generic_files
@@ -30,7 +33,8 @@ from privgraph.guarantee.private_files import mkdir_private
 from privgraph.publish.storage.private_record import owner_key, owner_signing_key
 from privgraph.validate import budget_failures
 
-__all__ = ["STORE_ENV", "check_before_reading", "check_budget", "check_private_records", "planned_ledger", "resolve_store"]
+__all__ = ["STORE_ENV", "CheckedRun", "check_before_reading", "check_budget", "check_private_records", "planned_ledger",
+           "preflight", "resolve_store", "take_checked"]
 
 #: the environment variable naming the artifact store of every run of this process
 STORE_ENV = "PRIVGRAPH_STORE"
@@ -185,3 +189,43 @@ def _check_dask_scheduler(cfg: PipelineConfig, timeout: float = 5.0) -> None:
     except OSError as exc:
         raise ClusterError(f"dask.address {cfg.dask.address}: no Dask scheduler answers there "
                            f"({exc.strerror or type(exc).__name__})") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckedRun:
+    """A ``pipelines.yaml`` loaded and checked before any data is read (:func:`preflight`), and the
+    resolved store URI: what the CLI hands to the flow so that both run on ONE load and ONE check."""
+
+    config: PipelinesConfig
+    store: str
+
+
+_CHECKED: dict[tuple[str, str, str, bool], CheckedRun] = {}
+
+
+def preflight(config_path: str | os.PathLike[str], pipeline: str, store: str | None = None, *,
+              evaluate: bool) -> CheckedRun:
+    """Load ``config_path``, resolve the store and :func:`check_before_reading` pipeline ``pipeline``;
+    the result is kept for the privatize flow of this process started with the same arguments
+    (``config_path``, ``pipeline``, the RESOLVED store, ``evaluate``), which takes it once
+    (:func:`take_checked`) instead of loading and checking again. Kept in this process only, never a
+    flow parameter (the configuration holds the seed).
+
+    Raises:
+        what :func:`~privgraph.config.loader.load_config` and :func:`check_before_reading` raise.
+    """
+    cfgs = load_config(config_path)
+    cfg = cfgs.get(pipeline)
+    uri = resolve_store(cfg, store)
+    check_before_reading(cfg, uri, evaluate=evaluate)
+    checked = CheckedRun(cfgs, uri)
+    _CHECKED[(os.fspath(config_path), pipeline, uri, bool(evaluate))] = checked
+    return checked
+
+
+def take_checked(config_path: str | os.PathLike[str], pipeline: str, store: str | None, evaluate: bool) -> CheckedRun | None:
+    """The :func:`preflight` of these arguments, once (None: none was made in this process, e.g.
+    a served deployment's run: the flow loads and checks itself)."""
+    if store is None:
+        return None
+    return _CHECKED.pop((os.fspath(config_path), pipeline, store, bool(evaluate)), None)

@@ -4,6 +4,7 @@ nothing published when publishing fails, no version on a failed checkpoint."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 
@@ -367,9 +368,46 @@ def test_files_layout_publishes_a_partitioned_version_and_a_refusal_leaves_nothi
         assert len(areas) == 1 and len(list(areas[0].iterdir())) == 3 * 5  # the tasks wrote their parts
         raise ValidationFailedError("refused by the test after the parts were written")
 
-    monkeypatch.setattr("flows.privatize.enforce", refuse)
+    monkeypatch.setattr("flows.publication.enforce", refuse)
     (tmp_path / "refused").mkdir()
     other = _config(tmp_path / "refused", partitions={"num_parts": 3, "layout": "files"})
     with pytest.raises(ValidationFailedError, match="refused by the test"):
         privatize_flow(pipeline="sbm-small", config_path=str(other))
     assert not [p for p in (tmp_path / "refused" / "store").rglob("*") if p.is_file()]
+
+
+def test_the_preflight_runs_once_per_privgraph_run(harness, tmp_path, monkeypatch):
+    """``privgraph run`` loads and checks the configuration before Prefect starts and hands both to
+    the flow (never as a flow parameter: the configuration holds the seed), which does not repeat
+    them; the flow started without the CLI (a served deployment) checks once itself."""
+    import flows.privatize
+    import privgraph.validate.preflight as preflight
+    from typer.testing import CliRunner
+
+    from flows.privatize import privatize_flow
+    from privgraph.cli import app
+
+    calls: list[str] = []
+    real_check, real_load = preflight.check_before_reading, flows.privatize.load_config
+
+    def counted_check(cfg, store=None, **kw):
+        calls.append("check")
+        return real_check(cfg, store, **kw)
+
+    def counted_load(path):
+        calls.append("load")
+        return real_load(path)
+
+    monkeypatch.setattr(preflight, "check_before_reading", counted_check)
+    monkeypatch.setattr(flows.privatize, "check_before_reading", counted_check)
+    monkeypatch.setattr(flows.privatize, "load_config", counted_load)
+    cfg = _config(tmp_path, seed=424242)
+    res = CliRunner().invoke(app, ["run", "sbm-small", "--config", str(cfg), "--no-evaluate", "--json"])
+    assert res.exit_code == 0, res.output
+    assert calls == ["check"]  # the CLI's load is preflight's own (load_config of the loader module)
+    run = _runs_named(f"sbm-small/{json.loads(res.stdout.splitlines()[-1])['version']}")[0]
+    assert "424242" not in json.dumps(run["parameters"]) and set(run["parameters"]) == {
+        "pipeline", "config_path", "store", "evaluate"}
+    calls.clear()
+    privatize_flow(pipeline="sbm-small", config_path=str(cfg), evaluate=False)
+    assert calls == ["load", "check"]

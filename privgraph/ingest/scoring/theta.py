@@ -34,6 +34,7 @@ import privgraph
 from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee
+from privgraph.guarantee.ledger import LedgerEntry
 from privgraph.ingest.scoring import importance as _imp, sensitivity as _sens
 from privgraph.guarantee.params import check_real_vector
 from privgraph.ingest.scoring.cache import ScoreCache, fingerprint
@@ -126,6 +127,18 @@ class ScoreResult:
 
     def __repr__(self) -> str:
         return f"ScoreResult(d={self.theta.shape[0]}, charged={self.guarantee is not None}, cache_hit={self.cache_hit})"
+
+    def ledger_entry(self, partitions: tuple[int, ...]) -> LedgerEntry:
+        """The ledger entry of the label charge (stage ``scores.labels``, LabelRR over the private
+        labels randomized to train the SHAP surrogate, charged to the labels scope).
+
+        Raises:
+            ValueError: no private label was used (``guarantee`` is None): nothing to charge.
+        """
+        if self.guarantee is None:
+            raise ValueError("the scores used no private label: there is no charge to record")
+        return LedgerEntry(stage="scores.labels", mechanism="label_rr", guarantee=self.guarantee,
+                           partitions=partitions, params={"epsilon": self.guarantee.epsilon})
 
 
 def _code_version() -> dict[str, str]:
