@@ -34,6 +34,7 @@ from flows.reporting import label_flow_run, pipeline_tags, publish_ledger, publi
 from flows.termination import redeliver_termination_lost_in_callbacks
 from privgraph.config.disclosure import disclosure_of
 from privgraph.guarantee.ledger import BudgetPolicy, LedgerEntry
+from privgraph.guarantee.redaction import redact_uri
 from privgraph.config.loader import load_config
 from privgraph.evaluate.metrics import check_evaluable, evaluation_entropy, evaluation_problem
 from privgraph.seeding import as_seed_sequence, stage_seed
@@ -88,7 +89,7 @@ def privatize_flow(
         theta_scores = scores(disclosure.public_rows(graph), cfg.scores, stage_seed(root, "scores"), cfg.embed, cfg.dataset.root)
     result, report, pending = _privatize_validate_stage(pipeline, cfg, store_uri, graph, parts, root, theta_scores)
     label_flow_run(name=f"{pipeline}/{pending.version}")
-    get_run_logger().info("staged %s/%s in %s (invisible until its manifest is written)", pipeline, pending.version, store_uri)
+    get_run_logger().info("staged %s/%s in %s (invisible until its manifest is written)", pipeline, pending.version, redact_uri(store_uri))
     provenance = {"scores": None if theta_scores is None else theta_scores.provenance, "embed": embed_record}
     version, metrics, record_path = _evaluate_and_publish(
         pipeline, cfg, config_path, store_uri, disclosure, graph, result, report.to_dict(), pending, provenance, evaluate)
@@ -99,7 +100,7 @@ def privatize_flow(
     return {
         "pipeline": pipeline,
         "version": version,
-        "store": str(store_uri),
+        "store": redact_uri(store_uri),
         "ledger": result.ledger.to_dict(),
         "validation": {"success": report.success},
         "metrics": metrics,

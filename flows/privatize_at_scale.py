@@ -24,6 +24,7 @@ from privgraph.config.pipeline import PipelineConfig
 from privgraph.errors import GraphValidationError
 from privgraph.evaluate.metrics import evaluation_entropy
 from privgraph.guarantee.ledger import BudgetPolicy
+from privgraph.guarantee.redaction import redact_uri
 from privgraph.publish.publication import build_manifest
 from privgraph.publish.storage import open_store
 from privgraph.publish.storage.parts import open_parts_area
@@ -70,7 +71,7 @@ def privatize_at_scale(pipeline: str, cfg: PipelineConfig, store_uri: str, discl
     release, fingerprint, identity, report, pending = _release_and_stage(pipeline, cfg, store_uri, disclosure, root,
                                                                          evaluate)
     label_flow_run(name=f"{pipeline}/{pending.version}")
-    get_run_logger().info("staged %s/%s in %s (invisible until its manifest is written)", pipeline, pending.version, store_uri)
+    get_run_logger().info("staged %s/%s in %s (invisible until its manifest is written)", pipeline, pending.version, redact_uri(store_uri))
     record_path: Path | None = None
     metrics = None
     try:
@@ -97,7 +98,7 @@ def privatize_at_scale(pipeline: str, cfg: PipelineConfig, store_uri: str, discl
     if metrics is not None:
         publish_metrics(pipeline, version, metrics)  # the manifest's metrics, on this run
     return {
-        "pipeline": pipeline, "version": version, "store": str(store_uri), "ledger": release.ledger.to_dict(),
+        "pipeline": pipeline, "version": version, "store": redact_uri(store_uri), "ledger": release.ledger.to_dict(),
         "validation": {"success": report.success}, "metrics": metrics,
         "not_evaluated": None if evaluate else "--no-evaluate",
         "private_record": str(record_path),
