@@ -27,6 +27,7 @@ from prefect import get_run_logger
 
 from flows.reporting import label_flow_run, publish_ledger, publish_metrics
 from privgraph.config.pipeline import PipelineConfig
+from privgraph.guarantee.redaction import redact_uri
 from privgraph.guarantee.ledger import BudgetPolicy
 from privgraph.publish.storage import open_store
 from privgraph.publish.storage.parts import PartsArea, open_parts_area
@@ -73,7 +74,7 @@ def checkpoint_and_stage(pipeline: str, cfg: PipelineConfig, store_uri: str, rel
                     num_nodes=None if graph is not None else release.num_nodes)
     label_flow_run(name=f"{pipeline}/{pending.version}")
     get_run_logger().info("staged %s/%s in %s (invisible until its manifest is written)", pipeline, pending.version,
-                          store_uri)
+                          redact_uri(store_uri))
     return report, pending
 
 
@@ -111,7 +112,7 @@ def announce(pipeline: str, version: str, store_uri: str, ledger: dict[str, Any]
     return {
         "pipeline": pipeline,
         "version": version,
-        "store": str(store_uri),
+        "store": redact_uri(store_uri),
         "ledger": ledger,
         "validation": {"success": report.success},
         "metrics": metrics,

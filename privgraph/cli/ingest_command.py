@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from privgraph.cli.console import err, out
 from privgraph.cli.failures import _errors
+from privgraph.guarantee.redaction import redact_uri
 
 
 def ingest(
@@ -43,7 +44,7 @@ def ingest(
     their seeds) are applied here, by the in-memory loader's rules."""
     t0 = time.perf_counter()
     with _errors():
-        from privgraph.ingest.partitioned_graph import DEFAULT_RANGE_SIZE, _named  # lazy: CLI start-up (pyarrow)
+        from privgraph.ingest.partitioned_graph import DEFAULT_RANGE_SIZE  # lazy: CLI start-up (pyarrow)
         from privgraph.ingest.partitioned_options import IngestOptions  # lazy: CLI start-up
         from privgraph.ingest.partitioned_writer import write_partitioned_graph  # lazy: CLI start-up
 
@@ -56,4 +57,4 @@ def ingest(
             progress=lambda line: err.print(escape(line), highlight=False),
         )
     out.print(f"[bold green]ingested[/] {graph.num_nodes} nodes in {graph.num_ranges} range(s) of up to "
-              f"{graph.range_size} into {escape(_named(graph.path, '').rstrip('/'))} ({time.perf_counter() - t0:.1f} s)", highlight=False)
+              f"{graph.range_size} into {escape(redact_uri(graph.path).rstrip('/'))} ({time.perf_counter() - t0:.1f} s)", highlight=False)

@@ -142,6 +142,10 @@ def compare(
         if cfg.graph_comparison(name) is not None:
             return _graph_compare(name, config, as_json, verbose)
         cfg.comparison(name)  # fail fast on config errors
+        if store is not None:  # a flow parameter is stored and shown by Prefect: a URI holding credentials is refused
+            from privgraph.publish.storage import open_store  # lazy: CLI start-up (the store loads pyarrow)
+
+            open_store(store)
         from flows.compare import compare_flow  # lazy: torch and prefect, only where a comparison runs
 
         res = _run_comparison_flow(f"running comparison [bold]{escape(name)}[/]", compare_flow, verbose,

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from privgraph.config.base import Float, Int, _finite_positive, _Strict
 from privgraph.config.evaluate import EvaluateConfig
 from privgraph.errors import ConfigError
+from privgraph.guarantee.redaction import redact_uri
 from privgraph.ingest.option_support import SCALE, check_options_on_path, run_path
 from privgraph.ingest.scoring.config import ScoresConfig
 
@@ -244,6 +245,17 @@ class PipelineConfig(_Strict):
             raise ValueError(f"embed: dataset {self.dataset.name!r} has no images; embed applies to "
                              f"{', '.join(IMAGE_DATASETS)}")
         return self
+
+    @field_validator("storage")
+    @classmethod
+    def _store_uri_without_credentials(cls, v: str) -> str:
+        """The store takes credentials and endpoint from boto3's environment: a URI holding them is
+        refused here, at load, naming it redacted (docs/production.md, S3)."""
+        if redact_uri(v) != v:
+            raise ValueError(f"{redact_uri(v)}: a store URI holding credentials (user:secret@) or a query string, "
+                             "which the store never reads; remove them (boto3 takes credentials and endpoint from "
+                             "its environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_PROFILE)")
+        return v
 
     @field_validator("budget")
     @classmethod

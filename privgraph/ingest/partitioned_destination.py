@@ -13,7 +13,8 @@ import pyarrow.fs as pafs
 
 from privgraph.errors import ConfigError
 from privgraph.guarantee.private_files import mkdir_private
-from privgraph.ingest.partitioned_graph import _filesystem, _named
+from privgraph.guarantee.redaction import redact_uri
+from privgraph.ingest.partitioned_graph import _filesystem
 
 __all__ = ["RemoteDestination", "claim_local", "refuse_existing"]
 
@@ -43,14 +44,14 @@ class RemoteDestination:
     that a failure deletes them (``graph.json``, uploaded last, is what makes them a graph)."""
 
     def __init__(self, uri: str) -> None:
-        self.uri, self.shown = uri, _named(uri, "").rstrip("/")
+        self.uri, self.shown = uri, redact_uri(uri).rstrip("/")
+        self.fs, self.root = _filesystem(uri)  # a URI pyarrow refuses: a ConfigError naming it redacted
         try:
-            self.fs, self.root = _filesystem(uri)
             bucket = None if self.root.startswith("/") else self.root.split("/", 1)[0]  # s3, gs: the bucket
             missing = bucket is not None and self.fs.get_file_info(bucket).type != pafs.FileType.Directory
             found = [] if missing else self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
-        except (OSError, ValueError) as exc:  # no credentials, access denied, an unknown scheme
-            raise ConfigError(f"{self.shown}: cannot open the destination: {str(exc).splitlines()[0]}") from exc
+        except (OSError, ValueError) as exc:  # no credentials, access denied (pyarrow names bucket and key only)
+            raise ConfigError(f"{self.shown}: cannot open the destination: {str(exc).splitlines()[0]}") from None
         if missing:
             raise ConfigError(f"{self.shown}: cannot open the destination: bucket {bucket!r} does not exist")
         if found:

@@ -14,7 +14,9 @@ loader's files in bounded memory; a user's own ETL may write one too. The reader
 range holds against ``graph.json`` (ids, types, order) and names the file in a one-line
 :class:`~privgraph.errors.GraphValidationError` otherwise. Paths: local directories or URIs
 that ``pyarrow.fs.FileSystem.from_uri`` opens (tested: ``s3://bucket/prefix?endpoint_override=...``
-against an S3 server); the writer writes local directories only.
+against an S3 server); the writer writes local directories only. Every message, ``repr`` and
+``meta`` names a URI as :func:`~privgraph.guarantee.redaction.redact_uri` shows it (no
+credentials, no query string).
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from privgraph.errors import DatasetNotFoundError, GraphValidationError
+from privgraph.errors import ConfigError, DatasetNotFoundError, GraphValidationError
 from privgraph.graph import MAX_NODES, SPLIT_MASKS, GraphData
+from privgraph.guarantee.redaction import redact_uri
 
 __all__ = [
     "DEFAULT_RANGE_SIZE",
@@ -101,12 +104,16 @@ class PartitionedGraph:
     def node_range(self, i: int) -> tuple[int, int]:
         """The node ids ``[start, stop)`` of range ``i``."""
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < self.num_ranges:
-            raise IndexError(f"{self.path}: range {i!r} outside 0..{self.num_ranges - 1}")
+            raise IndexError(f"{redact_uri(self.path)}: range {i!r} outside 0..{self.num_ranges - 1}")
         return int(i) * self.range_size, min((int(i) + 1) * self.range_size, self.num_nodes)
 
     def node_columns(self) -> tuple[str, ...]:
         """The columns this graph's node ranges hold."""
         return tuple(node_schema(self.num_features, self.has_labels, self.has_split).names)
+
+    def __repr__(self) -> str:  # the path as every message shows it: a worker's log may print a task's arguments
+        shown = {f.name: redact_uri(self.path) if f.name == "path" else getattr(self, f.name) for f in dataclasses.fields(self)}
+        return f"PartitionedGraph({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     def metadata(self) -> dict[str, Any]:
         """The content of ``graph.json``."""
@@ -114,38 +121,53 @@ class PartitionedGraph:
         return {"format": FORMAT, **meta}
 
 
+#: what pyarrow's refusals of a URI mean, by the start of its message (which quotes the whole URI,
+#: credentials included, and is never shown)
+_FROM_URI_REFUSALS = {
+    "Cannot parse URI": "not a valid URI (a '/', '@', ':', '?' or '%' in credentials must be percent-encoded; "
+                        "better, leave them to the environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)",
+    "Unrecognized filesystem type": "pyarrow.fs knows no file system of this scheme (s3://, gs://, hdfs://, file://)",
+    "Unexpected query parameter": "a query parameter pyarrow.fs does not take (its S3 options: region, scheme, "
+                                  "endpoint_override, ...)",
+}
+
+
 def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     """The file system of ``path`` (a local path, or a URI such as ``file://`` or ``s3://``) and the
-    graph's root inside it."""
+    graph's root inside it.
+
+    Raises:
+        ConfigError: pyarrow refuses the URI; one line naming it redacted (exit code 2).
+    """
     if "://" in path:
-        fs, root = pafs.FileSystem.from_uri(path)
+        try:
+            fs, root = pafs.FileSystem.from_uri(path)
+        except (pa.ArrowException, ValueError, TypeError) as exc:
+            why = next((w for k, w in _FROM_URI_REFUSALS.items() if str(exc).startswith(k)),
+                       f"pyarrow.fs cannot open it ({type(exc).__name__})")
+            raise ConfigError(f"{redact_uri(path)}: {why}") from None
         return fs, root.rstrip("/")
     return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(path))
 
 
-def _named(path: str, name: str) -> str:
-    """``name`` inside the graph at ``path``, for a message: a URI's query string and credentials
-    (``s3://key:secret@bucket``) left out."""
-    shown = path.partition("?")[0].rstrip("/")
-    scheme, sep, rest = shown.partition("://")
-    if sep and "@" in rest.partition("/")[0]:
-        shown = f"{scheme}://{rest.partition('@')[2]}"
-    return f"{shown}/{name}"
+def _file_of(path: str, name: str) -> str:
+    """``name`` inside the graph at ``path``, for a message (the path redacted)."""
+    return f"{redact_uri(path).rstrip('/')}/{name}"
 
 
 def _read_metadata(path: str) -> dict[str, Any]:
     """``graph.json`` of the graph at ``path``, parsed (one-line errors naming the file)."""
     fs, root = _filesystem(path)
-    where = _named(path, GRAPH_FILE)
+    where = _file_of(path, GRAPH_FILE)
     info = fs.get_file_info(root)
     if info.type == pafs.FileType.NotFound:
-        raise DatasetNotFoundError(f"partitioned graph not found: {path.partition('?')[0]}")
+        raise DatasetNotFoundError(f"partitioned graph not found: {redact_uri(path)}")
     try:
         with fs.open_input_stream(f"{root}/{GRAPH_FILE}") as f:
             raw = f.read()
     except FileNotFoundError:
         raise GraphValidationError(
-            f"{where}: no such file; {path.partition('?')[0]} is not a partitioned graph (an interrupted ingest "
+            f"{where}: no such file; {redact_uri(path)} is not a partitioned graph (an interrupted ingest "
             "leaves none)") from None
     try:
         doc = json.loads(raw.decode("utf-8"))
@@ -187,7 +209,7 @@ def open_partitioned_graph(path: str | os.PathLike[str]) -> PartitionedGraph:
     """
     path = os.fspath(path)
     doc = _read_metadata(path)
-    where = _named(path, GRAPH_FILE)
+    where = _file_of(path, GRAPH_FILE)
     n = _int_field(doc, "num_nodes", where, 1)
     size = _int_field(doc, "range_size", where, 1)
     ranges = _int_field(doc, "num_ranges", where, 1)
@@ -216,7 +238,7 @@ def _read_range_table(graph: PartitionedGraph, kind: str, i: int, columns: Seque
     """Range ``i``'s ``kind`` file as a table of ``columns`` (read on this thread), and its name."""
     fs, root = _filesystem(graph.path)
     name = range_file(kind, i)
-    where = _named(graph.path, name)
+    where = _file_of(graph.path, name)
     try:
         with fs.open_input_file(f"{root}/{name}") as f:
             pf = pq.ParquetFile(f, pre_buffer=False)
@@ -259,7 +281,7 @@ def read_node_range(graph: PartitionedGraph, i: int, columns: Sequence[str] | No
     wanted = list(have) if columns is None else list(columns)
     unknown = [c for c in wanted if c not in have]
     if unknown:
-        raise ValueError(f"{graph.path}: no node column(s) {unknown}; this graph has {list(have)}")
+        raise ValueError(f"{redact_uri(graph.path)}: no node column(s) {unknown}; this graph has {list(have)}")
     table, where = _read_range_table(graph, "nodes", i, sorted(set(wanted) | {"id"}, key=have.index))
     if table.num_rows != stop - start:
         raise GraphValidationError(f"{where}: {table.num_rows} rows; range {i} holds nodes {start}..{stop - 1}")
@@ -303,7 +325,7 @@ def graph_meta(graph: PartitionedGraph) -> dict[str, Any]:
     loader's, with the partitioned graph as its source), from ``graph.json`` alone."""
     meta: dict[str, Any] = {
         "name": "partitioned",
-        "source": f"partitioned graph {graph.path}",
+        "source": f"partitioned graph {redact_uri(graph.path)}",
         "files": dict(graph.source),
         "private_column": graph.private_column,
         "feature_bounds": None,

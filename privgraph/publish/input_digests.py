@@ -32,6 +32,7 @@ import numpy as np
 from privgraph.config.disclosure import FINGERPRINT_FORMAT, Disclosure, public_input_header
 from privgraph.errors import GraphValidationError
 from privgraph.graph import SPLIT_MASKS, GraphData
+from privgraph.guarantee.redaction import redact_uri
 from privgraph.ingest.partitioned_graph import PartitionedGraph, read_edge_range, read_node_range
 from privgraph.privatize.parallel import Executor, map_partitions
 
@@ -56,7 +57,7 @@ def _node_range(graph: PartitionedGraph, i: int, columns: Iterable[str]) -> Grap
     try:
         return GraphData(num_nodes=stop - start, x=data.get("x"), y=data.get("y"), **masks)
     except GraphValidationError as exc:
-        raise GraphValidationError(f"{graph.path}: node range {i} (nodes {start}..{stop - 1}, rows below "
+        raise GraphValidationError(f"{redact_uri(graph.path)}: node range {i} (nodes {start}..{stop - 1}, rows below "
                                    f"counted from {start}): {exc}") from None
 
 

@@ -16,6 +16,7 @@ from privgraph.config.pipeline import PipelineConfig
 from privgraph.ingest.datasets import PATH_OPTIONS
 from privgraph.config.disclosure import Disclosure
 from privgraph.graph import GraphData
+from privgraph.guarantee.redaction import redact_uri
 from privgraph.privatize.release import PrivatizationResult
 from privgraph.publish.storage.manifest import code_version, validate_manifest
 
@@ -36,11 +37,11 @@ def _plain(value: Any) -> Any:
 
 
 def _portable_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Dataset options with file paths reduced to their names (a local path, a URI's bucket and
-    query string are not published) and
+    """Dataset options with file paths reduced to their names (a local path, a URI's credentials,
+    bucket and query string are not published) and
     without options that name a seed (a synthetic graph's ``seed`` fixes its private edges, as
     ``split_seed`` does: configuration, kept out of the manifest)."""
-    return {k: (Path(str(v).split("?", 1)[0]).name if k in PATH_OPTIONS and v is not None else v)
+    return {k: (Path(redact_uri(str(v))).name if k in PATH_OPTIONS and v is not None else v)
             for k, v in options.items() if "seed" not in k.lower()}
 
 

@@ -30,6 +30,7 @@ from privgraph.ingest.partitioned_graph import open_partitioned_graph
 from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.publish.storage import ArtifactStore, open_store
 from privgraph.guarantee.private_files import mkdir_private
+from privgraph.guarantee.redaction import redact_uri
 from privgraph.publish.storage.private_record import owner_key, owner_signing_key
 from privgraph.validate import budget_failures
 
@@ -168,7 +169,7 @@ def check_before_reading(cfg: PipelineConfig, store: str | None = None, *, evalu
     try:
         opened = open_store(uri)
     except TypeError as exc:
-        raise ConfigError(f"storage {uri!r}: {exc}") from None
+        raise ConfigError(f"storage {redact_uri(uri)!r}: {exc}") from None
     opened.check_writable()
     check_private_records(cfg.private_records)
     _check_dask_scheduler(cfg)

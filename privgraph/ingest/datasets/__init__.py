@@ -28,6 +28,7 @@ from privgraph.ingest.datasets.tu import load_tu
 from privgraph.ingest.partitioned_graph import load_partitioned_graph
 from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
+from privgraph.guarantee.redaction import redact_uri
 
 __all__ = [
     "DATASETS",
@@ -192,6 +193,11 @@ def check_dataset_options(name: str, options: Mapping[str, Any]) -> None:
     if "node_split_seed" in options:
         raise ValueError("options.node_split_seed: a split seed is configuration, not a dataset option: "
                          "set dataset.node_split_seed (kept out of every manifest, like split_seed)")
+    for opt in PATH_OPTIONS:  # a URI (it may hold credentials) is named redacted, and only where it is read
+        v = options.get(opt)
+        if isinstance(v, str) and "://" in v and (key, opt) != ("partitioned", "path"):
+            raise ValueError(f"options.{opt}: {redact_uri(v)} is a URI; dataset {name!r} reads local files "
+                             "(only a partitioned graph's path may be a URI)")
     _split_fractions(options)
     fn, positional = _OPTION_SOURCES[key]
     params = {k: p for k, p in inspect.signature(fn).parameters.items()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import numbers
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +18,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from privgraph.ingest.datasets.table import _list, _suffix, _Table
-from privgraph.errors import DatasetNotFoundError, GraphValidationError
+from privgraph.errors import ConfigError, DatasetNotFoundError, GraphValidationError
 from privgraph.graph import MAX_NODES, UNLABELLED, GraphData, check_edge_list
 
 __all__ = ["check_generic_files", "load_generic"]
 
 
 def _check_exists(path: Path, what: str) -> Path:
+    uri = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):/", str(path))  # a URI, or one a Path collapsed (s3:/...)
+    if uri:  # never named: it may hold credentials
+        raise ConfigError(f"{what} file: a URI ({uri[1]}://...) where a local file is expected; copy the file here first")
     path = Path(path).expanduser()
     if not path.is_file():
         raise DatasetNotFoundError(f"{what} file not found: {path}")

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from privgraph.errors import ConfigError
+from privgraph.guarantee.redaction import redact_uri
 from privgraph.publish.storage.base import (
     MANIFEST_NAME,
     ArtifactNameError,
@@ -57,7 +58,10 @@ def open_store(uri: str | os.PathLike[str], **options: Any) -> ArtifactStore:
             (MinIO) (default: none).
 
     Raises:
-        ConfigError: an unsupported scheme or a malformed URI (a ``ValueError``; exit code 2).
+        ConfigError: an unsupported scheme or a malformed URI (a ``ValueError``; exit code 2), or
+            credentials or a query string in the URI: the S3 store takes its credentials and
+            endpoint from boto3's environment, never from the URI. Messages name the URI redacted
+            (:func:`~privgraph.guarantee.redaction.redact_uri`).
     """
     if isinstance(uri, os.PathLike):
         if options:
@@ -65,6 +69,13 @@ def open_store(uri: str | os.PathLike[str], **options: Any) -> ArtifactStore:
         return LocalStore(Path(uri))
     if not isinstance(uri, str) or not uri:
         raise TypeError(f"uri must be a non-empty str or a path, got {uri!r}")
+    shown = redact_uri(uri)
+    if shown != uri:
+        raise ConfigError(
+            f"store URI {shown}: holds credentials (user:secret@) or a query string, which the store never reads; "
+            "remove them (boto3 takes credentials and endpoint from its environment: AWS_ACCESS_KEY_ID, "
+            "AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_PROFILE)"
+        )
     parsed = urlparse(uri)
     scheme = parsed.scheme.lower()
     if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):  # C:\ on Windows
@@ -73,19 +84,19 @@ def open_store(uri: str | os.PathLike[str], **options: Any) -> ArtifactStore:
         if scheme == "file":
             if parsed.netloc not in ("", "localhost"):
                 raise ConfigError(
-                    f"file URI {uri!r} names host {parsed.netloc!r}; use file:///absolute/path"
+                    f"file URI {shown!r} names host {parsed.netloc!r}; use file:///absolute/path"
                 )
             return LocalStore(Path(unquote(parsed.path)))
         return LocalStore(Path(uri))
     if scheme == "s3":
         if not parsed.netloc:
-            raise ConfigError(f"S3 URI {uri!r} lacks a bucket; use s3://bucket/prefix")
+            raise ConfigError(f"S3 URI {shown!r} lacks a bucket; use s3://bucket/prefix")
         try:
             from privgraph.publish.storage.s3 import S3Store  # lazy: s3:// only; ImportError -> ConfigError
         except ImportError as err:
-            raise ConfigError(f"{uri!r}: the S3 store needs boto3 ({err})") from None
+            raise ConfigError(f"{shown!r}: the S3 store needs boto3 ({err})") from None
         return S3Store(parsed.netloc, parsed.path.strip("/"), **options)
     raise ConfigError(
-        f"unsupported artifact store URI {uri!r}: use a directory path, file:///path or "
+        f"unsupported artifact store URI {shown!r}: use a directory path, file:///path or "
         f"s3://bucket/prefix"
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from privgraph.errors import ArtifactError, ArtifactExistsError, StoreUnavailableError, exit_code_for
+from privgraph.guarantee.redaction import redact_uri
 from privgraph.publish.storage.base import ArtifactStore
 
 __all__ = ["S3Store"]
@@ -79,7 +80,7 @@ class S3Store(ArtifactStore):
     def __repr__(self) -> str:
         where = f"s3://{self.bucket}/{self.prefix}".rstrip("/")
         return f"S3Store({where!r})" if self.endpoint_url is None else (
-            f"S3Store({where!r}, endpoint_url={self.endpoint_url!r})"
+            f"S3Store({where!r}, endpoint_url={redact_uri(self.endpoint_url)!r})"
         )
 
     def _s3_key(self, key: str) -> str:
