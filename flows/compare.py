@@ -49,7 +49,7 @@ def compare_flow(name: str, config_path: str = "pipelines.yaml", store: str | No
     disclosure = disclosure_of(cfg, ccfg.pipeline, scores=ccfg.scores)  # the comparison's scores, if it has its own
     root = as_seed_sequence(ccfg.seed)  # None: fresh OS entropy; never written anywhere
 
-    graph, _ = ingest_with_features(pcfg)
+    graph, _ = ingest_with_features(pcfg, ccfg.pipeline)
     parts = partition(graph, pcfg.partitions)
     theta_scores = None
     if scores_cfg is not None:
@@ -92,7 +92,7 @@ def graph_compare_flow(name: str, config_path: str = "pipelines.yaml") -> dict[s
     label_flow_run(tags=["privgraph", f"comparison:{name}", "task:graph-classification",
                          *(f"mechanism:{m}" for m in gcfg.mechanisms)])
     root = as_seed_sequence(gcfg.seed)  # None: fresh OS entropy; never written anywhere
-    graph_set = ingest_graph_set(gcfg.dataset)
+    graph_set = ingest_graph_set(gcfg.dataset, gcfg.private_records, name)
     checkpoint = None if gcfg.seed is None else CellCheckpoint(
         gcfg.private_records, name, {"graph_comparison": gcfg.model_dump(mode="json"), "code": code_version()},
         graph_set.graphs, graph_set.labels,

@@ -70,7 +70,7 @@ def privatize_flow(
     if cfg.runs_at_scale:  # a partitioned graph that only the executor's tasks read
         return privatize_at_scale(pipeline, cfg, store_uri, disclosure, root, evaluate)
 
-    graph, embed_record = ingest_with_features(cfg)  # image graphs: ResNet-50 embeddings become the features
+    graph, embed_record = ingest_with_features(cfg, pipeline)  # image graphs: ResNet-50 embeddings become the features
     if evaluate:  # labels and a split, or a one-line refusal before anything is privatized
         check_evaluable(graph, cfg.dataset.name)
         not_evaluated = None

@@ -38,6 +38,9 @@ __all__ = [
     "ClusterError",
     "exit_code_for",
     "one_line",
+    "data_refusal",
+    "PRIVATE_VALUES_NOTE",
+    "DETAIL_LIMIT",
 ]
 
 EXIT_OK = 0
@@ -131,6 +134,37 @@ class OrchestrationError(InfrastructureError):
 
 class ClusterError(InfrastructureError):
     """The Dask cluster could not be reached or lost the work after retries."""
+
+
+# -- refusing the user's data without quoting it ------------------------------------------------
+#: what a refusal of the user's data says in place of the values it leaves out
+PRIVATE_VALUES_NOTE = "the values: the owner's private record"
+#: the most entries of one list that a refusal keeps in its private detail
+DETAIL_LIMIT = 1000
+
+
+def _detail_value(v: object) -> object:
+    """``v`` as plain JSON-able data (numpy arrays and scalars through ``tolist``), a list capped at
+    :data:`DETAIL_LIMIT` entries."""
+    if hasattr(v, "tolist"):  # a numpy array (first rows only) or scalar
+        v = (v[:DETAIL_LIMIT] if getattr(v, "ndim", 0) else v).tolist()  # type: ignore[index, union-attr]
+    if isinstance(v, (list, tuple)):
+        return [_detail_value(x) for x in v[:DETAIL_LIMIT]]
+    return v
+
+
+def data_refusal(message: str, **values: object) -> GraphValidationError:
+    """The refusal of a value read from the user's input files (edge ends, ids, labels, features,
+    cells), which may be private: nothing says at ingest time which rows are.
+
+    ``message`` names the file, the row (line), the column and the rule broken, never a value
+    (row numbers, column names and public sizes are fine); the refusal is ``message`` plus
+    :data:`PRIVATE_VALUES_NOTE`, one line. ``values`` (the offending values, each list capped at
+    :data:`DETAIL_LIMIT` entries) become the ``private_detail`` that the owner's refusal record keeps
+    (:func:`privgraph.publish.storage.private_record.private_refusals`).
+    """
+    detail = {k: _detail_value(v) for k, v in values.items()}
+    return GraphValidationError(f"{message} ({PRIVATE_VALUES_NOTE})", private_detail=detail or None)
 
 
 # -- mapping any exception to an exit code ------------------------------------------------------

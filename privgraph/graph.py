@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from privgraph.errors import GraphValidationError
+from privgraph.errors import GraphValidationError, data_refusal
 
 __all__ = [
     "GraphData",
@@ -104,39 +104,39 @@ def check_edge_list(
     ``require_canonical``) and duplicate edges, in either direction.
 
     ``where(indices)`` words the offending positions (default: ``columns [..]``; a file loader
-    passes one that names the file's lines).
+    passes one that names the file's lines). The message names positions only; the offending
+    edges are the error's ``private_detail`` (:func:`~privgraph.errors.data_refusal`).
     """
     where = where or (lambda idx: f"columns {_rows(idx)}")
     pre = f"{prefix}: " if prefix else ""
     n = num_nodes
     if e.shape[1] == 0:
         return
+
+    def refuse(rule: str, idx: np.ndarray, **more: object) -> GraphValidationError:
+        # the edges' ends are the user's (maybe private) data: the owner's record, not the message
+        return data_refusal(f"{pre}{rule}", at=where(idx), edges=e[:, idx[:_MAX_SHOWN]].T, **more)
+
     out = np.flatnonzero(((e < 0) | (e >= n)).any(0))
     if out.size:
-        raise GraphValidationError(
-            f"{pre}node ids out of range [0, {n}) at {where(out)} (first: {e[:, out[0]].tolist()})"
-        )
+        raise refuse(f"node ids out of range [0, {n}) at {where(out)}", out)
     loops = np.flatnonzero(e[0] == e[1])
     if loops.size:
-        raise GraphValidationError(f"{pre}self-loops at {where(loops)} (first: {e[:, loops[0]].tolist()})")
+        raise refuse(f"self-loops at {where(loops)}", loops)
     if require_canonical:
         rev = np.flatnonzero(e[0] > e[1])
         if rev.size:
-            raise GraphValidationError(
-                f"{pre}edges must be stored once with u < v; {where(rev)} have u > v "
-                f"(first: {e[:, rev[0]].tolist()}); use GraphData.from_edges to canonicalise"
-            )
+            raise refuse(f"edges must be stored once with u < v; {where(rev)} have u > v; use "
+                         "GraphData.from_edges to canonicalise", rev)
     keys = _edge_keys(e, n)
     order = np.argsort(keys, kind="stable")
     ks = keys[order]
     later = np.flatnonzero(ks[1:] == ks[:-1]) + 1
     if later.size:
         dup = np.sort(order[later])
-        first_same = int(order[np.searchsorted(ks, keys[dup[0]])])
-        raise GraphValidationError(
-            f"{pre}duplicate edges (the same undirected edge, in either direction) at {where(dup)} "
-            f"(first: {e[:, dup[0]].tolist()}, which repeats {where(np.array([first_same]))})"
-        )
+        first_same = where(np.array([int(order[np.searchsorted(ks, keys[dup[0]])])]))
+        raise refuse(f"duplicate edges (the same undirected edge, in either direction) at {where(dup)}; the "
+                     f"first repeats {first_same}", dup)
 
 
 def _edge_keys(edges: np.ndarray, num_nodes: int) -> np.ndarray:
@@ -226,10 +226,8 @@ class GraphData:
         pri = _edge_keys(self.edges_private, self.num_nodes)
         both = np.flatnonzero(in_sorted(pri, np.sort(pub)))
         if both.size:
-            raise GraphValidationError(
-                f"edges both public and private: edges_private columns {_rows(both)} "
-                f"(first: {self.edges_private[:, both[0]].tolist()})"
-            )
+            raise data_refusal(f"edges both public and private: edges_private columns {_rows(both)}",
+                               edges=self.edges_private[:, both[:_MAX_SHOWN]].T)
 
     def _validate_x(self) -> None:
         if self.x is None:
@@ -248,9 +246,8 @@ class GraphData:
         if not finite.all():
             bad = np.flatnonzero(~finite.all(1))
             col = int(np.flatnonzero(~finite[bad[0]])[0])
-            raise GraphValidationError(
-                f"x: NaN or inf in rows {_rows(bad)} (first: row {int(bad[0])}, column {col})"
-            )
+            raise data_refusal(f"x: NaN or inf in rows {_rows(bad)} (first: row {int(bad[0])}, column {col})",
+                               rows=bad, first_row_values=x[bad[0]])
         self.x = x
 
     def _validate_y(self) -> None:
@@ -269,19 +266,17 @@ class GraphData:
             ok = np.isfinite(y) & (y == np.round(y))
             if not ok.all():
                 bad = np.flatnonzero(~ok.reshape(len(y), -1).all(1))
-                raise GraphValidationError(f"y: non-integer labels in rows {_rows(bad)}")
+                raise data_refusal(f"y: non-integer labels in rows {_rows(bad)}", rows=bad, labels=y[bad])
         y = np.ascontiguousarray(y, dtype=np.int64)
         low = UNLABELLED if y.ndim == 1 else 0  # -1 marks an unlabelled node (single labels only)
         if y.size and (y < low).any():
             bad = np.flatnonzero((y < low).reshape(len(y), -1).any(1))
             what = "labels below -1 (-1 marks an unlabelled node)" if y.ndim == 1 else "negative labels"
-            raise GraphValidationError(f"y: {what} in rows {_rows(bad)}")
+            raise data_refusal(f"y: {what} in rows {_rows(bad)}", rows=bad, labels=y[bad])
         if y.ndim == 1 and y.size and y.max() >= MAX_CLASSES:
             bad = np.flatnonzero(y >= MAX_CLASSES)
-            raise GraphValidationError(
-                f"y: class ids of {MAX_CLASSES} or more in rows {_rows(bad)} (first: {int(y[bad[0]])}); "
-                f"labels are 0..C-1 with C <= {MAX_CLASSES}"
-            )
+            raise data_refusal(f"y: class ids of {MAX_CLASSES} or more in rows {_rows(bad)}; labels are 0..C-1 "
+                               f"with C <= {MAX_CLASSES}", rows=bad, labels=y[bad])
         self.y = y
 
     def _validate_mask(self, name: str) -> None:

@@ -28,10 +28,11 @@ def embed(graph: GraphData, config: EmbedConfig, root: str | None = None) -> tup
     return graph, record
 
 
-def ingest_with_features(cfg: PipelineConfig) -> tuple[GraphData, dict[str, Any] | None]:
+def ingest_with_features(cfg: PipelineConfig, name: str) -> tuple[GraphData, dict[str, Any] | None]:
     """The pipeline's input as every flow reads it: ingest, then (image datasets) embed.
-    Returns the graph and the embed record (``None`` without an embed stage)."""
-    graph = ingest(cfg.dataset)
+    Returns the graph and the embed record (``None`` without an embed stage). ``name``: the
+    pipeline's, for the owner's record of a refusal."""
+    graph = ingest(cfg.dataset, cfg.private_records, name)
     if cfg.embed is None:
         return graph, None
     return embed(graph, cfg.embed, cfg.dataset.root)

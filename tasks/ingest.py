@@ -13,12 +13,16 @@ from privgraph.ingest.datasets.graph_set import GraphSet
 from privgraph.graph import GraphData
 from privgraph.ingest.option_support import SCALE, check_options_on_path
 from privgraph.ingest.partitioned_graph import PartitionedGraph, open_partitioned_graph
+from privgraph.publish.storage.private_record import private_refusals
 
 
 @task(name="ingest", cache_policy=NO_CACHE, persist_result=False)
-def ingest(dataset: DatasetConfig) -> GraphData:
-    """Load the configured dataset (raw graph: never cached, never persisted)."""
-    return load_dataset(dataset.name, **dataset.load_kwargs())
+def ingest(dataset: DatasetConfig, private_records: str, name: str) -> GraphData:
+    """Load the configured dataset (raw graph: never cached, never persisted). A refusal's values
+    (a bad row's edge, label, id) go to the owner's record under ``private_records`` for pipeline
+    ``name``, before Prefect records the failed task: its state holds the one-line message only."""
+    with private_refusals(private_records, name):
+        return load_dataset(dataset.name, **dataset.load_kwargs())
 
 
 @task(name="ingest", cache_policy=NO_CACHE, persist_result=False)
@@ -31,8 +35,10 @@ def ingest_partitioned(dataset: DatasetConfig) -> PartitionedGraph:
 
 
 @task(name="ingest-graph-set", cache_policy=NO_CACHE, persist_result=False)
-def ingest_graph_set(dataset: GraphSetConfig) -> GraphSet:
-    """Load the configured multi-graph dataset (raw graphs: never cached, never persisted)."""
+def ingest_graph_set(dataset: GraphSetConfig, private_records: str, name: str) -> GraphSet:
+    """Load the configured multi-graph dataset (raw graphs: never cached, never persisted); a
+    refusal's values go to the owner's record, as :func:`ingest`'s."""
     root = None if dataset.root is None else Path(dataset.root)
-    return load_graph_set(dataset.name, root=root, private_fraction=dataset.private_fraction,
-                          split_seed=dataset.split_seed, **dataset.options)
+    with private_refusals(private_records, name):
+        return load_graph_set(dataset.name, root=root, private_fraction=dataset.private_fraction,
+                              split_seed=dataset.split_seed, **dataset.options)

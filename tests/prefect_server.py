@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import httpx
 
@@ -247,3 +247,33 @@ def owned_prefect_test_harness(attempts: int = 3, wait_s: float = 120.0) -> Iter
                 yield
                 return
     raise RuntimeError(f"the Prefect test harness could not start its own server in {attempts} attempts")
+
+
+def api_rows(path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every row of a Prefect ``/.../filter`` endpoint of the current API (pages of 200), as the
+    UI reads them."""
+    from prefect.client.orchestration import get_client
+
+    rows: list[dict[str, Any]] = []
+    with get_client(sync_client=True) as client:
+        while True:
+            r = client._client.post(path, json={**body, "limit": 200, "offset": len(rows)})
+            r.raise_for_status()
+            page = r.json()
+            rows += page
+            if len(page) < 200:
+                return rows
+
+
+_FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def final_task_runs(flow_run_ids: list[str]) -> list[dict[str, Any]]:
+    """The task runs of these flow runs once the API has recorded their final states (Prefect 3
+    sends task-run states as events that the server records asynchronously)."""
+    deadline = time.monotonic() + 60
+    while True:
+        runs = api_rows("/task_runs/filter", {"flow_runs": {"id": {"any_": flow_run_ids}}}) if flow_run_ids else []
+        if all(t["state_type"] in _FINAL for t in runs) or time.monotonic() > deadline:
+            return runs
+        time.sleep(0.5)

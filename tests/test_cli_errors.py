@@ -331,8 +331,12 @@ def _check_failure(case: Case, tmp_path: Path, env: dict[str, str] | None) -> su
     assert case.says in error_lines[0], error_lines[0]
     store = tmp_path / "store"
     assert store.is_file() or _stored_files(store) == []  # nothing published, nothing staged left behind
-    records = tmp_path / "private"
-    assert not records.is_dir() or not [p for p in records.rglob("*.json")]
+    records = tmp_path / "private"  # no private record, but a refusal's values (the owner's refusal record)
+    assert not records.is_dir() or not [p for p in records.rglob("*.json") if p.parent.name != "refusals"]
+    if case.name == "node id 2**40":  # the id is the user's data: in the owner's record, not on stderr
+        assert str(2**40) not in r.stderr
+        [refusal] = (records / "p" / "refusals").glob("*.json")
+        assert json.loads(refusal.read_text())["detail"]["edges"] == [[1, 2**40]]
     return r
 
 

@@ -47,13 +47,15 @@ def test_ids_out_of_range_private():
 
 
 def test_self_loops_name_the_columns():
-    with pytest.raises(GraphValidationError, match=r"self-loops at columns \[1, 2\].*first: \[1, 1\]"):
+    with pytest.raises(GraphValidationError, match=r"self-loops at columns \[1, 2\] \(the values: the owner's private record\)$") as info:
         GraphData(num_nodes=4, edges_public=_e((0, 1), (1, 1), (2, 2)))
+    assert info.value.private_detail == {"at": "columns [1, 2]", "edges": [[1, 1], [2, 2]]}  # the values: not in the message
 
 
 def test_duplicate_edges_name_the_columns():
-    with pytest.raises(GraphValidationError, match=r"edges_public: duplicate edges .*at columns \[2\] \(first: \[0, 1\], which repeats columns \[0\]\)"):
+    with pytest.raises(GraphValidationError, match=r"edges_public: duplicate edges .*at columns \[2\]; the first repeats columns \[0\] \(the values") as info:
         GraphData(num_nodes=4, edges_public=_e((0, 1), (1, 2), (0, 1)))
+    assert info.value.private_detail["edges"] == [[0, 1]]
 
 
 def test_reversed_edge_is_rejected_not_flipped():

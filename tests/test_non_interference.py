@@ -67,7 +67,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +77,7 @@ import yaml
 
 from privgraph.config.disclosure import disclosure_of
 from privgraph.graph import GraphData
+from tests.prefect_server import api_rows, final_task_runs
 
 pytestmark = [pytest.mark.flow, pytest.mark.dataset]
 
@@ -315,35 +315,6 @@ def _image_neighbour(base: Path, dest: Path, graph: GraphData, disclosure: Any, 
 
 
 # -- one run through the CLI, everything it publishes ---------------------------------------------
-def _api(path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every row of a Prefect ``/.../filter`` endpoint (pages of 200), as the UI reads them."""
-    from prefect.client.orchestration import get_client
-
-    rows: list[dict[str, Any]] = []
-    with get_client(sync_client=True) as client:
-        while True:
-            r = client._client.post(path, json={**body, "limit": 200, "offset": len(rows)})
-            r.raise_for_status()
-            page = r.json()
-            rows += page
-            if len(page) < 200:
-                return rows
-
-
-_FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
-
-
-def _final_task_runs(flow_run_ids: list[str]) -> list[dict[str, Any]]:
-    """The task runs of these flow runs once the API has recorded their final states (Prefect 3
-    sends task-run states as events that the server records asynchronously)."""
-    deadline = time.monotonic() + 60
-    while True:
-        runs = _api("/task_runs/filter", {"flow_runs": {"id": {"any_": flow_run_ids}}}) if flow_run_ids else []
-        if all(t["state_type"] in _FINAL for t in runs) or time.monotonic() > deadline:
-            return runs
-        time.sleep(0.5)
-
-
 def _cli(*args: str) -> Any:
     from typer.testing import CliRunner
 
@@ -366,21 +337,21 @@ def _run(cfg: Path, name: str, monkeypatch: pytest.MonkeyPatch, graph: GraphData
     tmp = cfg.parent
     if graph is not None:
         monkeypatch.setattr(tasks.ingest, "load_dataset", lambda *a, **k: graph)
-    flows_before = {f["id"] for f in _api("/flow_runs/filter", {})}
-    artifacts_before = {a["id"] for a in _api("/artifacts/filter", {})}
+    flows_before = {f["id"] for f in api_rows("/flow_runs/filter", {})}
+    artifacts_before = {a["id"] for a in api_rows("/artifacts/filter", {})}
     summary = tmp / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     res = _cli("run", name, "--config", str(cfg), "--ci", *options)
     APILogWorker.drain_all(timeout=30)
     ci = json.loads(next(line for line in reversed(res.stdout.splitlines()) if line.startswith("{")))
-    flows = [f for f in _api("/flow_runs/filter", {}) if f["id"] not in flows_before]
+    flows = [f for f in api_rows("/flow_runs/filter", {}) if f["id"] not in flows_before]
     ids = [f["id"] for f in flows]
     run: dict[str, Any] = {
         "tmp": tmp, "exit_code": res.exit_code, "ci": ci, "summary": summary.read_text(),
         "flows": flows,
-        "tasks": _final_task_runs(ids),
-        "logs": _api("/logs/filter", {"logs": {"flow_run_id": {"any_": ids}}, "sort": "TIMESTAMP_ASC"}) if ids else [],
-        "artifacts": sorted((a for a in _api("/artifacts/filter", {}) if a["id"] not in artifacts_before),
+        "tasks": final_task_runs(ids),
+        "logs": api_rows("/logs/filter", {"logs": {"flow_run_id": {"any_": ids}}, "sort": "TIMESTAMP_ASC"}) if ids else [],
+        "artifacts": sorted((a for a in api_rows("/artifacts/filter", {}) if a["id"] not in artifacts_before),
                             key=lambda a: a["created"]),
         "version": ci.get("version"),
     }

@@ -137,7 +137,7 @@ def test_the_fast_csv_read_names_the_same_lines_as_the_exact_one(tmp_path, monke
     for path, exact_read, line in ((fast, False, 32), (exact, True, 33)):
         used.clear()
         msg = _message(write_partitioned_graph, path, destination=tmp_path / path.stem)
-        assert msg == _message(load_generic, path) and f"lines [{line}]" in msg and "which repeats" in msg
+        assert msg == _message(load_generic, path) and f"lines [{line}]" in msg and "the first repeats" in msg
         assert bool(used) is exact_read
         assert not (tmp_path / path.stem).exists()
 
@@ -229,7 +229,7 @@ def test_ids_that_do_not_number_the_nodes_are_refused_as_the_loader_does(tmp_pat
     path = tmp_path / "edges.csv"
     path.write_text("src,dst\n0,1\n2,5000000\n3,4\n")
     msg = _message(write_partitioned_graph, path, destination=tmp_path / "g")
-    assert msg == _message(load_generic, path) and "makes 5000001 nodes" in msg
+    assert msg == _message(load_generic, path) and "the largest node id" in msg and "5000000" not in msg
     msg = _message(write_partitioned_graph, path, num_nodes=10, destination=tmp_path / "g")
     assert msg == _message(load_generic, path, num_nodes=10) and "out of range [0, 10)" in msg
 
@@ -294,9 +294,18 @@ def test_the_reader_refuses_what_is_not_the_format(tmp_path):
     (root / "graph.json").write_text(json.dumps(meta))
     e, p = read_edge_range(graph, 0)
     pq.write_table(pa.table({"src": e[0][::-1], "dst": e[1][::-1], "private": p[::-1]}), root / range_file("edges", 0))
-    assert "out of (src, dst) order" in _message(read_edge_range, graph, 0)
+    where = str(root / range_file("edges", 0))
+    with pytest.raises(GraphValidationError) as info:  # the file, the row and the columns; the edges: the owner's
+        read_edge_range(graph, 0)
+    assert str(info.value) == (f"{where}: row 1 (0-based), columns 'src', 'dst': the edge repeats row 0 or is out of "
+                               "(src, dst) order (the values: the owner's private record)")
+    assert info.value.private_detail == {"file": where, "row": 1, "edge": e[:, -2].tolist(), "previous": e[:, -1].tolist()}
     pq.write_table(pa.table({"src": [0], "dst": [0], "private": [False]}), root / range_file("edges", 0))
-    assert "src < dst" in _message(read_edge_range, graph, 0)
+    assert _message(read_edge_range, graph, 0).startswith(f"{where}: row 0 (0-based), column 'dst': an edge outside "
+                                                          "range 0 (which holds the edges with src in 0..7, src < dst < 30)")
+    pq.write_table(pa.table({"src": pa.array([0, None], pa.int64()), "dst": [1, 2], "private": [False, True]}),
+                   root / range_file("edges", 0))
+    assert _message(read_edge_range, graph, 0) == f"{where}: row 1 (0-based), column 'src': a null value; the column holds none"
     nodes = pq.read_table(root / range_file("nodes", 1))
     pq.write_table(nodes.slice(1), root / range_file("nodes", 1))
     assert "7 rows; range 1 holds nodes 8..15" in _message(read_node_range, graph, 1)

@@ -1,7 +1,9 @@
 """The ``ingest`` command: the generic loader's files written as a partitioned graph (registered on
 the app in :mod:`privgraph.cli`). Its output is a published channel: it prints the stages, the
 node count, the range layout and the destination (public metadata of the format), never a
-statistic of private data (no private edge count, no label counts)."""
+statistic of private data (no private edge count, no label counts). A refusal names the file,
+row and column; the values it leaves out (a bad row's edge, label, id) go to the owner's record
+``<--private-records>/ingest/refusals/<UTC time>.json`` (mode 0600), whose path the line gives."""
 
 from __future__ import annotations
 
@@ -13,7 +15,12 @@ from rich.markup import escape
 
 from privgraph.cli.console import err, out
 from privgraph.cli.failures import _errors
+from privgraph.cli.options import _PRIVATE_RECORDS_HELP
+from privgraph.errors import PrivgraphError, one_line
 from privgraph.guarantee.redaction import redact_uri
+
+#: the owner's refusal records of ``privgraph ingest``: ``<private records>/ingest/refusals/``
+RECORD_NAME = "ingest"
 
 
 def ingest(
@@ -36,6 +43,8 @@ def ingest(
                                         "(dataset.node_split_seed; never written)"),
     drop_cut_edges: bool = typer.Option(False, "--drop-cut-edges", help="drop the edges between split parts "
                                         "(options.drop_cut_edges)"),
+    private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP
+                                        + "; a refusal's values go to its ingest/refusals/"),
 ) -> None:
     """Write a graph larger than memory as a partitioned graph (privgraph-partitioned-graph/1):
     EDGES (and the features, labels and split) read in batches, checked as the generic loader
@@ -48,13 +57,32 @@ def ingest(
         from privgraph.ingest.partitioned_options import IngestOptions  # lazy: CLI start-up
         from privgraph.ingest.partitioned_writer import write_partitioned_graph  # lazy: CLI start-up
 
-        graph = write_partitioned_graph(
-            edges, features=features, labels=labels, split=split, num_nodes=num_nodes,
-            private_column=private_column, destination=destination,
-            range_size=DEFAULT_RANGE_SIZE if range_size is None else range_size,
-            options=IngestOptions(rho=rho, split_seed=split_seed, train=train, val=val,
-                                  node_split_seed=node_split_seed, drop_cut_edges=drop_cut_edges),
-            progress=lambda line: err.print(escape(line), highlight=False),
-        )
+        try:
+            graph = write_partitioned_graph(
+                edges, features=features, labels=labels, split=split, num_nodes=num_nodes,
+                private_column=private_column, destination=destination,
+                range_size=DEFAULT_RANGE_SIZE if range_size is None else range_size,
+                options=IngestOptions(rho=rho, split_seed=split_seed, train=train, val=val,
+                                      node_split_seed=node_split_seed, drop_cut_edges=drop_cut_edges),
+                progress=lambda line: err.print(escape(line), highlight=False),
+            )
+        except PrivgraphError as exc:
+            raise _kept_for_the_owner(exc, private_records) from None
     out.print(f"[bold green]ingested[/] {graph.num_nodes} nodes in {graph.num_ranges} range(s) of up to "
               f"{graph.range_size} into {escape(redact_uri(graph.path).rstrip('/'))} ({time.perf_counter() - t0:.1f} s)", highlight=False)
+
+
+def _kept_for_the_owner(exc: PrivgraphError, directory: str) -> PrivgraphError:
+    """``exc`` once its private detail (the values its message leaves out) is in the owner's
+    refusal record (:func:`~privgraph.publish.storage.private_record.write_private_refusal`), as
+    the same refusal whose one line also says where that record is (a path, not private)."""
+    from privgraph.publish.storage.private_record import write_private_refusal  # lazy: CLI start-up
+
+    try:
+        path = write_private_refusal(directory, RECORD_NAME, exc)
+    except OSError as failed:
+        path, note = None, f"; the owner's record of the values could not be written: {one_line(failed)}"
+    else:
+        note = "" if path is None else f"; the owner's private record: {path}"
+    exc.private_detail = None
+    return type(exc)(f"{exc}{note}") if note else exc

@@ -66,8 +66,8 @@ class _OffsetTable(_Table):
         super().__init__(path, df, None)
         self.offset = offset
 
-    def where(self, rows: np.ndarray) -> str:
-        return super().where(np.asarray(rows, dtype=np.int64) + self.offset)
+    def positions(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(rows, dtype=np.int64) + self.offset
 
 
 def _table_batch(tab: _Table, flag: str, rows: np.ndarray) -> EdgeBatch:

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from privgraph.errors import ConfigError, DatasetNotFoundError, GraphValidationError
+from privgraph.errors import ConfigError, DatasetNotFoundError, GraphValidationError, data_refusal
 from privgraph.graph import MAX_NODES, SPLIT_MASKS, GraphData
 from privgraph.guarantee.redaction import redact_uri
 
@@ -51,6 +51,7 @@ __all__ = [
     "range_file",
     "read_edge_range",
     "read_node_range",
+    "row_refusal",
 ]
 
 #: the value of ``format`` in ``graph.json``
@@ -258,7 +259,9 @@ def _column(table: pa.Table, name: str, want: pa.DataType, where: str) -> np.nda
     if not col.type.equals(want):
         raise GraphValidationError(f"{where}: column {name!r} has type {col.type}, expected {want}")
     if col.null_count:
-        raise GraphValidationError(f"{where}: column {name!r} has {col.null_count} null value(s)")
+        first = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+        raise GraphValidationError(f"{where}: row {first} (0-based), column {name!r}: a null value; the column "
+                                   "holds none")
     arr = col.combine_chunks()
     if pa.types.is_fixed_size_list(want):
         values = arr.flatten().to_numpy(zero_copy_only=False)
@@ -305,19 +308,29 @@ def read_edge_range(graph: PartitionedGraph, i: int) -> tuple[np.ndarray, np.nda
     table, where = _read_range_table(graph, "edges", i, EDGE_SCHEMA.names)
     src, dst = (_column(table, c, pa.int64(), where) for c in ("src", "dst"))
     private = _column(table, "private", pa.bool_(), where)
-    bad = np.flatnonzero((src < start) | (src >= stop) | (dst <= src) | (dst >= graph.num_nodes))
+    bad_src = (src < start) | (src >= stop)
+    bad = np.flatnonzero(bad_src | (dst <= src) | (dst >= graph.num_nodes))
     if bad.size:
         r = int(bad[0])
-        raise GraphValidationError(f"{where}: row {r} (0-based) holds edge ({src[r]}, {dst[r]}); range {i} holds "
-                                   f"src in {start}..{stop - 1} and src < dst < {graph.num_nodes}")
+        column = "'src'" if bad_src[r] else "'dst'"
+        raise row_refusal(where, r, f"column {column}", f"an edge outside range {i} (which holds the edges with src in "
+                          f"{start}..{stop - 1}, src < dst < {graph.num_nodes})", edge=[src[r], dst[r]])
     if src.size > 1:
         ds, dd = np.diff(src), np.diff(dst)
         bad = np.flatnonzero((ds < 0) | ((ds == 0) & (dd <= 0)))
         if bad.size:
             r = int(bad[0]) + 1
-            raise GraphValidationError(f"{where}: row {r} (0-based) edge ({src[r]}, {dst[r]}) repeats or is out of "
-                                       "(src, dst) order")
+            raise row_refusal(where, r, "columns 'src', 'dst'", f"the edge repeats row {r - 1} or is out of "
+                              "(src, dst) order", edge=[src[r], dst[r]], previous=[src[r - 1], dst[r - 1]])
     return np.stack([src, dst]), private
+
+
+def row_refusal(where: str, row: int, columns: str, rule: str, **values: Any) -> GraphValidationError:
+    """The refusal of a range file's row: ``<where>: row <row> (0-based), <columns>: <rule>``, one
+    line naming the file, the row and the column(s) (``"column 'y'"``) and the rule broken, never
+    a value (a range's rows may be private); ``values`` go to the owner's refusal record
+    (:func:`~privgraph.errors.data_refusal`)."""
+    return data_refusal(f"{where}: row {row} (0-based), {columns}: {rule}", file=where, row=row, **values)
 
 
 def graph_meta(graph: PartitionedGraph) -> dict[str, Any]:

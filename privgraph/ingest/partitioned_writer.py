@@ -34,14 +34,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from privgraph.errors import ConfigError, GraphValidationError
-from privgraph.graph import MAX_CLASSES, MAX_NODES, UNLABELLED, check_edge_list
+from privgraph.graph import MAX_NODES, UNLABELLED, check_edge_list
 from privgraph.guarantee.private_files import mkdir_private, write_private_file
 from privgraph.ingest.datasets.generic import (
     INFERRED_COUNT_CHECKED_ABOVE, _check_exists, _check_finite_features, _check_ids_number_nodes,
     _check_load_arguments, _check_row_counts, _columns, _npy_label_rows, _place_labels, _read_features,
     _read_labels, check_generic_files)
 from privgraph.ingest.datasets.split import node_parts, read_node_split
-from privgraph.ingest.datasets.table import _list, _suffix, _Table
+from privgraph.ingest.datasets.table import _suffix, _Table
 from privgraph.ingest.input_batches import EdgeBatch, NpyRows, edge_batches
 from privgraph.ingest.partitioned_destination import RemoteDestination, claim_local, refuse_existing
 from privgraph.ingest.partitioned_graph import (
@@ -208,16 +208,12 @@ def _label_rows(path: Path, labels: NpyRows | np.ndarray, start: int, stop: int)
 
 
 def _check_labels(path: Path, labels: NpyRows | np.ndarray, step: int) -> int:
-    """Check every label (by ranges of ``step`` rows) and return the largest + 1; class ids of
-    :data:`MAX_CLASSES` or more are refused as GraphData refuses them."""
+    """Check every label (by ranges of ``step`` rows) and return the largest + 1. The generic
+    loader's readers refuse what GraphData refuses (class ids of ``MAX_CLASSES`` or more too),
+    naming the file's rows: ``.npy`` rows here, range by range; tables when they are read."""
     top = UNLABELLED
     for start in range(0, labels.shape[0], step):
         y = _label_rows(path, labels, start, min(start + step, labels.shape[0]))
-        if y.size and y.max() >= MAX_CLASSES:
-            bad = np.flatnonzero(y >= MAX_CLASSES)
-            raise GraphValidationError(
-                f"y: class ids of {MAX_CLASSES} or more in rows {_list((bad + start).tolist())} (first: "
-                f"{int(y[bad[0]])}); labels are 0..C-1 with C <= {MAX_CLASSES}")
         top = max(top, int(y.max()) if y.size else top)
     return top + 1
 

@@ -33,7 +33,7 @@ from privgraph.config.disclosure import FINGERPRINT_FORMAT, Disclosure, public_i
 from privgraph.errors import GraphValidationError
 from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.guarantee.redaction import redact_uri
-from privgraph.ingest.partitioned_graph import PartitionedGraph, read_edge_range, read_node_range
+from privgraph.ingest.partitioned_graph import PartitionedGraph, range_file, read_edge_range, read_node_range
 from privgraph.privatize.parallel import Executor, map_partitions
 
 __all__ = ["input_digests", "keyed_identity_of", "public_fingerprint_of"]
@@ -57,8 +57,9 @@ def _node_range(graph: PartitionedGraph, i: int, columns: Iterable[str]) -> Grap
     try:
         return GraphData(num_nodes=stop - start, x=data.get("x"), y=data.get("y"), **masks)
     except GraphValidationError as exc:
-        raise GraphValidationError(f"{redact_uri(graph.path)}: node range {i} (nodes {start}..{stop - 1}, rows below "
-                                   f"counted from {start}): {exc}") from None
+        where = f"{redact_uri(graph.path).rstrip('/')}/{range_file('nodes', i)}"  # row r is node start + r
+        raise GraphValidationError(f"{where}: node range {i} (nodes {start}..{stop - 1}, rows 0-based in the file): "
+                                   f"{exc}", private_detail=exc.private_detail) from None
 
 
 def _edge_counts(graph: PartitionedGraph, private_nodes: np.ndarray | None = None) -> tuple[int, int]:

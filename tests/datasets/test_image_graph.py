@@ -228,28 +228,28 @@ CASES = [
     ("unreadable image", _garbage, GraphValidationError, "nodes.csv line 4: image img/1.png is unreadable"),
     ("truncated image", _truncated, GraphValidationError, "nodes.csv line 4: image img/1.png is unreadable"),
     ("duplicate id", _edit("nodes.csv", "3,img/3.png", "2,img/3.png"), GraphValidationError,
-     "nodes.csv line 5: duplicate id 2 (first at line 3)"),
+     "nodes.csv line 5: column 'id': the id of line 3 again"),
     ("ids not 0..n-1", _edit("nodes.csv", "3,img/3.png", "7,img/3.png"), GraphValidationError,
-     "nodes.csv line 5: id 7 is not in 0..3"),
+     "nodes.csv line 5: column 'id': an id outside 0..3"),
     ("absolute image path", _absolute, GraphValidationError, "nodes.csv line 4: image path /"),
     ("image path outside", _edit("nodes.csv", "img/1.png", "../img/1.png"), GraphValidationError,
      "nodes.csv line 4: image path ../img/1.png leaves the image graph directory"),
     ("empty image path", _edit("nodes.csv", "img/1.png", ""), GraphValidationError,
      "nodes.csv line 4: missing image path"),
     ("edge id out of range", _edit("edges.csv", "2,1,true", "2,9,true"), GraphValidationError,
-     "edges.csv line 3: node id 9 out of range: ids are 0..3 (src=2, dst=9)"),
+     "edges.csv line 3: column 'dst': a node id out of range: ids are 0..3"),
     ("self-loop", _edit("edges.csv", "2,1,true", "2,2,true"), GraphValidationError,
-     "edges.csv line 3: self-loop (src = dst = 2)"),
+     "edges.csv line 3: a self-loop (src = dst)"),
     ("duplicate edge", _edit("edges.csv", "3,0,0", "3,0,0\n0,1,true"), GraphValidationError,
-     "edges.csv line 5: duplicate edge 0-1: the same undirected edge as line 2 (0-1)"),
+     "edges.csv line 5: a duplicate edge: the same undirected edge as line 2"),
     ("reversed duplicate edge", _edit("edges.csv", "3,0,0", "3,0,0\n1,0,false"), GraphValidationError,
-     "edges.csv line 5: duplicate edge 1-0: the same undirected edge as line 2 (0-1)"),
+     "edges.csv line 5: a duplicate edge: the same undirected edge as line 2"),
     ("bad private flag", _edit("edges.csv", "2,1,true", "2,1,maybe"), GraphValidationError,
      "column 'private': expected booleans (true/false or 1/0) at {dir}/edges.csv: lines [3]"),
     ("bad split value", _edit("nodes.csv", "2,val", "2,training"), GraphValidationError,
-     "nodes.csv line 3: split 'training' is not one of train, val, test or empty"),
+     "nodes.csv line 3: column 'split': a value other than train, val, test or empty"),
     ("label below -1", _edit("nodes.csv", "3,img/3.png,0", "3,img/3.png,-2"), GraphValidationError,
-     "nodes.csv line 5: label -2: labels are classes"),
+     "nodes.csv line 5: column 'label': a label below -1: labels are classes"),
     ("non-integer id", _edit("nodes.csv", "3,img/3.png", "x,img/3.png"), GraphValidationError,
      "column 'id': non-integer values at {dir}/nodes.csv: lines [5]"),
     ("no image column", _edit("nodes.csv", "id,image,", "id,picture,"), GraphValidationError,
@@ -271,6 +271,8 @@ def test_every_failure_names_file_and_line_and_writes_nothing(tmp_path, change, 
     assert says.format(dir=d.absolute()) in msg, msg
     assert "\n" not in msg
     assert str(d.absolute()) in msg  # names the file: the full path
+    if exc.value.private_detail:  # a cell's value (an id, a label, an edge's ends): the owner's record, not the message
+        assert msg.endswith("(the values: the owner's private record)"), msg
     assert _snapshot(d) == before and sorted(p.name for p in tmp_path.iterdir()) == ["graph"]
 
 

@@ -41,7 +41,7 @@ def test_list_of_graphs_is_stored_as_tuple_and_labels_are_copied():
     "graphs, labels, match",
     [
         ((_path(3), _path(4)), [0], "2 graphs but 1 labels"),
-        ((_path(3), _path(4)), [0, -1], "negative label -1 at graph 1"),
+        ((_path(3), _path(4)), [0, -1], "a negative label at graph 1"),
         ((_path(3), _path(4)), [1, 1], "at least 2 classes"),
         ((_path(3), "g"), [0, 1], r"graphs\[1\] is a str"),
         ((_path(3), _path(4)), [[0, 1]], "shape"),

@@ -2,7 +2,10 @@
 
 Every problem with the files raises :class:`~privgraph.errors.GraphValidationError` naming the
 file and the offending rows: 1-based *line numbers* for CSV files (the header is line 1) and
-0-based *row indices* for Parquet and ``.npy`` files. Messages say which of the two they use.
+0-based *row indices* for Parquet and ``.npy`` files. Messages say which of the two they use,
+and never quote a value of the files (any row may be private): the values of the offending rows
+are the error's ``private_detail`` (:func:`~privgraph.errors.data_refusal`), for the owner's
+refusal record.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from privgraph.ingest.datasets.table import _list, _suffix, _Table
-from privgraph.errors import ConfigError, DatasetNotFoundError, GraphValidationError
-from privgraph.graph import MAX_NODES, UNLABELLED, GraphData, check_edge_list
+from privgraph.errors import ConfigError, DatasetNotFoundError, GraphValidationError, data_refusal
+from privgraph.graph import MAX_CLASSES, MAX_NODES, UNLABELLED, GraphData, check_edge_list
 
 __all__ = ["check_generic_files", "load_generic"]
 
@@ -182,11 +185,10 @@ def _check_finite_features(path: Path, x: np.ndarray, first_row: int = 0) -> Non
     if not finite.all():
         bad = np.flatnonzero(~finite.all(1))
         col = int(np.flatnonzero(~finite[bad[0]])[0])
-        raise GraphValidationError(
+        raise data_refusal(
             f"{path}: NaN, missing or infinite (or beyond float32) feature values at "
             f"rows {_list((bad + first_row).tolist())} (0-based row indices); first: row {int(bad[0]) + first_row}, "
-            f"column {col}"
-        )
+            f"column {col}", file=str(path), rows=bad + first_row, first_row_values=x[bad[0]])
 
 
 #: the shapes a labels table may take (docs/your-own-graph.md shows each with a two-line example)
@@ -226,28 +228,40 @@ def _npy_label_rows(path: Path, y: np.ndarray, first_row: int = 0) -> np.ndarray
     if not np.issubdtype(y.dtype, np.integer):
         ok = (np.isfinite(y) & (y == np.round(y))).reshape(len(y), -1).all(1)
         if not ok.all():
-            bad = np.flatnonzero(~ok) + first_row
-            raise GraphValidationError(
-                f"{path}: non-integer labels at rows {_list(bad.tolist())} (0-based row indices)"
-            )
+            bad = np.flatnonzero(~ok)
+            raise _label_refusal(path, "non-integer labels", bad, first_row, y[bad])
     y = np.ascontiguousarray(y, dtype=np.int64)
     low = UNLABELLED if y.ndim == 1 else 0
     if y.size and (y < low).any():
-        bad = np.flatnonzero((y < low).reshape(len(y), -1).any(1)) + first_row
-        raise GraphValidationError(
-            f"{path}: labels below {low} at rows {_list(bad.tolist())} (0-based row indices); "
-            "-1 marks an unlabelled node"
-        )
+        bad = np.flatnonzero((y < low).reshape(len(y), -1).any(1))
+        raise _label_refusal(path, f"labels below {low}", bad, first_row, y[bad], "; -1 marks an unlabelled node")
+    if y.ndim == 1 and y.size and y.max() >= MAX_CLASSES:
+        bad = np.flatnonzero(y >= MAX_CLASSES)
+        raise _label_refusal(path, f"class ids of {MAX_CLASSES} or more", bad, first_row, y[bad], _CLASS_RULE)
     return y
 
 
+#: the rule a class id of :data:`~privgraph.graph.MAX_CLASSES` or more breaks (as GraphData words it)
+_CLASS_RULE = f"; labels are 0..C-1 with C <= {MAX_CLASSES}"
+
+
+def _label_refusal(path: Path, what: str, bad: np.ndarray, first_row: int, labels: np.ndarray,
+                   rule: str = "") -> GraphValidationError:
+    """``<path>: <what> at rows [..] (0-based row indices)<rule>``; the labels: the owner's record."""
+    rows = bad + first_row
+    return data_refusal(f"{path}: {what} at rows {_list(rows.tolist())} (0-based row indices){rule}",
+                        file=str(path), rows=rows, labels=labels)
+
+
 def _check_label_values(tab: _Table, col: str, y: np.ndarray) -> None:
+    """A labels table's column: labels ``-1 .. MAX_CLASSES - 1`` (-1 or empty: unlabelled)."""
     bad = np.flatnonzero(y < UNLABELLED)
     if bad.size:
-        raise GraphValidationError(
-            f"column {col!r}: labels below -1 at {tab.where(bad)} {tab._first(col, bad)}; "
-            "labels are 0..C-1, and -1 or an empty cell marks an unlabelled node"
-        )
+        raise tab.refuse(col, "labels below -1", bad, "; labels are 0..C-1, and -1 or an empty cell marks an "
+                         "unlabelled node")
+    bad = np.flatnonzero(y >= MAX_CLASSES)
+    if bad.size:
+        raise tab.refuse(col, f"class ids of {MAX_CLASSES} or more", bad, _CLASS_RULE)
 
 
 def _place_labels(tab: _Table, y: np.ndarray, n: int) -> np.ndarray:
@@ -276,11 +290,12 @@ def _check_ids_number_nodes(n: int, used: int, name: str, where: str) -> None:
     """Refuse an inferred count of ``n`` nodes of which only ``used`` are in an edge (fewer than
     half), or beyond :data:`MAX_NODES`; ``name``/``where``: the column and place of the largest id."""
     if n > MAX_NODES or used < n // 2:
-        raise GraphValidationError(
-            f"column {name!r}: node id {n - 1} at {where} makes {n} nodes, most of them in no "
-            f"edge; node ids must number the nodes 0..n-1 (renumber them, or give features or "
-            f"labels with one row per node){'' if n <= MAX_NODES else f'; at most {MAX_NODES} nodes'}"
-        )
+        why = (f"beyond {MAX_NODES - 1}: privgraph handles at most {MAX_NODES} nodes" if n > MAX_NODES else
+               "makes a node count (the largest id + 1) of which fewer than half are in an edge")
+        raise data_refusal(
+            f"column {name!r}: the largest node id, at {where}, is {why}; node ids must number the nodes 0..n-1 "
+            "(renumber them, or give features or labels with one row per node)",
+            at=where, largest_id=n - 1, nodes_in_edges=used)
 
 
 def _columns(path: Path) -> list[str]:

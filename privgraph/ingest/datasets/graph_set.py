@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from privgraph.ingest.datasets.split import _fraction
-from privgraph.errors import GraphValidationError
+from privgraph.errors import GraphValidationError, data_refusal
 from privgraph.graph import GraphData
 from privgraph.seeding import as_generator, as_seed_sequence, partition_seeds
 
@@ -82,9 +82,10 @@ class GraphSet:
         labels = labels.astype(np.int64)
         if (labels < 0).any():
             i = int(np.flatnonzero(labels < 0)[0])
-            raise GraphValidationError(f"GraphSet: negative label {int(labels[i])} at graph {i}")
+            raise data_refusal(f"GraphSet: a negative label at graph {i}", graph=i, label=labels[i])
         if np.unique(labels).size < 2:
-            raise GraphValidationError(f"GraphSet: at least 2 classes needed, all {len(graphs)} graphs have label {int(labels[0])}")
+            raise data_refusal(f"GraphSet: at least 2 classes needed, all {len(graphs)} graphs have one label",
+                               label=labels[0])
         widths = {g.num_features if g.x is not None else None for g in graphs}
         if len(widths) > 1:
             first = next(i for i, g in enumerate(graphs) if (g.x is None) != (graphs[0].x is None)

@@ -42,7 +42,7 @@ import skimage.data
 from PIL import Image
 
 from privgraph.ingest.datasets.table import _list, _Table
-from privgraph.errors import DatasetNotFoundError, GraphValidationError
+from privgraph.errors import DatasetNotFoundError, GraphValidationError, data_refusal
 from privgraph.graph import UNLABELLED, GraphData
 from privgraph.seeding import as_generator, as_seed_sequence, stage_seed
 
@@ -70,14 +70,20 @@ SPLIT_VALUES = ("train", "val", "test")
 
 
 # -- reading ----------------------------------------------------------------------------------
-def _at(path: Path, lines: np.ndarray, rows: np.ndarray, describe: Callable[[int], str]) -> GraphValidationError:
-    """One line: ``<path> line L: <what is wrong with the first row>`` (also lines [...])."""
+def _at(path: Path, lines: np.ndarray, rows: np.ndarray, describe: Callable[[int], str],
+        values: Callable[[np.ndarray], dict[str, Any]] | None = None) -> GraphValidationError:
+    """One line: ``<path> line L: <what is wrong with the first row>`` (also lines [...]).
+    ``describe`` names the column and the rule, never a cell's value (the user's data, maybe
+    private): ``values(rows)``, if given, are the offending values for the owner's refusal record
+    (:func:`~privgraph.errors.data_refusal`)."""
     rows = np.sort(np.asarray(rows, dtype=np.int64))
     first = int(rows[0])
     msg = f"{path} line {int(lines[first])}: {describe(first)}"
     if rows.size > 1:
         msg += f" (also at lines {_list(lines[rows[1:]].tolist())}; 1-based, the header is line 1)"
-    return GraphValidationError(msg)
+    if values is None:
+        return GraphValidationError(msg)
+    return data_refusal(msg, file=str(path), lines=lines[rows], **values(rows))
 
 
 def _text(s: pd.Series) -> np.ndarray:
@@ -115,12 +121,13 @@ def _read_nodes(
             first_of.setdefault(int(ids_sorted[pos]), int(order[pos]))
         dup_rows = order[repeat]
         raise _at(path, lines, dup_rows,
-                  lambda r: f"duplicate id {int(ids[r])} (first at line {int(lines[first_of[int(ids[r])]])}); "
-                            "ids must be 0..n-1, each once")
+                  lambda r: f"column 'id': the id of line {int(lines[first_of[int(ids[r])]])} again; "
+                            "ids must be 0..n-1, each once", lambda rows: {"ids": ids[rows]})
     out = np.flatnonzero((ids < 0) | (ids >= n))
     if out.size:
         raise _at(path, lines, out,
-                  lambda r: f"id {int(ids[r])} is not in 0..{n - 1}: the {n} rows must hold ids 0..{n - 1}, each once")
+                  lambda r: f"column 'id': an id outside 0..{n - 1}: the {n} rows must hold ids 0..{n - 1}, each once",
+                  lambda rows: {"ids": ids[rows]})
 
     labels = None
     if "label" in tab.df.columns:
@@ -128,8 +135,8 @@ def _read_nodes(
         neg = np.flatnonzero(labels < UNLABELLED)
         if neg.size:
             raise _at(path, lines, neg,
-                      lambda r: f"label {int(labels[r])}: labels are classes 0, 1, ...; "
-                                "-1 or an empty cell marks an unlabelled node")
+                      lambda r: "column 'label': a label below -1: labels are classes 0, 1, ...; "
+                                "-1 or an empty cell marks an unlabelled node", lambda rows: {"labels": labels[rows]})
 
     split = None
     if "split" in tab.df.columns:
@@ -137,14 +144,15 @@ def _read_nodes(
         bad = np.flatnonzero(~np.isin(split, ("", *SPLIT_VALUES)))
         if bad.size:
             raw = _text(tab.df["split"])
-            raise _at(path, lines, bad,
-                      lambda r: f"split {raw[r]!r} is not one of train, val, test or empty")
+            raise _at(path, lines, bad, lambda r: "column 'split': a value other than train, val, test or empty",
+                      lambda rows: {"values": raw[rows]})
 
     if labels is not None and split is not None:
         placed = np.flatnonzero((labels == UNLABELLED) & (split != ""))
         if placed.size:
             raise _at(path, lines, placed,
-                      lambda r: f"unlabelled node in split {split[r]!r}: a node without a label can be in no part")
+                      lambda r: "column 'split': an unlabelled node in a split part: a node without a label can be in "
+                                "no part", lambda rows: {"split": split[rows]})
     images = _text(tab.df["image"])
     empty = np.flatnonzero(images == "")
     if empty.size:
@@ -192,16 +200,19 @@ def _read_edges(directory: Path, n: int) -> tuple[np.ndarray, np.ndarray | None]
     e = np.stack([tab.int_column("src"), tab.int_column("dst")])
     private = tab.bool_column("private") if "private" in tab.df.columns else None
 
+    def edges(rows: np.ndarray) -> dict[str, Any]:
+        return {"edges": e[:, rows].T}
+
     out = np.flatnonzero(((e < 0) | (e >= n)).any(0))
     if out.size:
         def _range(r: int) -> str:
-            bad = int(e[0, r]) if not 0 <= e[0, r] < n else int(e[1, r])
-            return f"node id {bad} out of range: ids are 0..{n - 1} (src={int(e[0, r])}, dst={int(e[1, r])})"
+            column = "src" if not 0 <= e[0, r] < n else "dst"
+            return f"column {column!r}: a node id out of range: ids are 0..{n - 1}"
 
-        raise _at(path, lines, out, _range)
+        raise _at(path, lines, out, _range, edges)
     loops = np.flatnonzero(e[0] == e[1])
     if loops.size:
-        raise _at(path, lines, loops, lambda r: f"self-loop (src = dst = {int(e[0, r])})")
+        raise _at(path, lines, loops, lambda r: "a self-loop (src = dst)", edges)
     keys = np.minimum(e[0], e[1]) * np.int64(n) + np.maximum(e[0], e[1])
     order = np.argsort(keys, kind="stable")
     ks = keys[order]
@@ -211,9 +222,7 @@ def _read_edges(directory: Path, n: int) -> tuple[np.ndarray, np.ndarray | None]
         dup = order[~starts]
         first_row = dict(zip(order.tolist(), group_first.tolist()))
         raise _at(path, lines, dup,
-                  lambda r: f"duplicate edge {int(e[0, r])}-{int(e[1, r])}: the same undirected edge as "
-                            f"line {int(lines[first_row[r]])} "
-                            f"({int(e[0, first_row[r]])}-{int(e[1, first_row[r]])})")
+                  lambda r: f"a duplicate edge: the same undirected edge as line {int(lines[first_row[r]])}", edges)
     return e, private
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from privgraph.ingest.datasets.table import _list, _Table
 from privgraph.ingest.datasets.split import random_node_split
-from privgraph.errors import DatasetNotFoundError, GraphValidationError
+from privgraph.errors import DatasetNotFoundError, GraphValidationError, data_refusal
 from privgraph.graph import GraphData
 
 __all__ = ["load_musae_facebook", "FACEBOOK_FILES"]
@@ -64,13 +64,13 @@ def _read_features(path: Path, n: int) -> np.ndarray:
     try:
         nodes = np.array([int(k) for k in keys], dtype=np.int64)
     except ValueError:
-        bad = [k for k in keys if not k.strip().lstrip("+-").isdigit()]
-        raise GraphValidationError(
-            f"{path}: non-integer node ids (keys) {_list([repr(k) for k in bad])}"
-        ) from None
-    out = nodes[(nodes < 0) | (nodes >= n)]
+        bad = [j for j, k in enumerate(keys) if not k.strip().lstrip("+-").isdigit()]
+        raise data_refusal(f"{path}: non-integer node ids (keys) at entries {_list(bad)} (0-based, in file order)",
+                           file=str(path), entries=bad, keys=[keys[j] for j in bad]) from None
+    out = np.flatnonzero((nodes < 0) | (nodes >= n))
     if out.size:
-        raise GraphValidationError(f"{path}: node ids out of range [0, {n}): {_list(out.tolist())}")
+        raise data_refusal(f"{path}: node ids (keys) out of range [0, {n}) at entries {_list(out.tolist())} (0-based, "
+                           "in file order)", file=str(path), entries=out, ids=nodes[out])
     if len(np.unique(nodes)) != len(nodes):  # json keeps the last of repeated keys
         raise GraphValidationError(f"{path}: repeated node ids")
     if len(nodes) != n:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from privgraph.errors import DatasetNotFoundError, GraphValidationError
+from privgraph.errors import DatasetNotFoundError, GraphValidationError, data_refusal
 from privgraph.graph import GraphData
 from privgraph.ingest.datasets.table import _Table
 from privgraph.seeding import as_generator
@@ -214,11 +214,11 @@ def _json_parts(path: Path, n: int, labelled: np.ndarray | None) -> np.ndarray:
     for i, name in enumerate(SPLIT_PARTS):
         where = f"{path}: key {name!r}"
         ids = _json_part_ids(doc[name], n, where)
-        clash = ids[part[ids] >= 0]
+        clash = np.flatnonzero(part[ids] >= 0)
         if clash.size:
-            raise GraphValidationError(
-                f"{where}: node {int(clash[0])} is also in {SPLIT_PARTS[part[clash[0]]]!r}; the parts must be disjoint"
-            )
+            j = int(clash[0])
+            raise data_refusal(f"{where}: entry {j} is a node also in {SPLIT_PARTS[part[ids[j]]]!r}; the parts must "
+                               "be disjoint", file=str(path), key=name, entry=j, node=ids[j])
         part[ids] = i
     _check_parts(part, labelled, str(path), lambda rows: f"nodes {_node_list(rows)}")
     return part
@@ -234,18 +234,19 @@ def _json_part_ids(v: Any, n: int, where: str) -> np.ndarray:
         return np.flatnonzero(np.asarray(v, dtype=bool))
     bad = [j for j, t in enumerate(v) if isinstance(t, bool) or not isinstance(t, int)]
     if bad:
-        raise GraphValidationError(
-            f"{where}: entry {bad[0]} is {v[bad[0]]!r}; expected node ids (integers) or {n} booleans"
-        )
+        raise data_refusal(f"{where}: entry {bad[0]} is not an integer; expected node ids (integers) or {n} booleans",
+                           at=where, entry=bad[0], value=repr(v[bad[0]])[:200])
     ids = np.asarray(v, dtype=np.int64)
     out = np.flatnonzero((ids < 0) | (ids >= n))
     if out.size:
-        raise GraphValidationError(
-            f"{where}: node id {int(ids[out[0]])} (entry {int(out[0])}) outside 0..{n - 1}"
-        )
-    uniq, counts = np.unique(ids, return_counts=True)
-    if (counts > 1).any():
-        raise GraphValidationError(f"{where}: node id {int(uniq[counts > 1][0])} listed twice")
+        raise data_refusal(f"{where}: entry {int(out[0])}: a node id outside 0..{n - 1}", at=where,
+                           entries=out, ids=ids[out])
+    order = np.argsort(ids, kind="stable")
+    twice = np.flatnonzero(ids[order][1:] == ids[order][:-1])
+    if twice.size:
+        j, k = sorted((int(order[twice[0]]), int(order[twice[0] + 1])))
+        raise data_refusal(f"{where}: entry {k} lists the node of entry {j} again; each node once", at=where,
+                           entries=[j, k], node=ids[j])
     return ids
 
 
@@ -269,10 +270,7 @@ def _csv_parts(path: Path, n: int, labelled: np.ndarray | None) -> np.ndarray:
     known = text.isin(SPLIT_PARTS + ("",)).to_numpy()
     if not known.all():
         bad = np.flatnonzero(~known)
-        raise GraphValidationError(
-            f"column 'split': values other than train, val, test or empty at {tab.where(bad)} "
-            f"(first: {tab.df['split'].iloc[int(bad[0])]!r})"
-        )
+        raise tab.refuse("split", "values other than train, val, test or empty", bad)
     lookup = {name: i for i, name in enumerate(SPLIT_PARTS)}
     part = np.full(n, -1, dtype=np.int8)
     part[ids] = np.array([lookup.get(t, -1) for t in text], dtype=np.int8)

@@ -1,6 +1,7 @@
 """A CSV or Parquet table read for the generic loader, with the file line (CSV) or row (Parquet) of
 each row, so that every problem is reported in one line naming the file and the offending rows:
 1-based *line numbers* for CSV files (the header is line 1), 0-based *row indices* for Parquet.
+A message never quotes a cell (:meth:`_Table.refuse`: the cells go to the owner's refusal record).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from privgraph.ingest.arrow_io import read_parquet_bytes
-from privgraph.errors import GraphValidationError
+from privgraph.errors import DETAIL_LIMIT, GraphValidationError, data_refusal
 
 if TYPE_CHECKING:  # pandas is imported where a table is read: a config check reads none
     import pandas as pd
@@ -115,14 +116,24 @@ class _Table:
 
     # -- messages -----------------------------------------------------------------------------
     def where(self, rows: np.ndarray) -> str:
-        rows = np.asarray(rows, dtype=np.int64)
+        pos = self.positions(rows).tolist()
         if self.lines is not None:
-            return f"{self.path}: lines {_list(self.lines[rows].tolist())} (1-based line numbers)"
-        return f"{self.path}: rows {_list(rows.tolist())} (0-based row indices)"
+            return f"{self.path}: lines {_list(pos)} (1-based line numbers)"
+        return f"{self.path}: rows {_list(pos)} (0-based row indices)"
 
-    def _first(self, col: str, rows: np.ndarray) -> str:
-        v = self.df[col].iloc[int(rows[0])]
-        return f"(first: {col}={v.item() if isinstance(v, np.generic) else v!r})"
+    def refuse(self, col: str, rule: str, rows: np.ndarray, hint: str = "") -> GraphValidationError:
+        """``column <col>: <rule> at <where(rows)><hint>``, one line without the cells' values (the user's
+        data, maybe private), which go to the owner's record (:func:`~privgraph.errors.data_refusal`)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        cells = self.df[col].iloc[rows[:DETAIL_LIMIT]]
+        return data_refusal(f"column {col!r}: {rule} at {self.where(rows)}{hint}", file=str(self.path), column=col,
+                            **{"lines" if self.lines is not None else "rows": self.positions(rows)},
+                            values=[v.item() if isinstance(v, np.generic) else v for v in cells])
+
+    def positions(self, rows: np.ndarray) -> np.ndarray:
+        """What the messages name for ``rows``: 1-based file lines (CSV) or 0-based rows (Parquet)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return rows if self.lines is None else self.lines[rows]
 
     # -- columns ------------------------------------------------------------------------------
     def require(self, *names: str) -> None:
@@ -149,15 +160,11 @@ class _Table:
         ids = self.int_column(col)
         bad = np.flatnonzero((ids < 0) | (ids >= n))
         if bad.size:
-            raise GraphValidationError(
-                f"column {col!r}: node ids outside 0..{n - 1} at {self.where(bad)} {self._first(col, bad)}"
-            )
+            raise self.refuse(col, f"node ids outside 0..{n - 1}", bad)
         order = np.argsort(ids, kind="stable")
         dup = np.sort(order[1:][ids[order][1:] == ids[order][:-1]])
         if dup.size:
-            raise GraphValidationError(
-                f"column {col!r}: node ids listed twice at {self.where(dup)} {self._first(col, dup)}"
-            )
+            raise self.refuse(col, "node ids listed twice", dup)
         return ids
 
     def int_column(self, col: str, *, missing: int | None = None) -> np.ndarray:
@@ -177,9 +184,7 @@ class _Table:
                     v = rest.df[col].to_numpy()
                     bad = np.flatnonzero(v != np.round(v))
                     if bad.size:
-                        raise GraphValidationError(
-                            f"column {col!r}: non-integer values at {rest.where(bad)} {rest._first(col, bad)}"
-                        )
+                        raise rest.refuse(col, "non-integer values", bad)
                     rest.df[col] = v.astype(np.int64)
                 out[~empty] = rest.int_column(col)
                 return out
@@ -191,18 +196,14 @@ class _Table:
             if pd.api.types.is_unsigned_integer_dtype(s):  # uint64 beyond 2^63 - 1 would wrap negative
                 bad = np.flatnonzero(s.to_numpy() > np.iinfo(np.int64).max)
                 if bad.size:
-                    raise GraphValidationError(
-                        f"column {col!r}: integers beyond 2^63 - 1 at {self.where(bad)} {self._first(col, bad)}"
-                    )
+                    raise self.refuse(col, "integers beyond 2^63 - 1", bad)
             return s.to_numpy(dtype=np.int64)
         if self.lines is not None and (s.dtype == object or pd.api.types.is_string_dtype(s)):
             text = s.astype(str)  # CSV text; a typed format (Parquet) must store integers
             ok = text.str.fullmatch(_INT_RE).to_numpy(dtype=bool)
             if not ok.all():
                 bad = np.flatnonzero(~ok)
-                raise GraphValidationError(
-                    f"column {col!r}: non-integer values at {self.where(bad)} {self._first(col, bad)}"
-                )
+                raise self.refuse(col, "non-integer values", bad)
             return text.str.strip().astype(np.int64).to_numpy()
         raise GraphValidationError(
             f"{self.path}: column {col!r} has type {s.dtype}, expected integers"
@@ -219,10 +220,7 @@ class _Table:
             v = s.to_numpy(dtype=np.int64)
             bad = np.flatnonzero((v != 0) & (v != 1))
             if bad.size:
-                raise GraphValidationError(
-                    f"column {col!r}: expected booleans (true/false or 1/0), got other integers at "
-                    f"{self.where(bad)} {self._first(col, bad)}"
-                )
+                raise self.refuse(col, "expected booleans (true/false or 1/0), got other integers", bad)
             return v == 1
         if self.lines is not None and (s.dtype == object or pd.api.types.is_string_dtype(s)):
             text = s.astype(str).str.strip().str.lower()
@@ -230,9 +228,6 @@ class _Table:
             ok = is_true | text.isin(_FALSE).to_numpy()
             if not ok.all():
                 bad = np.flatnonzero(~ok)
-                raise GraphValidationError(
-                    f"column {col!r}: expected booleans (true/false or 1/0) at "
-                    f"{self.where(bad)} {self._first(col, bad)}"
-                )
+                raise self.refuse(col, "expected booleans (true/false or 1/0)", bad)
             return is_true
         raise GraphValidationError(f"{self.path}: column {col!r} has type {s.dtype}, expected booleans")

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from privgraph.ingest.datasets.graph_set import GraphSet, split_private_users
-from privgraph.errors import DatasetNotFoundError, GraphValidationError
+from privgraph.errors import DatasetNotFoundError, GraphValidationError, data_refusal
 from privgraph.graph import GraphData
 
 __all__ = ["load_tu", "write_tu", "tu_files"]
@@ -95,21 +95,19 @@ def _read_table(
         if width is None:
             width = len(fields)
         if len(fields) != width:
-            raise GraphValidationError(
-                f"{path}: line {lineno}: expected {width} comma-separated values ({what}), "
-                f"found {len(fields)}: {line.strip()[:60]!r}"
-            )
+            raise data_refusal(f"{path}: line {lineno}: expected {width} comma-separated values ({what}), "
+                               f"found {len(fields)}", file=str(path), line=lineno, text=line.strip()[:200])
         try:
             vals = [int(f) if kind == "int" else float(f) for f in fields]
         except ValueError:
-            raise GraphValidationError(
-                f"{path}: line {lineno}: expected {'integers' if kind == 'int' else 'numbers'} ({what}), "
-                f"got {line.strip()[:60]!r}"
-            ) from None
+            raise data_refusal(f"{path}: line {lineno}: expected {'integers' if kind == 'int' else 'numbers'} ({what})",
+                               file=str(path), line=lineno, text=line.strip()[:200]) from None
         if kind == "float" and not all(np.isfinite(vals)):
-            raise GraphValidationError(f"{path}: line {lineno}: NaN or infinite value ({what}): {line.strip()[:60]!r}")
+            raise data_refusal(f"{path}: line {lineno}: NaN or infinite value ({what})", file=str(path), line=lineno,
+                               text=line.strip()[:200])
         if kind == "int" and any(abs(v) >= 2**63 for v in vals):
-            raise GraphValidationError(f"{path}: line {lineno}: integer out of range ({what}): {line.strip()[:60]!r}")
+            raise data_refusal(f"{path}: line {lineno}: integer out of range ({what})", file=str(path), line=lineno,
+                               text=line.strip()[:200])
         rows.append(vals)
         lines.append(lineno)
     if not rows:
@@ -136,17 +134,13 @@ def _check_indicator(ind: np.ndarray, lines: np.ndarray, ind_path: Path, lab_pat
     bad = np.flatnonzero((ind < 1) | (ind > num_graphs))
     if bad.size:
         i = int(bad[0])
-        raise GraphValidationError(
-            f"{ind_path}: line {lines[i]}: graph id {int(ind[i])} out of range 1..{num_graphs} "
-            f"({lab_path.name} has {num_graphs} labels)"
-        )
+        raise data_refusal(f"{ind_path}: line {lines[i]}: a graph id out of range 1..{num_graphs} "
+                           f"({lab_path.name} has {num_graphs} labels)", file=str(ind_path), line=lines[i], id=ind[i])
     dec = np.flatnonzero(np.diff(ind) < 0)
     if dec.size:
         i = int(dec[0]) + 1
-        raise GraphValidationError(
-            f"{ind_path}: line {lines[i]}: graph id {int(ind[i])} after {int(ind[i - 1])}; "
-            "nodes must be listed graph by graph (ids non-decreasing)"
-        )
+        raise data_refusal(f"{ind_path}: line {lines[i]}: a graph id below the line before's; nodes must be listed "
+                           "graph by graph (ids non-decreasing)", file=str(ind_path), line=lines[i], ids=ind[i - 1:i + 1])
     counts = np.bincount(ind - 1, minlength=num_graphs)
     empty = np.flatnonzero(counts == 0)
     if empty.size:
@@ -191,17 +185,15 @@ def _check_edge_rows(edges: np.ndarray, a_lines: np.ndarray, a_path: Path, ind_p
     out = np.flatnonzero(((edges < 0) | (edges >= num_nodes_total)).any(0))
     if out.size:
         i = int(out[0])
-        raise GraphValidationError(
-            f"{a_path}: line {a_lines[i]}: node id out of range 1..{num_nodes_total} "
-            f"(edge {int(edges[0, i]) + 1}, {int(edges[1, i]) + 1}; {ind_path.name} lists {num_nodes_total} nodes)"
-        )
+        raise data_refusal(f"{a_path}: line {a_lines[i]}: node id out of range 1..{num_nodes_total} "
+                           f"({ind_path.name} lists {num_nodes_total} nodes)", file=str(a_path), line=a_lines[i],
+                           edge=edges[:, i] + 1)
     cross = np.flatnonzero(g_of[edges[0]] != g_of[edges[1]])
     if cross.size:
         i = int(cross[0])
         u, v = int(edges[0, i]), int(edges[1, i])
-        raise GraphValidationError(
-            f"{a_path}: line {a_lines[i]}: edge {u + 1}, {v + 1} joins graph {g_of[u] + 1} and graph {g_of[v] + 1}"
-        )
+        raise data_refusal(f"{a_path}: line {a_lines[i]}: an edge joins two graphs", file=str(a_path),
+                           line=a_lines[i], edge=[u + 1, v + 1], graphs=[g_of[u] + 1, g_of[v] + 1])
 
 
 def _split_by_graph(
@@ -273,9 +265,8 @@ def load_tu(
 
     values, y = np.unique(graph_labels, return_inverse=True)
     if values.size < 2:
-        raise GraphValidationError(
-            f"{lab_path}: all {num_graphs} graphs have label {int(values[0])}; at least 2 classes needed"
-        )
+        raise data_refusal(f"{lab_path}: all {num_graphs} graphs have one label; at least 2 classes needed",
+                           file=str(lab_path), label=values[0])
     meta = {
         "name": name,
         "source": f"TUDataset raw files in {d}",
@@ -286,7 +277,7 @@ def load_tu(
     try:
         graph_set = GraphSet(tuple(graphs), y.astype(np.int64), name, meta)
     except GraphValidationError as exc:
-        raise GraphValidationError(f"{lab_path}: {exc}") from exc
+        raise GraphValidationError(f"{lab_path}: {exc}", private_detail=exc.private_detail) from exc
     return split_private_users(graph_set, private_fraction, seed=split_seed)
 
 
