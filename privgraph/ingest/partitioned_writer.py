@@ -23,7 +23,6 @@ import json
 import math
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,8 @@ from privgraph.ingest.datasets.generic import (
     _read_labels, check_generic_files)
 from privgraph.ingest.datasets.split import read_node_split
 from privgraph.ingest.datasets.table import _list, _suffix, _Table
-from privgraph.ingest.partitioned_destination import RemoteDestination, claim_local, refuse_existing
+from privgraph.ingest.ingest_claims import open_destination, release_claim
+from privgraph.ingest.partitioned_destination import refuse_existing
 from privgraph.ingest.partitioned_graph import (
     DEFAULT_RANGE_SIZE, EDGE_SCHEMA, GRAPH_FILE, PartitionedGraph, node_schema, range_file)
 
@@ -513,6 +513,7 @@ def write_partitioned_graph(
     destination: Path | str,
     range_size: int = DEFAULT_RANGE_SIZE,
     progress: Callable[[str], None] | None = None,
+    private_records: Path | str | None = None,
 ) -> PartitionedGraph:
     """Write the graph of the generic loader's files (and a split file) as a partitioned graph at
     ``destination``, in memory bounded by one batch and one range (docs/partitioned-input.md).
@@ -520,16 +521,15 @@ def write_partitioned_graph(
     Args:
         edges, features, labels, num_nodes, private_column: as
             :func:`~privgraph.ingest.datasets.generic.load_generic` takes them.
-        split: a ``.json`` / ``.csv`` split file, as
-            :func:`~privgraph.ingest.datasets.split.read_node_split` reads it.
+        split: a ``.json`` / ``.csv`` split file, as :func:`~privgraph.ingest.datasets.split.read_node_split` reads it.
         destination: a local directory that must not exist, or a URI (``s3://bucket/prefix``;
             credentials and endpoint as pyarrow reads them) under which no object exists yet.
         range_size: nodes per range (the last may be shorter).
         progress: called with one line per finished stage (public metadata only).
+        private_records: the owner's records, where the ingest is claimed while it runs (:mod:`~privgraph.ingest.ingest_claims`).
 
     Returns:
-        PartitionedGraph: the graph written (``load_partitioned_graph(destination)`` equals
-        ``load_generic`` on the same files, with the split).
+        PartitionedGraph: the graph written (loaded, it equals ``load_generic`` on the files, with the split).
 
     Raises:
         ConfigError: a bad ``range_size``, or the destination (or ``.<name>.tmp`` beside it) exists.
@@ -538,8 +538,7 @@ def write_partitioned_graph(
     """
     say = progress or (lambda line: None)
     ins = _check_arguments(edges, features, labels, split, num_nodes, private_column, destination, range_size)
-    remote = RemoteDestination(ins.destination) if isinstance(ins.destination, str) else None
-    tmp = Path(tempfile.mkdtemp(prefix="privgraph-ingest-")) if remote else claim_local(ins.destination)  # type: ignore[arg-type]
+    remote, tmp, claim = open_destination(ins.destination, private_records)
     try:
         nodes = _open_nodes(ins)
         known = ins.num_nodes if ins.num_nodes is not None else nodes.rows()
@@ -580,4 +579,6 @@ def write_partitioned_graph(
             remote.abort()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        release_claim(claim)
     return graph
