@@ -89,9 +89,9 @@ def _stream(h: _Hash, chunks: Iterable[np.ndarray], dtype: Any, nbytes: int, wha
     """Hash the chunks' bytes (as ``dtype``, C order), which must add up to ``nbytes``."""
     got = 0
     for c in chunks:
-        b = np.ascontiguousarray(c, dtype=dtype).tobytes()
-        h.update(b)
-        got += len(b)
+        b = np.ascontiguousarray(c, dtype=dtype)
+        h.update(memoryview(b.reshape(-1)).cast("B"))  # its bytes, not copied
+        got += b.nbytes
     if got != nbytes:
         raise GraphValidationError(f"{what}: {got} bytes read where a first pass counted {nbytes}; the graph "
                                    "changed while it was read")
