@@ -75,11 +75,12 @@ def _cli(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subpr
                           timeout=300, env={**os.environ, **(env or {}), "COLUMNS": "200"})
 
 
-def _terminated(proc: subprocess.Popen) -> str:
-    """SIGTERM ``proc``; its stderr, once it exited 143 with ``interrupted`` as its last line."""
-    proc.send_signal(signal.SIGTERM)
+def _terminated(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> str:
+    """Signal ``proc``; its stderr, once it exited 143 (SIGTERM) or 130 (SIGINT, Ctrl-C) with
+    ``interrupted`` as its last line."""
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 143, (proc.returncode, out, err)
+    assert proc.returncode == (143 if sig == signal.SIGTERM else 130), (proc.returncode, out, err)
     assert err.splitlines()[-1] == "interrupted" and "Traceback" not in err, err
     return err
 
@@ -103,11 +104,12 @@ def _keys(s3: tuple[Any, str, str], prefix: str) -> list[str]:
 
 
 # -- SIGTERM: everything removed --------------------------------------------------------------------
-def test_sigterm_mid_ingest_removes_everything(tmp_path: Path, big_edges: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_sigterm_or_ctrl_c_mid_ingest_removes_everything(tmp_path: Path, big_edges: Path, sig: int) -> None:
     proc = _ingest(big_edges, str(tmp_path / "g"), tmp_path)
     _when(lambda: (tmp_path / ".g.tmp" / "nodes" / "range-00000.parquet").exists(), proc, "a range written")
     assert len(_claims(tmp_path)) == 1  # the ingest in progress is claimed
-    _terminated(proc)
+    _terminated(proc, sig)
     assert not (tmp_path / ".g.tmp").exists() and not (tmp_path / "g").exists()
     assert _claims(tmp_path) == [] and _temps(tmp_path) == []
 
