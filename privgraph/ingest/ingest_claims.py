@@ -34,6 +34,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
+from privgraph.errors import ConfigError
 from privgraph.guarantee.private_files import write_private_file
 from privgraph.ingest.partitioned_destination import RemoteDestination, claim_local
 from privgraph.ingest.partitioned_graph import GRAPH_FILE, _filesystem, _named
@@ -90,12 +91,17 @@ def _same_destination(destination: Path | str) -> str:
 
 
 def claim_ingest(private_records: str | os.PathLike[str], destination: Path | str, temp: Path) -> Path:
-    """Record this process's ingest into ``destination``, writing into ``temp``; returns the claim."""
+    """Record this process's ingest into ``destination``, writing into ``temp``; returns the claim.
+    Raises ConfigError (one line, exit 2) when ``private_records`` cannot hold it."""
     pid = os.getpid()
     body = {"host": _host(), "pid": pid, "started": _start_time(pid), "temp": str(Path(temp).absolute()),
             "temp_id": _dir_id(temp), "destination": str(destination)}
     path = Path(private_records) / CLAIMS_DIR / f"{_host()}-{pid}-{secrets.token_hex(4)}.json"
-    write_private_file(path, (json.dumps(body, indent=1) + "\n").encode())
+    try:
+        write_private_file(path, (json.dumps(body, indent=1) + "\n").encode())
+    except OSError as exc:
+        raise ConfigError(f"--private-records {private_records}: cannot record the ingest there "
+                          f"({exc.strerror or type(exc).__name__})") from None
     return path
 
 
