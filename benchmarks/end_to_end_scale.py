@@ -18,7 +18,8 @@ timed stage by stage:
   eps 1 + DPRR eps 1: partition, the owner's staged input, the mechanisms, the version's objects
   written by the tasks into a local store's parts area;
 * ``digests``: the manifest's public fingerprint and the owner's keyed identity of the input
-  (:func:`~privgraph.publish.input_digests.input_digests`: a task each, side by side);
+  (:func:`~privgraph.publish.input_digests.input_digests`: the fingerprint a task, the identity
+  in the client, where the owner's key stays, side by side);
 * ``checkpoint``: :func:`~privgraph.validate.run_checkpoint_from_summaries` over the partitions'
   summaries (in the client, as in the flow);
 * ``store``: :func:`~privgraph.privatize.partitioned.commit_release_parts` and the manifest

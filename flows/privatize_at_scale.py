@@ -5,9 +5,10 @@ ingest (``graph.json`` only) -> partition, privatize and write the version's obj
 executor's tasks: :func:`tasks.privatize.privatize_partitioned`) -> validate (the checkpoint over
 the partitions' summaries) -> stage (the parts committed unread) -> evaluate (the staged version's
 parts, on the executor's workers: :func:`tasks.evaluate.evaluate_at_scale`) -> the owner's private
-record -> publish. The manifest's public fingerprint and the record's keyed identity are streamed
-by a task each. What the flow process holds: metadata, checksums, per-partition summaries and the
-evaluation's per-run scores.
+record -> publish. The manifest's public fingerprint is streamed by a task; the record's keyed
+identity here, side by side, one range at a time (the owner's key never leaves this process).
+What the flow process holds: metadata, checksums, per-partition summaries, one range while it
+computes the identity, and the evaluation's per-run scores.
 """
 
 from __future__ import annotations

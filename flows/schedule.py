@@ -6,8 +6,10 @@ concurrency limit of one run (:data:`ONE_RUN_AT_A_TIME`): a scheduled run that w
 the pipeline's previous run is still going is cancelled, not stacked. One ``serve`` per pipeline:
 a second one is refused while the first polls (:func:`check_not_served`). Stopped by SIGTERM or
 Ctrl-C, ``serve`` cancels the runs it was executing (any left Running, their process gone, end
-Crashed: :func:`end_interrupted_runs`; either frees their concurrency slot), hands the runs it had claimed but not started back to the schedule
-(:func:`release_claimed_runs`) instead of leaving them Pending, and pauses the schedules.
+Crashed: :func:`end_interrupted_runs`, with a message that says what the store holds of the run:
+the version it published, or nothing; either frees their concurrency slot), hands the runs it had
+claimed but not started back to the schedule (:func:`release_claimed_runs`) instead of leaving
+them Pending, and pauses the schedules.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from prefect.client.schemas.filters import (
     DeploymentFilter,
     DeploymentFilterName,
     FlowRunFilter,
+    FlowRunFilterStartTime,
     FlowRunFilterState,
     FlowRunFilterStateType,
 )
@@ -31,8 +34,11 @@ from prefect.schedules import Cron
 from prefect.states import Crashed, Scheduled
 
 from flows.privatize import privatize_flow
+from privgraph.config.loader import load_config
 from privgraph.config.pipeline import PipelinesConfig
 from privgraph.errors import ConfigError
+from privgraph.publish.storage import open_store
+from privgraph.validate.preflight import resolve_store
 
 #: one run of a pipeline at a time; a run that collides with a running one is cancelled
 ONE_RUN_AT_A_TIME = ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW)
@@ -83,19 +89,25 @@ def check_not_served(deployments: list[Any]) -> None:
                 )
 
 
+def _runs(client: Any, deployments: list[Any], states: list[str], since: dt.datetime | None = None) -> list[Any]:
+    """The runs of ``deployments`` whose state type is one of ``states`` (started at or after
+    ``since`` when given), newest first."""
+    return client.read_flow_runs(
+        deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=[d.name for d in deployments])),
+        flow_run_filter=FlowRunFilter(
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType(s) for s in states])),
+            start_time=None if since is None else FlowRunFilterStartTime(after_=since)),
+        sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=200,
+    )
+
+
 def _set_runs(deployments: list[Any], states: list[str], new_state: Any, *, force: bool) -> list[str]:
-    """Set every run of ``deployments`` whose state type is one of ``states`` to ``new_state()``;
+    """Set every run of ``deployments`` whose state type is one of ``states`` to ``new_state(run)``;
     returns their names."""
     names = []
     with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(
-            deployment_filter=DeploymentFilter(name=DeploymentFilterName(any_=[d.name for d in deployments])),
-            flow_run_filter=FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
-                any_=[StateType(s) for s in states]))),
-            sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=200,
-        )
-        for run in runs:
-            client.set_flow_run_state(run.id, new_state(), force=force)
+        for run in _runs(client, deployments, states):
+            client.set_flow_run_state(run.id, new_state(run), force=force)
             names.append(run.name)
     return names
 
@@ -103,26 +115,90 @@ def _set_runs(deployments: list[Any], states: list[str], new_state: Any, *, forc
 def release_claimed_runs(deployments: list[Any]) -> list[str]:
     """Hand the runs of ``deployments`` that were claimed but not started (Pending) back to the
     schedule (Scheduled, now), so that the next ``serve`` runs them; returns their names."""
-    return _set_runs(deployments, ["PENDING"], lambda: Scheduled(scheduled_time=dt.datetime.now(dt.timezone.utc)),
+    return _set_runs(deployments, ["PENDING"], lambda run: Scheduled(scheduled_time=dt.datetime.now(dt.timezone.utc)),
                      force=True)
+
+
+def published_versions(run: Any) -> list[str]:
+    """What a privatize run published, as its store says (a version exists once its manifest
+    does): ``["<pipeline>/<version>"]`` for the version its name carries (runs are named
+    ``<pipeline>/<version>`` once the version is staged) if that version's manifest is in the
+    store, else ``[]``; for a run never so named (the rename failed), the pipeline's versions
+    created since the run started. Raises what loading its configuration or reading its store
+    raises."""
+    params = run.parameters or {}
+    pipeline = params["pipeline"]
+    cfg = load_config(params.get("config_path", "pipelines.yaml")).get(pipeline)
+    stored = open_store(resolve_store(cfg, params.get("store"))).list_versions(pipeline)
+    name = run.name or ""
+    if name.startswith(f"{pipeline}/"):
+        return [f"{pipeline}/{i.version}" for i in stored if i.version == name.partition("/")[2]]
+    since = run.start_time
+    return [f"{pipeline}/{i.version}" for i in stored
+            if since is not None and dt.datetime.fromisoformat(i.created.replace("Z", "+00:00")) >= since]
+
+
+def _interrupted(run: Any) -> str:
+    """The Crashed message of a run ``serve`` stopped: what its store holds of it."""
+    stopped = "privgraph serve was stopped while this run executed"
+    try:
+        published = published_versions(run)
+    except Exception as exc:  # noqa: BLE001 - a message, never a second failure
+        return (f"{stopped}; whether it published a version is unknown: its store could not be read "
+                f"({type(exc).__name__}); `privgraph artifacts list` says")
+    if published:
+        return (f"{stopped}; {', '.join(published)} was published (its manifest is in the store; this run's ledger "
+                "and metrics artifacts may be missing: `privgraph artifacts show VERSION` shows them)")
+    return f"{stopped}; nothing was published (the store holds no manifest of this run's version)"
 
 
 def end_interrupted_runs(deployments: list[Any]) -> list[str]:
     """The runs of ``deployments`` still Running or Cancelling after ``serve`` stopped (their
     process went with it) set to Crashed, so that they release the deployment's concurrency slot
-    (a run left Running held it: every new run was cancelled until its lease expired); returns
-    their names. Nothing of such a run was published: the manifest is its last write."""
-    return _set_runs(deployments, ["RUNNING", "CANCELLING"],
-                     lambda: Crashed(message="privgraph serve was stopped while this run executed; nothing was published"),
-                     force=False)
+    (a run left Running held it: every new run was cancelled until its lease expired), with a
+    message that says what the store holds of each (:func:`published_versions`: a run stopped
+    after its manifest was written HAS published its version). Returns ``"<run name>: <message
+    after the first '; '>"`` for each."""
+    said: list[str] = []
+
+    def crashed(run: Any) -> Any:
+        message = _interrupted(run)
+        said.append(f"{run.name}: {message.partition('; ')[2]}")
+        return Crashed(message=message)
+
+    _set_runs(deployments, ["RUNNING", "CANCELLING"], crashed, force=False)
+    return said
 
 
-def serve(deployments: list[Any]) -> tuple[list[str], list[str]]:  # pragma: no cover - blocks until interrupted
+def published_by_stopped_runs(deployments: list[Any], since: dt.datetime, skip: list[str]) -> list[str]:
+    """``"<run name>: <pipeline>/<version> was published"`` for each run of ``deployments`` started
+    since ``since`` that ended Cancelled or Crashed (the runner cancels the runs it executes when
+    ``serve`` stops) after its version's manifest was written, as the store says
+    (:func:`published_versions`); runs named in ``skip`` (ended by :func:`end_interrupted_runs`,
+    whose message says it) and runs whose store cannot be read are left out."""
+    said = []
+    with get_client(sync_client=True) as client:
+        runs = _runs(client, deployments, ["CANCELLED", "CRASHED"], since)
+    for run in runs:
+        if run.name in skip:
+            continue
+        try:
+            published = published_versions(run)
+        except Exception:  # noqa: BLE001 - a report, never a failure
+            continue
+        if published:
+            said.append(f"{run.name}: {', '.join(published)} was published")
+    return said
+
+
+def serve(deployments: list[Any]) -> tuple[list[str], list[str], list[str]]:  # pragma: no cover - blocks until interrupted
     """Serve the deployments from this process (a Prefect server must be reachable) until SIGTERM
     or Ctrl-C; the runner cancels the runs it started (those still Running then end Crashed:
-    :func:`end_interrupted_runs`), then hand back the
-    runs it had claimed (:func:`release_claimed_runs`) and pause the deployments' schedules.
-    Returns the names of the runs ended and of those handed back."""
+    :func:`end_interrupted_runs`), then hand back the runs it had claimed
+    (:func:`release_claimed_runs`) and pause the deployments' schedules. Returns what was said of
+    the runs ended, the names of those handed back, and what the store says the runs stopped in
+    another way had published (:func:`published_by_stopped_runs`)."""
+    started = dt.datetime.now(dt.timezone.utc)
     runner = _quiet_runner_class()(pause_on_shutdown=True)
     for d in deployments:
         runner.add_deployment(d)
@@ -130,7 +206,9 @@ def serve(deployments: list[Any]) -> tuple[list[str], list[str]]:  # pragma: no 
         asyncio.run(runner.start())
     except KeyboardInterrupt:  # Ctrl-C: the runner's context has stopped it
         pass
-    return end_interrupted_runs(deployments), release_claimed_runs(deployments)
+    ended = end_interrupted_runs(deployments)
+    published = published_by_stopped_runs(deployments, started, [e.partition(": ")[0] for e in ended])
+    return ended, release_claimed_runs(deployments), published
 
 
 def _quiet_runner_class() -> type:

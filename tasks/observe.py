@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from prefect import get_run_logger
 
-from privgraph.config.pipeline import DaskConfig
+from privgraph.config.pipeline import DaskConfig, cleartext_remote
 from privgraph.privatize.parallel import Executor
 from tasks.dask_executor import open_executor
 from privgraph.evaluate.progress import ProgressCallback, ProgressEvent, broadcast
@@ -36,11 +36,17 @@ def prefect_progress() -> ProgressCallback:
 def logged_executor(kind: str, dask: DaskConfig, name: str | None = None) -> Iterator[Executor]:
     """:func:`tasks.dask_executor.open_executor` for a pipeline, logged.
 
-    With a Dask client, the dashboard link is logged and, when ``name`` (the pipeline's or
-    comparison's) is given, published as the link artifact ``<name>-dask-dashboard`` (a link to
-    the cluster's dashboard on this machine: nothing of the data).
+    A ``tcp://`` (or scheme-less) address of another machine is warned about first, one line
+    (:func:`~privgraph.config.pipeline.cleartext_remote`). With a Dask client, the dashboard link
+    is logged and, when ``name`` (the pipeline's or comparison's) is given, published as the link
+    artifact ``<name>-dask-dashboard`` (a link to the cluster's dashboard on this machine: nothing
+    of the data).
     """
     logger = get_run_logger()
+    if kind == "dask" and cleartext_remote(dask.address):
+        logger.warning("dask.address %s is a cleartext tcp:// link to another machine: the tasks' seeds and the "
+                       "owner's staging paths cross it unencrypted; a remote cluster requires tls:// "
+                       "(docs/production.md, Running on a Dask cluster)", dask.address)
     with open_executor(kind, address=dask.address, n_workers=dask.n_workers,
                        threads_per_worker=dask.threads_per_worker) as ex:
         info = ex.describe()

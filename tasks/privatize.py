@@ -81,9 +81,9 @@ def privatize_partitioned(
 ) -> tuple[PartitionedGraphRelease, str, str]:
     """A partitioned graph, never read in this process: its partition, release and version objects
     written by the executor's tasks (:func:`privgraph.ingest.partitioned_release.privatize_partitioned_graph`),
-    then the public fingerprint of its input and the owner's keyed identity of it, streamed by a
-    task each, side by side. Returns ``(release, fingerprint, identity)``; the identity is
-    private-record material, never logged."""
+    then the public fingerprint of its input (a task) and the owner's keyed identity of it (here,
+    where the owner's key stays), streamed side by side. Returns ``(release, fingerprint,
+    identity)``; the identity is private-record material, never logged."""
     features, edges, labels = _mechanisms(config, None)
     with private_refusals(config.private_records, name), logged_executor(config.executor, config.dask, name) as ex:
         release = privatize_partitioned_graph(

@@ -12,16 +12,19 @@ from typing import Any
 
 class SpawnExecutor:
     """``map`` over a spawn-context ``ProcessPoolExecutor``; ``largest_sent`` / ``largest_received``:
-    the largest pickled payload (with the shared arguments) and result so far, in bytes."""
+    the largest pickled payload (with the shared arguments) and result so far, in bytes; ``sent``:
+    every map's function, payloads, seeds and shared arguments, pickled (what left the client)."""
 
     name = "spawn"
 
     def __init__(self, pool: ProcessPoolExecutor) -> None:
         self.pool = pool
         self.largest_sent = self.largest_received = 0
+        self.sent: list[bytes] = []
 
     def map(self, fn, payloads, seeds, shared):  # type: ignore[no-untyped-def]
         self.largest_sent = max(self.largest_sent, len(pickle.dumps((payloads, shared))))
+        self.sent.append(pickle.dumps((fn, payloads, seeds, shared)))
         out = list(self.pool.map(_call, [(fn, p, s, shared) for p, s in zip(payloads, seeds, strict=True)]))
         self.largest_received = max([self.largest_received, *(len(pickle.dumps(r)) for r in out)])
         return out

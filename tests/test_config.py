@@ -275,3 +275,19 @@ def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
 
     merge = "x: &d {a: 1, b: 2}\ny:\n  <<: *d\n  a: 3\n"
     assert yaml.load(merge, Loader=_UniqueKeyLoader) == {"x": {"a": 1, "b": 2}, "y": {"a": 3, "b": 2}}
+
+
+@pytest.mark.parametrize(("address", "cleartext_remote"), [
+    (None, False), ("tcp://127.0.0.1:8786", False), ("127.0.0.1:8786", False), ("tcp://127.4.5.6:1", False),
+    ("tcp://localhost:8786", False), ("tcp://[::1]:8786", False), ("tls://scheduler:8786", False),
+    ("tls://10.0.0.5:8786", False), ("tcp://scheduler:8786", True), ("scheduler:8786", True),
+    ("tcp://10.0.0.5:8786", True), ("tcp://[fe80::1]:8786", True), ("tcp://dask-scheduler:8786", True),
+])
+def test_a_cleartext_link_to_another_machine_is_recognised(address, cleartext_remote):
+    """dask.address: tcp:// (or no scheme) to a host that is not loopback is what the run warns
+    about (docs/production.md: a remote cluster requires tls://); the address is accepted either way."""
+    from privgraph.config.pipeline import DaskConfig
+    from privgraph.config.pipeline import cleartext_remote as check
+
+    assert DaskConfig(address=address).address == address
+    assert check(address) is cleartext_remote

@@ -1,6 +1,7 @@
-"""The public input fingerprint and the owner's keyed identity of a partitioned graph, streamed on a
-task: equal to the in-memory values of the loaded graph for every shape of declaration, the
-fingerprint blind to private edges and rows, and the client never reading the graph."""
+"""The public input fingerprint and the owner's keyed identity of a partitioned graph, streamed: equal
+to the in-memory values of the loaded graph for every shape of declaration, the fingerprint blind
+to private edges and rows and computed by a task that the client never helps by reading the graph,
+the identity computed in the client, its key sent to no task."""
 
 from __future__ import annotations
 
@@ -191,14 +192,12 @@ def test_refusals(tmp_path):
         public_fingerprint_of(graph, "generic")  # type: ignore[arg-type]
 
 
-def test_the_client_never_reads_the_graph(tmp_path, monkeypatch):
-    """The client's readers of ranges and of the whole graph raise; the tasks run in a spawned
-    process; what goes to the task and comes back stays small (a 2,000-node graph)."""
+def test_the_client_never_reads_the_graph_for_the_fingerprint(tmp_path, monkeypatch):
+    """The client's readers of ranges and of the whole graph raise; the fingerprint's task runs in a
+    spawned process; what goes to the task and comes back stays small (a 2,000-node graph)."""
     graph = _graph(tmp_path, 500, n=2000, m=6000)
-    loaded = load_partitioned_graph(graph.path)
     d = _disclosure("random-size")
-    want = d.fingerprint(loaded), loaded.keyed_digest(KEY)
-    del loaded
+    want = d.fingerprint(load_partitioned_graph(graph.path))
 
     def refuse(*args: Any, **kw: Any) -> Any:
         raise AssertionError("the client read the graph")
@@ -211,26 +210,70 @@ def test_the_client_never_reads_the_graph(tmp_path, monkeypatch):
                     monkeypatch.setattr(module, name, refuse)
         monkeypatch.setattr(np, "load", refuse)
         ex = SpawnExecutor(pool)
-        graph = open_partitioned_graph(graph.path)
-        got = public_fingerprint_of(graph, d, executor=ex), keyed_identity_of(graph, KEY, executor=ex)
-        assert input_digests(graph, d, KEY, executor=ex) == got
+        got = public_fingerprint_of(open_partitioned_graph(graph.path), d, executor=ex)
         monkeypatch.undo()
     assert got == want
     assert 0 < ex.largest_sent < 4096 and 0 < ex.largest_received < 4096
 
 
+def _assert_sent_no_secret(sent: list[bytes], key: bytes, identity: str) -> None:
+    """No pickled map holds the key, nor the identity (an HMAC under it) as hex or as bytes."""
+    assert sent  # not vacuous: the fingerprint's task was sent
+    for blob in sent:
+        assert key not in blob
+        assert identity.encode() not in blob and bytes.fromhex(identity) not in blob
+
+
+def test_the_key_and_any_hmac_stay_in_the_client(tmp_path):
+    """input_digests, the flow's call, with its fingerprint's task in a spawned process: every map
+    sent to the executor (function, payloads, seeds, shared arguments, pickled) holds neither the
+    key nor an HMAC under it; the values are the in-memory ones."""
+    graph = _graph(tmp_path, 500, n=2000, m=6000)
+    loaded = load_partitioned_graph(graph.path)
+    d = _disclosure("random-size")
+    want = d.fingerprint(loaded), loaded.keyed_digest(KEY)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        ex = SpawnExecutor(pool)
+        got = input_digests(open_partitioned_graph(graph.path), d, KEY, executor=ex)
+    assert got == want
+    assert len(ex.sent) == 1  # one map: the fingerprint's task
+    _assert_sent_no_secret(ex.sent, KEY, got[1])
+
+
+def test_input_digests_raises_the_fingerprints_error(tmp_path):
+    """A declaration that refuses the graph (rule all with features) fails the fingerprint while the
+    identity succeeds: input_digests raises the fingerprint's error, as public_fingerprint_of does."""
+    graph = _graph(tmp_path, 50)
+    d = _disclosure("rule-all-charged")
+    with pytest.raises((ConfigError, ValueError)) as want:
+        public_fingerprint_of(graph, d)
+    with pytest.raises(type(want.value), match="^" + re.escape(str(want.value)) + "$"):
+        input_digests(graph, d, KEY)
+
+
 @pytest.mark.dask
 def test_the_same_values_on_a_dask_worker(tmp_path):
+    import pickle
+
     from tasks.dask_executor import DaskExecutor
 
     graph = _graph(tmp_path, 40)
     d = _disclosure("random-size")
+    sent: list[bytes] = []
     with DaskExecutor(n_workers=2, threads_per_worker=1) as ex:
-        got = public_fingerprint_of(graph, d, executor=ex), keyed_identity_of(graph, KEY, executor=ex)
-        both = input_digests(graph, d, KEY, executor=ex)  # the flow's call: the two tasks side by side
+        dask_map = ex.map
+
+        def recording_map(fn, payloads, seeds, shared):  # type: ignore[no-untyped-def]
+            sent.append(pickle.dumps((fn, payloads, seeds, shared)))
+            return dask_map(fn, payloads, seeds, shared)
+
+        ex.map = recording_map  # type: ignore[method-assign]
+        got = public_fingerprint_of(graph, d, executor=ex)
+        both = input_digests(graph, d, KEY, executor=ex)  # the flow's call: the task and the identity side by side
     want = (public_fingerprint_of(graph, d), keyed_identity_of(graph, KEY))
-    assert got == want and both == want
-    assert input_digests(graph, d, KEY) == want  # serially, without an executor
+    assert got == want[0] and both == want
+    assert input_digests(graph, d, KEY) == want  # without an executor
+    _assert_sent_no_secret(sent, KEY, want[1])
 
 
 def test_input_digests_refuses_before_reading(tmp_path, monkeypatch):

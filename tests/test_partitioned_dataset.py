@@ -163,7 +163,7 @@ def _s3_objects(s3: Any) -> tuple[dict[str, str], dict[str, Any]]:
 def test_the_scale_path_publishes_the_files_layouts_version(data: Path, tmp_path: Path,
                                                              prefect_server_env: dict[str, str], moto_endpoint: str) -> None:
     """``partitions.layout: files`` without evaluation: the partitioned dataset takes the path on
-    which the flow process never reads the graph (flows/privatize_at_scale.py); its version holds
+    which the flow process never holds the graph (flows/privatize_at_scale.py); its version holds
     the same objects, counts, ledger, stats and validation as the generic files' run through the
     in-memory files layout, and its private record the keyed identity. The same with the graph in
     one bucket and the store in another (moto's server): the tasks read the ranges and write the

@@ -385,7 +385,8 @@ def test_the_ingest_writes_into_an_s3_bucket_all_or_nothing(tmp_path, moto_endpo
     monkeypatch.undo()
 
     r = subprocess.run([sys.executable, "-m", "privgraph.cli", "ingest", str(files["edges"]),
-                        f"s3://testing:testing@{bucket}/graphs/cli{query}", "--range-size", "25"],
+                        f"s3://testing:testing@{bucket}/graphs/cli{query}", "--range-size", "25",
+                        "--private-records", str(tmp_path / "private")],
                        cwd=REPO, capture_output=True, text=True, timeout=120, env={**os.environ, **aws, "COLUMNS": "200"})
     assert r.returncode == 0, r.stderr
     assert f" into s3://{bucket}/graphs/cli (" in r.stdout and "testing" not in r.stdout + r.stderr, r.stdout
@@ -397,7 +398,7 @@ def test_the_ingest_command_prints_public_metadata_only_and_fails_in_one_line(tm
     files = _files(tmp_path, n=60, m=90)
     cmd = [sys.executable, "-m", "privgraph.cli", "ingest", str(files["edges"]), str(tmp_path / "g"),
            "--features", str(files["features"]), "--labels", str(files["labels"]), "--split", str(files["split"]),
-           "--range-size", "25"]
+           "--range-size", "25", "--private-records", str(tmp_path / "private")]
     env = {**os.environ, "COLUMNS": "200"}
     r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr

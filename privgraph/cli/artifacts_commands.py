@@ -17,7 +17,7 @@ from privgraph.cli.console import err, out
 from privgraph.cli.failures import _errors
 from privgraph.cli.options import _PRIVATE_RECORDS_HELP, _PUBLIC_KEY_HELP, _default_store
 from privgraph.cli.tables import _print_ledger, _print_metrics
-from privgraph.errors import ArtifactIntegrityError, ConfigError, one_line
+from privgraph.errors import ArtifactIntegrityError, ConfigError, InfrastructureError, one_line
 
 
 def _published_store(uri: str | None) -> Any:
@@ -228,21 +228,44 @@ def artifacts_gc(
     private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
 ) -> None:
     """Remove staged versions a killed run left behind (objects without a manifest), the parts
-    areas of partitioned releases never committed, and the raw partitioned input a killed run
-    left in the owner's staging area; published versions are never touched."""
+    areas of partitioned releases never committed, the raw partitioned input a killed run left in
+    the owner's staging area, and what a killed `privgraph ingest` left (its temporary directory;
+    the range objects under a URI destination without graph.json); published versions and
+    ingested graphs are never touched."""
+    verb = "would remove" if dry_run else "removed"
     with _errors():
-        from privgraph.publish.storage import gc_staged  # lazy: CLI start-up
-
         if isinstance(min_age_hours, bool) or not min_age_hours >= 0:
             raise ConfigError(f"--min-age-hours must be >= 0, got {min_age_hours}")
+        from privgraph.ingest.ingest_claims import sweep_ingests  # lazy: CLI start-up (pyarrow)
         from privgraph.privatize.partitioned import sweep_staging  # lazy: CLI start-up
+        from privgraph.publish.storage import gc_staged  # lazy: CLI start-up
 
-        removed = gc_staged(_published_store(store), dt.timedelta(hours=min_age_hours), dry_run=dry_run)
+        # the owner's raw leftovers first: their removal needs no store
         inputs = sweep_staging(Path(private_records) / "staging", dt.timedelta(hours=min_age_hours), dry_run=dry_run)
-    verb = "would remove" if dry_run else "removed"
+        for d in inputs:
+            out.print(f"{verb} a killed run's partitioned input {escape(str(d))}", highlight=False)
+        ingests = sweep_ingests(private_records, dry_run=dry_run)
+        _print_ingests(ingests, dry_run)
+        removed = gc_staged(_published_store(store), dt.timedelta(hours=min_age_hours), dry_run=dry_run)
     for p, v in removed:
         out.print(f"{verb} staged {escape(p)}/{v}", highlight=False)
-    for d in inputs:
-        out.print(f"{verb} a killed run's partitioned input {escape(str(d))}", highlight=False)
-    out.print(f"{len(removed)} staged version(s) {verb}" + (f", {len(inputs)} staged input(s)" if inputs else ""),
-              highlight=False)
+    out.print(f"{len(removed)} staged version(s) {verb}" + (f", {len(inputs)} staged input(s)" if inputs else "")
+              + (f", {len(ingests)} killed ingest(s)" if ingests else ""), highlight=False)
+    failed = [s for s in ingests if s.error]
+    if failed:
+        with _errors():
+            raise InfrastructureError(
+                f"{failed[0].destination}: the range objects a killed ingest uploaded could not be deleted "
+                f"({failed[0].error}); its claim is kept: run `privgraph artifacts gc` again"
+                + (f" ({len(failed) - 1} more such ingest(s))" if len(failed) > 1 else ""))
+
+
+def _print_ingests(ingests: list[Any], dry_run: bool) -> None:
+    """One line per killed ingest swept (:func:`privgraph.ingest.ingest_claims.sweep_ingests`)."""
+    verb = "would remove" if dry_run else "removed"
+    for s in ingests:
+        what = [f"its temporary directory {s.temp}"] if s.temp else []
+        if s.objects and not s.error:
+            what.append(f"{s.objects} range object(s) under it (no graph.json there)")
+        out.print(escape(f"{verb} a killed ingest's leftovers in {s.destination}: " + ("; ".join(what) or "none")),
+                  highlight=False, soft_wrap=True)

@@ -1,5 +1,6 @@
-"""How a failed command ends: one line on stderr and its documented exit code (``_errors``), and
-the filters that keep Prefect's log handlers free of known-failure tracebacks and of other
+"""How a failed command ends: one line on stderr and its documented exit code (``_errors``; an
+interrupt: ``interrupted``, exit 130 for Ctrl-C, 143 for SIGTERM where :func:`sigterm_interrupts`
+makes SIGTERM one), and the filters that keep Prefect's log handlers free of known-failure tracebacks and of other
 libraries' INFO chatter (``_quiet_prefect``)."""
 
 from __future__ import annotations
@@ -7,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 from collections.abc import Iterator
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -16,6 +19,8 @@ from privgraph.cli.console import err
 from privgraph.errors import exit_code_for, one_line
 
 EXIT_INTERNAL = 1  # an unexpected exception: a bug in privgraph
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2
+EXIT_TERMINATED = 143  # SIGTERM, where the command turns it into an interrupt: 128 + 15
 _LAST_ERROR: dict[str, str] = {}  # the last failure's one line, for `run --ci`
 
 
@@ -37,9 +42,9 @@ def _errors() -> Iterator[None]:
         yield
     except (typer.Exit, typer.Abort):
         raise
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         err.print("interrupted", highlight=False)
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED) from None
     except Exception as exc:
         if os.environ.get("PRIVGRAPH_DEBUG"):
             raise
@@ -47,6 +52,27 @@ def _errors() -> Iterator[None]:
         _LAST_ERROR["message"] = msg
         err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
         raise typer.Exit(code) from None
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the main thread is, as Ctrl-C raises ``KeyboardInterrupt``: every
+    cleanup an interrupt runs (``except BaseException``, ``finally``) runs for it too."""
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Inside the block, SIGTERM raises :class:`Terminated` (once: a second one is ignored, so the
+    cleanup the first started is not cut short); the previous handler is restored after."""
+
+    def handler(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class _NoTracebackForKnownErrors(logging.Filter):

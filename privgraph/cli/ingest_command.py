@@ -3,7 +3,10 @@ the app in :mod:`privgraph.cli`). Its output is a published channel: it prints t
 node count, the range layout and the destination (public metadata of the format), never a
 statistic of private data (no private edge count, no label counts). A refusal names the file,
 row and column; the values it leaves out (a bad row's edge, label, id) go to the owner's record
-``<--private-records>/ingest/refusals/<UTC time>.json`` (mode 0600), whose path the line gives."""
+``<--private-records>/ingest/refusals/<UTC time>.json`` (mode 0600), whose path the line gives.
+Ctrl-C and SIGTERM remove everything it wrote (``interrupted``, exit 130 and 143); what a kill -9
+leaves is claimed under ``--private-records`` for ``privgraph artifacts gc``
+(:mod:`privgraph.ingest.ingest_claims`)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import typer
 from rich.markup import escape
 
 from privgraph.cli.console import err, out
-from privgraph.cli.failures import _errors
+from privgraph.cli.failures import _errors, sigterm_interrupts
 from privgraph.cli.options import _PRIVATE_RECORDS_HELP
 from privgraph.errors import PrivgraphError, one_line
 from privgraph.guarantee.redaction import redact_uri
@@ -44,15 +47,18 @@ def ingest(
     drop_cut_edges: bool = typer.Option(False, "--drop-cut-edges", help="drop the edges between split parts "
                                         "(options.drop_cut_edges)"),
     private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP
-                                        + "; a refusal's values go to its ingest/refusals/"),
+                                        + "; a refusal's values go to its ingest/refusals/, and the ingest is "
+                                        "claimed there while it runs, so that `privgraph artifacts gc` finds what "
+                                        "a kill -9 leaves"),
 ) -> None:
     """Write a graph larger than memory as a partitioned graph (privgraph-partitioned-graph/1):
     EDGES (and the features, labels and split) read in batches, checked as the generic loader
     checks them, written range by range into DESTINATION (docs/partitioned-input.md). The dataset
     options that the path at scale refuses in pipelines.yaml (rho, train/val, drop_cut_edges and
-    their seeds) are applied here, by the in-memory loader's rules."""
+    their seeds) are applied here, by the in-memory loader's rules. Ctrl-C or SIGTERM removes what
+    it wrote (exit 130 or 143)."""
     t0 = time.perf_counter()
-    with _errors():
+    with _errors(), sigterm_interrupts():
         from privgraph.ingest.partitioned_graph import DEFAULT_RANGE_SIZE  # lazy: CLI start-up (pyarrow)
         from privgraph.ingest.partitioned_options import IngestOptions  # lazy: CLI start-up
         from privgraph.ingest.partitioned_writer import write_partitioned_graph  # lazy: CLI start-up
@@ -64,7 +70,7 @@ def ingest(
                 range_size=DEFAULT_RANGE_SIZE if range_size is None else range_size,
                 options=IngestOptions(rho=rho, split_seed=split_seed, train=train, val=val,
                                       node_split_seed=node_split_seed, drop_cut_edges=drop_cut_edges),
-                progress=lambda line: err.print(escape(line), highlight=False),
+                progress=lambda line: err.print(escape(line), highlight=False), private_records=private_records,
             )
         except PrivgraphError as exc:
             raise _kept_for_the_owner(exc, private_records) from None

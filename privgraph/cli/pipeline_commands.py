@@ -230,8 +230,9 @@ def serve(
 
     Deployments ``<pipeline>-served``, one run of a pipeline at a time (a run that would start
     while the previous one still runs is cancelled); one ``serve`` per pipeline. On SIGTERM or
-    Ctrl-C: the executing run is cancelled (nothing of it published), a run left Running ends as
-    Crashed, claimed runs go back to the schedule, and the schedules are paused until the next
+    Ctrl-C: the executing run is cancelled, a run left Running ends as Crashed with a message that
+    says what the store holds of it (the version it published, once its manifest was written, or
+    nothing), claimed runs go back to the schedule, and the schedules are paused until the next
     ``serve``."""
     with _errors():
         from privgraph.config.loader import load_config  # lazy: CLI start-up
@@ -253,10 +254,13 @@ def serve(
         deployments = pipeline_deployments(cfg, names, str(config.resolve()), cron=cron, evaluate=evaluate)
         check_not_served(deployments)
         err.print(f"serving {escape(', '.join(d.name for d in deployments))}; Ctrl-C to stop", highlight=False)
-        ended, released = serve_deployments(deployments)
+        ended, released, published = serve_deployments(deployments)
+        if published:  # the runner cancelled them after their manifest was written: they published
+            err.print(f"stopped; {len(published)} run(s) stopped after their version was published, as the store "
+                      f"says: {escape('; '.join(published))}", highlight=False, soft_wrap=True)
         if ended:
-            err.print(f"stopped; {len(ended)} run(s) left Running by this process ended as Crashed, nothing of them "
-                      f"published: {escape(', '.join(ended))}", highlight=False, soft_wrap=True)
+            err.print(f"stopped; {len(ended)} run(s) left Running by this process ended as Crashed, as the store "
+                      f"says: {escape('; '.join(ended))}", highlight=False, soft_wrap=True)
         if released:
             err.print(f"stopped; {len(released)} claimed run(s) handed back to the schedule: {escape(', '.join(released))}",
                       highlight=False, soft_wrap=True)

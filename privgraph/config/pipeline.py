@@ -8,6 +8,7 @@ YAML path of the fault, e.g. ``pipelines.cora.features.epsilon: must be finite, 
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from collections.abc import Mapping
@@ -126,6 +127,22 @@ class PartitionConfig(_Strict):
 
 
 _DASK_ADDRESS = re.compile(r"^(?:(?:tcp|tls)://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
+
+
+def cleartext_remote(address: str | None) -> bool:
+    """Whether a Dask scheduler ``address`` is a cleartext link to another machine: ``tcp://`` (or
+    no scheme) and a host that is not loopback (``localhost``, ``127.0.0.0/8``, ``::1``; a name is
+    not resolved). The link carries the tasks' seeds and the owner's staging paths: a remote
+    cluster needs ``tls://`` (docs/production.md, "Running on a Dask cluster")."""
+    if address is None or address.strip().startswith("tls://"):
+        return False
+    host = address.strip().removeprefix("tcp://").rsplit(":", 1)[0].strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: another machine, as far as this check knows
+        return True
 
 
 class DaskConfig(_Strict):

@@ -24,7 +24,6 @@ import json
 import math
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,8 +41,9 @@ from privgraph.ingest.datasets.generic import (
     _read_labels, check_generic_files)
 from privgraph.ingest.datasets.split import node_parts, read_node_split
 from privgraph.ingest.datasets.table import _suffix, _Table
+from privgraph.ingest.ingest_claims import open_destination, release_claim
 from privgraph.ingest.input_batches import EdgeBatch, NpyRows, edge_batches
-from privgraph.ingest.partitioned_destination import RemoteDestination, claim_local, refuse_existing
+from privgraph.ingest.partitioned_destination import RemoteDestination, refuse_existing
 from privgraph.ingest.partitioned_graph import (
     DEFAULT_RANGE_SIZE, EDGE_SCHEMA, GRAPH_FILE, PartitionedGraph, node_schema, range_file)
 from privgraph.ingest.partitioned_options import EdgePlan, IngestOptions, plan_edges
@@ -411,6 +411,7 @@ def write_partitioned_graph(
     range_size: int = DEFAULT_RANGE_SIZE,
     options: IngestOptions | None = None,
     progress: Callable[[str], None] | None = None,
+    private_records: Path | str | None = None,
 ) -> PartitionedGraph:
     """Write the graph of the generic loader's files (and a split file) as a partitioned graph at
     ``destination``, in memory bounded by one batch and one range (docs/partitioned-input.md).
@@ -418,8 +419,7 @@ def write_partitioned_graph(
     Args:
         edges, features, labels, num_nodes, private_column: as
             :func:`~privgraph.ingest.datasets.generic.load_generic` takes them.
-        split: a ``.json`` / ``.csv`` split file, as
-            :func:`~privgraph.ingest.datasets.split.read_node_split` reads it.
+        split: a ``.json`` / ``.csv`` split file, as :func:`~privgraph.ingest.datasets.split.read_node_split` reads it.
         destination: a local directory that must not exist, or a URI (``s3://bucket/prefix``;
             credentials and endpoint as pyarrow reads them) under which no object exists yet.
         range_size: nodes per range (the last may be shorter).
@@ -427,10 +427,10 @@ def write_partitioned_graph(
             dropped, rho's private edges: :mod:`~privgraph.ingest.partitioned_options`), as the
             in-memory loader applies them.
         progress: called with one line per finished stage (public metadata only).
+        private_records: the owner's records, where the ingest is claimed while it runs (:mod:`~privgraph.ingest.ingest_claims`).
 
     Returns:
-        PartitionedGraph: the graph written (``load_partitioned_graph(destination)`` equals
-        ``load_generic`` on the same files, with the split).
+        PartitionedGraph: the graph written (loaded, it equals ``load_generic`` on the files, with the split).
 
     Raises:
         ConfigError: a bad ``range_size``, or the destination (or ``.<name>.tmp`` beside it) exists.
@@ -439,8 +439,7 @@ def write_partitioned_graph(
     """
     say = progress or (lambda line: None)
     ins = _check_arguments(edges, features, labels, split, num_nodes, private_column, destination, range_size, options)
-    remote = RemoteDestination(ins.destination) if isinstance(ins.destination, str) else None
-    tmp = Path(tempfile.mkdtemp(prefix="privgraph-ingest-")) if remote else claim_local(ins.destination)  # type: ignore[arg-type]
+    remote, tmp, claim = open_destination(ins.destination, private_records)
     try:
         graph = _write_ranges(ins, tmp, remote, say)
         meta = (json.dumps(graph.metadata(), indent=2) + "\n").encode()
@@ -457,4 +456,6 @@ def write_partitioned_graph(
             remote.abort()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        release_claim(claim)
     return graph

@@ -1,5 +1,5 @@
 """The manifest's public input fingerprint and the owner's keyed identity of a PARTITIONED graph,
-computed by streaming its ranges on a worker: the client never holds the graph.
+computed by streaming its ranges, one range at a time:
 
 * :func:`public_fingerprint_of` equals ``disclosure.fingerprint(load_partitioned_graph(path))``
   (:meth:`~privgraph.config.disclosure.Disclosure.fingerprint`);
@@ -7,17 +7,21 @@ computed by streaming its ranges on a worker: the client never holds the graph.
   (:meth:`~privgraph.graph.GraphData.keyed_digest`; ``"hmac-sha256:" +`` it is the private
   record's ``input_identity``).
 
-Each runs as ONE task through :func:`~privgraph.privatize.parallel.map_partitions` (serially
-without an executor, on a Dask worker with one) and returns a hex string; :func:`input_digests`
-runs the two as one map, side by side on two workers (the flow's call). The task hashes the
-same bytes in the same order as the in-memory definition: an array's header needs its shape, so
-counts come from a first pass over the ranges; a ``[2, m]`` edge array in C order is every first
-end, then every second end (two passes). Memory: one range at a time, plus the arrays that the
-definition makes O(n) anyway: a boolean ``[n]`` of V_pri (``private_nodes``) and, under a
-``scores.public_nodes`` rule with a features mechanism, the rule's selection, which is computed
-by the same code as :class:`~privgraph.config.disclosure.Disclosure` on the node table WITHOUT
-features or edges (labels and split: 11 bytes a node) and kept as the selected ids. The rows of
-``x`` are read only in ranges holding a public feature row.
+The fingerprint (public inputs only) runs as ONE task through
+:func:`~privgraph.privatize.parallel.map_partitions` (serially without an executor, on a Dask
+worker with one). The keyed identity is computed in the CALLING process, always: the owner's
+HMAC key never leaves it (no task, no executor, no wire receives it or any HMAC under it; a
+per-run derived key would not do: whoever saw it and the digest on a cleartext link could test
+candidate graphs). :func:`input_digests`, the flow's call, submits the fingerprint's task first and
+streams the identity here meanwhile, side by side. Both hash the same bytes in the same order as
+the in-memory definitions: an array's header needs its shape, so counts come from a first pass
+over the ranges; a ``[2, m]`` edge array in C order is every first end, then every second end
+(two passes). Memory: one range at a time, plus the arrays that the definition makes O(n)
+anyway: a boolean ``[n]`` of V_pri (``private_nodes``) and, under a ``scores.public_nodes`` rule
+with a features mechanism, the rule's selection, which is computed by the same code as
+:class:`~privgraph.config.disclosure.Disclosure` on the node table WITHOUT features or edges
+(labels and split: 11 bytes a node) and kept as the selected ids. The rows of ``x`` are read only
+in ranges holding a public feature row.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import numpy as np
@@ -86,9 +91,9 @@ def _stream(h: _Hash, chunks: Iterable[np.ndarray], dtype: Any, nbytes: int, wha
     """Hash the chunks' bytes (as ``dtype``, C order), which must add up to ``nbytes``."""
     got = 0
     for c in chunks:
-        b = np.ascontiguousarray(c, dtype=dtype).tobytes()
-        h.update(b)
-        got += len(b)
+        b = np.ascontiguousarray(c, dtype=dtype)
+        h.update(memoryview(b.reshape(-1)).cast("B"))  # its bytes, not copied
+        got += b.nbytes
     if got != nbytes:
         raise GraphValidationError(f"{what}: {got} bytes read where a first pass counted {nbytes}; the graph "
                                    "changed while it was read")
@@ -242,9 +247,8 @@ def _keyed_array(h: _Hash, name: str, dtype: Any, shape: tuple[int, ...], chunks
     _stream(h, chunks, dtype, _nbytes(dtype, shape), name)
 
 
-def _keyed_task(payload: tuple[PartitionedGraph, bytes], seed: Any) -> str:
-    """The task: :meth:`GraphData.keyed_digest` of the whole graph, streamed (``seed`` unused)."""
-    graph, key = payload
+def _keyed_identity(graph: PartitionedGraph, key: bytes) -> str:
+    """:meth:`GraphData.keyed_digest` of the whole graph, streamed in this process."""
     n, ranges = graph.num_nodes, range(graph.num_ranges)
     h = hmac.new(key, digestmod=hashlib.sha256)
     h.update(f"n={n}".encode())
@@ -271,33 +275,36 @@ def _keyed_task(payload: tuple[PartitionedGraph, bytes], seed: Any) -> str:
     return h.hexdigest()
 
 
-def keyed_identity_of(graph: PartitionedGraph, key: bytes, *, executor: Executor | None = None) -> str:
+def keyed_identity_of(graph: PartitionedGraph, key: bytes) -> str:
     """HMAC-SHA256 under ``key`` over every array of a partitioned graph (private ones included),
-    computed on a worker by streaming the ranges: equals
+    computed in THIS process by streaming the ranges (one at a time): equals
     ``load_partitioned_graph(graph.path).keyed_digest(key)``. Private-record material only
-    (``"hmac-sha256:" +`` it is the record's ``input_identity``); ``key`` travels to the worker."""
+    (``"hmac-sha256:" +`` it is the record's ``input_identity``); ``key`` never leaves this process."""
     _check_graph(graph)
     _check_key(key)
-    return map_partitions(_keyed_task, [(graph, bytes(key))], [np.random.SeedSequence(0)], executor=executor)[0]
+    return _keyed_identity(graph, bytes(key))
 
 
 # -- both, side by side ----------------------------------------------------------------------------------
-def _digest_task(payload: tuple[str, PartitionedGraph, Any], seed: Any) -> str:
-    """The task of :func:`input_digests`: ``("fingerprint", graph, disclosure)`` or ``("identity", graph, key)``."""
-    kind, graph, arg = payload
-    return (_fingerprint_task if kind == "fingerprint" else _keyed_task)((graph, arg), seed)
-
-
 def input_digests(graph: PartitionedGraph, disclosure: Disclosure, key: bytes, *,
                   executor: Executor | None = None) -> tuple[str, str]:
-    """``(public_fingerprint_of(graph, disclosure), keyed_identity_of(graph, key))`` as ONE map of
-    two tasks: on an executor with two or more workers they stream the ranges side by side (each
-    digest is one hash over one stream, so a task each is as parallel as they get). Raises what
-    the two functions raise, before any range is read."""
+    """``(public_fingerprint_of(graph, disclosure, executor=executor), keyed_identity_of(graph, key))``
+    side by side: the fingerprint's task is submitted first (from a thread of this process), the
+    identity streamed here meanwhile, then the fingerprint gathered. The executor receives the
+    graph's metadata and the declaration only: never ``key``, never an HMAC. Raises what the two
+    functions raise (the fingerprint's error first), before any range is read for a bad argument."""
     _check_graph(graph)
     _check_disclosure(disclosure)
     _check_key(key)
-    fingerprint, identity = map_partitions(
-        _digest_task, [("fingerprint", graph, disclosure), ("identity", graph, bytes(key))],
-        [np.random.SeedSequence(0)] * 2, executor=executor)
-    return fingerprint, identity
+    pool = ThreadPoolExecutor(1, thread_name_prefix="privgraph-fingerprint")
+    try:
+        fingerprint = pool.submit(public_fingerprint_of, graph, disclosure, executor=executor)
+        try:
+            identity = _keyed_identity(graph, bytes(key))
+        except Exception:
+            if (failed := fingerprint.exception()) is not None:
+                raise failed from None
+            raise
+        return fingerprint.result(), identity
+    finally:  # an interrupt does not wait for the task (closing the executor ends its wait)
+        pool.shutdown(wait=False)

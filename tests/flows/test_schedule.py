@@ -409,3 +409,154 @@ def test_sigterm_while_a_run_executes_ends_it_frees_the_slot_and_pauses_the_sche
             end = _wait("the new run ends", lambda: (lambda s: s if s in final else None)(
                 asyncio.run(_flow_run(fresh.id)).state_type.value), diag)
             assert end == "COMPLETED", f"{end}: the slot of the stopped run was not released{diag()}"
+
+
+class _HoldingProxy:
+    """A TCP proxy in front of the Prefect API that holds the first request ``hold(request_line)``
+    picks (its bytes wait here, its client waits for an answer) until :meth:`release`: a Prefect
+    API that is slow at one chosen moment of a run."""
+
+    def __init__(self, upstream_port: int, hold: Callable[[str], bool]) -> None:
+        import socket
+        import threading
+
+        self.upstream, self.hold = upstream_port, hold
+        self.held = threading.Event()
+        self._released = threading.Event()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/api"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def release(self) -> None:
+        self._released.set()
+
+    def close(self) -> None:
+        self._released.set()
+        self.sock.close()
+
+    def _accept(self) -> None:
+        import threading
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: Any) -> None:
+        import socket
+        import threading
+
+        up = socket.create_connection(("127.0.0.1", self.upstream))
+
+        def pump(src: Any, dst: Any, inspect: bool) -> None:
+            try:
+                while data := src.recv(65536):
+                    if inspect and not self.held.is_set() and any(
+                            self.hold(line.decode("latin-1")) for line in data.split(b"\r\n") if line[:5] == b"POST "):
+                        self.held.set()
+                        self._released.wait()
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                with contextlib.suppress(OSError):
+                    dst.shutdown(socket.SHUT_WR)
+
+        threading.Thread(target=pump, args=(up, conn, False), daemon=True).start()
+        pump(conn, up, True)
+
+
+@pytest.mark.server
+@pytest.mark.flow
+@pytest.mark.parametrize("to", ["serve", "its process group"])
+def test_sigterm_after_the_manifest_says_the_version_was_published(tmp_path: Path, to: str) -> None:
+    """Issue 56 (6): SIGTERM to `serve` (or to its process group) while its run, which has written
+    its version's manifest, waits for the Prefect API to take its ledger artifact: `serve` says on
+    stderr that the version was published (the store holds its manifest), and the run's final
+    state never says that nothing was (Crashed by `serve`: its message names the version)."""
+    cfg = _fast_pipelines(tmp_path)
+    name = "privatize/nightly-served"
+    manifests = lambda: list((tmp_path / "store").glob("nightly/*/manifest.json"))  # noqa: E731
+    with prefect_server(tmp_path) as server, _client_of(server):
+        proxy = _HoldingProxy(server.port, lambda line: "/api/artifacts/" in line and bool(manifests()))
+        log = tmp_path / "serve.log"
+        with log.open("w") as out:
+            first = subprocess.Popen(
+                [str(BIN / "privgraph"), "serve", "nightly", "--config", str(cfg), "--cron", "0 0 1 1 *"],
+                cwd=tmp_path, env={**server.client_env(), "PREFECT_API_URL": proxy.url}, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True)
+        diag = lambda: f"\n--- serve ---\n{_tail(log)}\n--- prefect server ---\n{server.tail()}"  # noqa: E731
+        try:
+            _until_served(name, diag)
+            run = asyncio.run(_create_run(asyncio.run(_deployment(name)).id))
+            _wait("the manifest written and the ledger artifact held", proxy.held.is_set, diag)
+            (version,) = [m.parent.name for m in manifests()]
+            (os.kill if to == "serve" else os.killpg)(first.pid, signal.SIGTERM)
+            time.sleep(1)
+            proxy.release()
+            _wait("serve exits", lambda: first.poll() is not None, diag)
+            assert first.returncode == 0, diag()
+        finally:
+            proxy.close()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(first.pid, signal.SIGKILL)
+            first.wait(timeout=30)
+        ended = asyncio.run(_flow_run(run.id))
+        message = ended.state.message or ""
+        text = log.read_text()
+        state = ended.state_type.value
+        assert state in ("CRASHED", "CANCELLED") and "nothing was published" not in message, f"{state}: {message}{diag()}"
+        assert f"nightly/{version} was published" in text, diag()
+        if state == "CRASHED":
+            assert f"nightly/{version} was published (its manifest is in the store" in message, f"{message}{diag()}"
+
+
+@pytest.mark.server
+@pytest.mark.flow
+def test_runs_left_running_end_crashed_saying_what_the_store_holds(tmp_path: Path) -> None:
+    """Issue 56 (6), the runs `serve` ends itself (left Running or Cancelling when it stopped): one
+    named after a version whose manifest is in the store ends Crashed saying that version was
+    published; one named after a version that was only staged, and one never named after a
+    version (which started after every stored version was created), say that nothing was."""
+    import datetime as dt
+
+    from prefect.client.orchestration import get_client
+    from prefect.states import Running
+
+    from flows.schedule import end_interrupted_runs, pipeline_deployments, published_by_stopped_runs
+    from privgraph.config.loader import load_config
+
+    cfg = _fast_pipelines(tmp_path)
+    with prefect_server(tmp_path, scheduling=False) as server, _client_of(server):
+        r = subprocess.run([str(BIN / "privgraph"), "run", "nightly", "--config", str(cfg), "--no-evaluate", "--json"],
+                           cwd=tmp_path, env=server.client_env(), capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        version = json.loads(r.stdout.strip().splitlines()[-1])["version"]
+        since = dt.datetime.now(dt.timezone.utc)
+        (d,) = pipeline_deployments(load_config(cfg), ["nightly"], str(cfg), cron="0 0 1 1 *")
+        dep = d.apply()
+        names = {"published": f"nightly/{version}", "staged": "nightly/20260101T000000000000Z-0123456789ab",
+                 "unnamed": "nightly"}
+        runs = {}
+        with get_client(sync_client=True) as client:
+            for what, name in names.items():
+                runs[what] = client.create_flow_run_from_deployment(dep)
+                client.update_flow_run(runs[what].id, name=name)
+                client.set_flow_run_state(runs[what].id, Running(), force=True)
+        said = end_interrupted_runs([d])
+        ended = {what: asyncio.run(_flow_run(run.id)).state for what, run in runs.items()}
+        # what `serve` says of the runs stopped otherwise (the runner cancels them): the same store reading
+        stopped = published_by_stopped_runs([d], since, skip=[]), published_by_stopped_runs([d], since, skip=[names["published"]])
+    assert {s.type.value for s in ended.values()} == {"CRASHED"}
+    head = "privgraph serve was stopped while this run executed; "
+    assert ended["published"].message == head + (
+        f"nightly/{version} was published (its manifest is in the store; this run's ledger and metrics artifacts "
+        "may be missing: `privgraph artifacts show VERSION` shows them)")
+    for what in ("staged", "unnamed"):
+        assert ended[what].message == head + "nothing was published (the store holds no manifest of this run's version)"
+    assert sorted(said) == sorted(f"{name}: {ended[what].message.partition('; ')[2]}" for what, name in names.items())
+    assert stopped == ([f"nightly/{version}: nightly/{version} was published"], [])
