@@ -124,11 +124,13 @@ def test_an_option_a_path_does_not_honour_is_refused_at_load(tmp_path, root, key
 
 
 # -- honoured cells: real runs ------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def harness():
-    from tests.prefect_server import owned_prefect_test_harness
+@pytest.fixture
+def harness(prefect_server_env: dict[str, str]):
+    """The flows in this process report to the session's Prefect server (one per xdist worker,
+    shared with the CLI tests): no server of this module's own to start."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with owned_prefect_test_harness():
+    with temporary_settings(updates={PREFECT_API_URL: prefect_server_env["PREFECT_API_URL"]}):
         yield
 
 

@@ -90,15 +90,14 @@ def _edit_range(path: Path, column: str, row: int, value: Any, **more: Any) -> N
 
 
 # -- running the CLI, reading every channel --------------------------------------------------------------
-@pytest.fixture(scope="module")
-def api_url() -> Any:
-    """The module's own Prefect API (its server in a subprocess), which the CLI's runs report to."""
-    from prefect.settings import PREFECT_API_URL
+@pytest.fixture
+def api_url(prefect_server_env: dict[str, str]) -> Any:
+    """The session's Prefect API (its server in a subprocess, one per xdist worker), which the
+    CLI's runs report to and this process reads back (each run's rows told apart by their ids)."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from tests.prefect_server import owned_prefect_test_harness
-
-    with owned_prefect_test_harness():
-        yield PREFECT_API_URL.value()
+    with temporary_settings(updates={PREFECT_API_URL: prefect_server_env["PREFECT_API_URL"]}):
+        yield prefect_server_env["PREFECT_API_URL"]
 
 
 def _cli(args: list[str], tmp: Path, api_url: str | None = None) -> dict[str, Any]:

@@ -144,18 +144,36 @@ class _Commands:
     def __init__(self, tmp: Path, env: dict[str, str]) -> None:
         self.tmp, self.env = tmp, env
 
-    def cli(self, name: str, *args: str, ci: bool = False) -> Run:
+    def cli(self, name: str, *args: str, ci: bool = False, subprocess_: bool = False) -> Run:
+        """The command in a subprocess (``subprocess_``: one whose flow runs, so that Prefect's
+        handlers are the process's own), else in this process (a refusal before Prefect starts:
+        the same code, without a second interpreter's start-up), in ``tmp``."""
         summary = self.tmp / f"summary-{name}.md"
-        env = {**os.environ, **self.env, "GITHUB_STEP_SUMMARY": str(summary)}
-        env.pop("PRIVGRAPH_DEBUG", None)
-        r = subprocess.run([sys.executable, "-m", "privgraph.cli", *args], cwd=self.tmp, env=env,
-                           capture_output=True, text=True, timeout=300)
-        return Run(list(args), r.returncode, r.stdout, r.stderr, summary.read_text() if summary.exists() else "")
+        env = {**self.env, "GITHUB_STEP_SUMMARY": str(summary), "PRIVGRAPH_DEBUG": None}
+        if subprocess_:
+            full = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
+            r = subprocess.run([sys.executable, "-m", "privgraph.cli", *args], cwd=self.tmp, env=full,
+                               capture_output=True, text=True, timeout=300)
+            code, out, err = r.returncode, r.stdout, r.stderr
+        else:
+            from typer.testing import CliRunner
 
-    def run(self, name: str, pipeline: dict[str, Any], *more: str) -> Run:
+            from privgraph.cli import app
+
+            here = os.getcwd()
+            os.chdir(self.tmp)
+            try:
+                res = CliRunner().invoke(app, list(args), env=env)
+            finally:
+                os.chdir(here)
+            code, out, err = res.exit_code, res.stdout, res.stderr
+        return Run(list(args), code, out, err, summary.read_text() if summary.exists() else "")
+
+    def run(self, name: str, pipeline: dict[str, Any], *more: str, subprocess_: bool = False) -> Run:
         cfg = self.tmp / f"{name}.yaml"
         cfg.write_text(yaml.safe_dump({"pipelines": {name: pipeline}}))
-        return self.cli(name, "run", name, "--config", str(cfg), "--ci", "--no-evaluate", *more, ci=True)
+        return self.cli(name, "run", name, "--config", str(cfg), "--ci", "--no-evaluate", *more, ci=True,
+                        subprocess_=subprocess_)
 
 
 @pytest.fixture(scope="module")
@@ -186,8 +204,9 @@ def world(tmp_path_factory: pytest.TempPathFactory, moto_endpoint: str,
                               f"{data}/y.npy", "--split", f"{data}/split.csv", good(graphs, "g"), "--range-size", "25")
     s3.delete_object(Bucket=graphs, Key="g/edges/range-00001.parquet")  # the flow's ingest task refuses the graph
     partitioned = lambda path: {"name": "partitioned", "options": {"path": path}}  # noqa: E731
+    flow = concurrent.futures.ThreadPoolExecutor(1)  # the flow's run (a subprocess) beside the quick refusals
+    flow_run = flow.submit(c.run, "uri-flow", _pipeline(tmp, partitioned(good(graphs, "g"))), subprocess_=True)
     jobs = {
-        "run refused in the flow": lambda: c.run("uri-flow", _pipeline(tmp, partitioned(good(graphs, "g")))),
         "ingest s3 again": lambda: c.cli("ingest-again", "ingest", f"{data}/edges.csv", good(graphs, "g")),
         "ingest unparsable": lambda: c.cli("ingest-bad", "ingest", f"{data}/edges.csv", unparsable),
         "ingest no bucket": lambda: c.cli("ingest-nob", "ingest", f"{data}/edges.csv", good(f"no-such-{graphs}", "g")),
@@ -207,9 +226,9 @@ def world(tmp_path_factory: pytest.TempPathFactory, moto_endpoint: str,
            for cmd in ("list", "show", "verify", "gc")},
         "evaluate": lambda: c.cli("evaluate", "evaluate", "v1", "--store", store_uri),
     }
-    with concurrent.futures.ThreadPoolExecutor(3) as pool:  # the flow's run beside the quick refusals
-        futures = {name: pool.submit(job) for name, job in jobs.items()}
-        runs.update({name: f.result() for name, f in futures.items()})
+    runs.update({name: job() for name, job in jobs.items()})  # in this process, one at a time
+    runs["run refused in the flow"] = flow_run.result()
+    flow.shutdown()
     return {"runs": runs, "flow": _prefect_rows(prefect_server_env["PREFECT_API_URL"], "uri-flow"), "graphs": graphs,
             "uri": good(graphs, "g"), "aws": aws}
 
