@@ -47,8 +47,11 @@ def _ingest(edges: Path, destination: str, tmp: Path, env: dict[str, str] | None
     (tmp / "tmp").mkdir(exist_ok=True)
     cmd = [sys.executable, "-m", "privgraph.cli", "ingest", str(edges), destination, "--range-size", "100000",
            "--private-records", str(tmp / "private")]
+    # SIGINT at its default, as in a terminal: a process that starts with it ignored (a pytest-xdist
+    # worker's children, a background job of a script) keeps it ignored, and Ctrl-C never reaches it
     return subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {}), "TMPDIR": str(tmp / "tmp"), "COLUMNS": "200"})
+                            env={**os.environ, **(env or {}), "TMPDIR": str(tmp / "tmp"), "COLUMNS": "200"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _when(check: Callable[[], Any], proc: subprocess.Popen, what: str, timeout: float = 120) -> None:
