@@ -6,7 +6,8 @@ The exit codes are defined here, once; every command maps an exception to one of
 0     success
 2     bad input or configuration (a one-line message naming the problem and where it is)
 3     a failed validation checkpoint (budget cap exceeded, invalid output): nothing published
-4     the infrastructure failed after retries (artifact store, Prefect API, Dask cluster)
+4     the infrastructure failed after retries (artifact store, Prefect API, Dask cluster), or a
+      disk filled (the store's, an ingest's temporary directory or destination): never retried
 ====  ===================================================================================
 
 Every error a user can cause is a subclass of :class:`PrivgraphError`, so that the CLI turns it
@@ -34,6 +35,8 @@ __all__ = [
     "InfrastructureError",
     "StoreUnavailableError",
     "StoreFullError",
+    "DiskFullError",
+    "DestinationUnavailableError",
     "OrchestrationError",
     "ClusterError",
     "exit_code_for",
@@ -52,7 +55,7 @@ EXIT_CODES: dict[int, str] = {
     EXIT_OK: "success",
     EXIT_BAD_INPUT: "bad input or configuration",
     EXIT_CHECKPOINT: "a validation checkpoint failed; nothing was published",
-    EXIT_INFRASTRUCTURE: "the infrastructure (artifact store, Prefect, Dask) failed after retries",
+    EXIT_INFRASTRUCTURE: "the infrastructure (artifact store, Prefect, Dask) failed after retries, or a disk filled",
 }
 
 
@@ -126,6 +129,16 @@ class StoreUnavailableError(InfrastructureError):
 class StoreFullError(StoreUnavailableError):
     """The artifact store's disk or quota is full: not transient, so never retried; nothing is
     published and the staged objects are left for ``artifacts gc``."""
+
+
+class DiskFullError(InfrastructureError):
+    """A disk or quota outside the artifact store filled while privgraph wrote to it (``privgraph
+    ingest``'s temporary directory or destination): not transient, so never retried; the message
+    names the destination and which disk filled, and what was written is removed."""
+
+
+class DestinationUnavailableError(InfrastructureError):
+    """A destination URI's endpoint (``privgraph ingest``'s ``s3://...``) does not answer."""
 
 
 class OrchestrationError(InfrastructureError):

@@ -129,6 +129,23 @@ def facebook(facebook_root: Path):
     return load_musae_facebook(facebook_root)
 
 
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A 1 MiB tmpfs, a real file system that fills (ENOSPC): needs root and mount rights, as here
+    and on CI; skipped without them."""
+    import subprocess
+
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill: {r.stderr.strip() or r.returncode}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
 @pytest.fixture(scope="session")
 def moto_endpoint():
     """The URL of a moto S3 server on 127.0.0.1 (a free port), for the whole session."""

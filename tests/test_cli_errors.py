@@ -262,20 +262,6 @@ def test_s3_store_failure_is_one_line_before_any_data_is_read(case: Case, tmp_pa
     _check_failure(case, tmp_path, env)
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path):
-    """A 1 MiB tmpfs (needs root and mount rights; skipped without them)."""
-    mnt = tmp_path / "full"
-    mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs to fill: {r.stderr.strip() or r.returncode}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
-
-
 def test_a_disk_that_fills_while_storing_is_not_retried(tmp_path: Path, small_disk: Path) -> None:
     """Issue 45: a store whose disk fills while the version is staged: exit 4 at once, one line
     naming the store's path, no retry (it took 46 s of retries and did not name the path)."""

@@ -264,7 +264,7 @@ def test_an_existing_destination_is_never_overwritten(tmp_path):
     with pytest.raises(ConfigError, match="another ingest"):
         _write(files, tmp_path / "h")
     assert (tmp_path / ".h.tmp").exists() and not (tmp_path / "h").exists()
-    with pytest.raises(ConfigError, match="range_size"):
+    with pytest.raises(ConfigError, match="^--range-size: expected an integer in 1..2147483647"):
         _write(files, tmp_path / "i", range_size=0)
 
 
@@ -358,9 +358,9 @@ def test_the_ingest_writes_into_an_s3_bucket_all_or_nothing(tmp_path, moto_endpo
     assert graph.path == uri
     assert open_partitioned_graph(uri).metadata() == _write(files, tmp_path / "local", range_size=25).metadata()
     _assert_same_graph(load_partitioned_graph(uri), _generic(files))
-    written = keys("graphs/g/")
-    assert written == sorted(["graphs/g/graph.json"] + [f"graphs/g/{range_file(k, i)}" for k in ("nodes", "edges")
-                                                          for i in range(3)])
+    written = keys("graphs/g/")  # and the directory marker pyarrow leaves when it deletes the probe object
+    assert written == sorted(["graphs/g/", "graphs/g/graph.json"] + [f"graphs/g/{range_file(k, i)}"
+                                                                     for k in ("nodes", "edges") for i in range(3)])
     with pytest.raises(ConfigError, match=rf"^s3://{bucket}/graphs/g exists \(it holds objects"):
         _write(files, uri, range_size=25)
     assert keys("graphs/g/") == written

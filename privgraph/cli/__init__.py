@@ -2,8 +2,8 @@
 
 Exit codes (defined once, in :mod:`privgraph.errors`): 0 success; 2 bad input or configuration;
 3 a failed validation checkpoint (budget cap exceeded, invalid output); 4 the infrastructure
-(artifact store, Prefect API, Dask cluster) failed after retries; 1 only for an unexpected error,
-a bug. Every failure prints one line, never a traceback (``PRIVGRAPH_DEBUG=1`` shows it).
+(artifact store, Prefect API, Dask cluster) failed after retries, or a disk filled; 1 only for an
+unexpected error, a bug. Every failure prints one line, never a traceback (``PRIVGRAPH_DEBUG=1`` shows it).
 
 The commands live in :mod:`privgraph.cli.pipeline_commands` (``run``, ``evaluate``, ``compare``,
 ``serve``) and :mod:`privgraph.cli.artifacts_commands` (``artifacts ...``) and are registered here,

@@ -28,14 +28,15 @@ RECORD_NAME = "ingest"
 
 def ingest(
     edges: Path = typer.Argument(..., help="edge list: .csv or .parquet with columns src, dst (and a private flag)"),
-    destination: str = typer.Argument(..., help="a new directory for the partitioned graph (never overwritten), "
-                                      "or a URI such as s3://bucket/prefix under which no object exists yet"),
+    destination: str = typer.Argument(..., help="a new directory for the partitioned graph (never overwritten; "
+                                      "file:///path names one), or a URI such as s3://bucket/prefix under which no "
+                                      "object exists yet (a probe object is written and deleted there first)"),
     features: Path | None = typer.Option(None, "--features", help="features: .npy (one row per node) or .parquet"),
     labels: Path | None = typer.Option(None, "--labels", help="labels: .npy, or .csv / .parquet (one column, or id,label)"),
     split: Path | None = typer.Option(None, "--split", help="node split: .json or .csv (train / val / test)"),
-    num_nodes: int | None = typer.Option(None, "--num-nodes", help="node count (default: from the features, labels or ids)"),
+    num_nodes: int | None = typer.Option(None, "--num-nodes", help="node count, 1..2^31-1 (default: from the features, labels or ids)"),
     private_column: str | None = typer.Option(None, "--private-column", help="the edge list's private flag column (default: private, if present)"),
-    range_size: int | None = typer.Option(None, "--range-size", help="nodes per range (default: 100000)"),
+    range_size: int | None = typer.Option(None, "--range-size", help="nodes per range (default: 100000; at most 100000 ranges)"),
     rho: float | None = typer.Option(None, "--rho", help="mark round(rho * m) of the m edges private (dataset.rho's "
                                      "rule; for an edge list without a private column)"),
     split_seed: int = typer.Option(0, "--split-seed", help="seed of --rho (dataset.split_seed; never written)"),
@@ -55,8 +56,9 @@ def ingest(
     EDGES (and the features, labels and split) read in batches, checked as the generic loader
     checks them, written range by range into DESTINATION (docs/partitioned-input.md). The dataset
     options that the path at scale refuses in pipelines.yaml (rho, train/val, drop_cut_edges and
-    their seeds) are applied here, by the in-memory loader's rules. Ctrl-C or SIGTERM removes what
-    it wrote (exit 130 or 143)."""
+    their seeds) are applied here, by the in-memory loader's rules. A number outside the format's
+    bounds is refused before anything is read (exit 2); a disk that fills is exit 4. Ctrl-C or
+    SIGTERM removes what it wrote (exit 130 or 143)."""
     t0 = time.perf_counter()
     with _errors(), sigterm_interrupts():
         from privgraph.ingest.partitioned_graph import DEFAULT_RANGE_SIZE  # lazy: CLI start-up (pyarrow)

@@ -13,17 +13,22 @@ the rows of that batch or range. All or nothing: the graph is written into ``.<n
 the destination, ``graph.json`` last, and renamed; any failure removes it. A destination URI
 (``s3://bucket/prefix``, any file system pyarrow opens) must hold no object yet: each range is
 uploaded as soon as it is written (the local spill and range files live in a private temporary
-directory), ``graph.json`` last; any failure deletes what was uploaded. Reasoning, memory bound
-and figures: docs/partitioned-input.md.
+directory), ``graph.json`` last; any failure deletes what was uploaded. The numbers given are
+checked against the format's bounds before anything is read (:func:`_check_layout`); a disk that
+fills is one line, exit code 4, naming the destination and the disk (:func:`_full_disk`).
+Reasoning, memory bound and figures: docs/partitioned-input.md.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import math
+import numbers
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,9 +37,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from privgraph.errors import ConfigError, GraphValidationError
+from privgraph.errors import ConfigError, DiskFullError, GraphValidationError
 from privgraph.graph import MAX_NODES, UNLABELLED, check_edge_list
 from privgraph.guarantee.private_files import mkdir_private, write_private_file
+from privgraph.guarantee.redaction import redact_uri
 from privgraph.ingest.datasets.generic import (
     INFERRED_COUNT_CHECKED_ABOVE, _check_exists, _check_finite_features, _check_ids_number_nodes,
     _check_load_arguments, _check_row_counts, _columns, _npy_label_rows, _place_labels, _read_features,
@@ -43,13 +49,19 @@ from privgraph.ingest.datasets.split import node_parts, read_node_split
 from privgraph.ingest.datasets.table import _suffix, _Table
 from privgraph.ingest.ingest_claims import open_destination, release_claim
 from privgraph.ingest.input_batches import EdgeBatch, NpyRows, edge_batches
-from privgraph.ingest.partitioned_destination import RemoteDestination, refuse_existing
+from privgraph.ingest.partitioned_destination import RemoteDestination, refuse_existing, resolve_destination
 from privgraph.ingest.partitioned_graph import (
     DEFAULT_RANGE_SIZE, EDGE_SCHEMA, GRAPH_FILE, PartitionedGraph, node_schema, range_file)
 from privgraph.ingest.partitioned_options import EdgePlan, IngestOptions, plan_edges
 
-__all__ = ["write_partitioned_graph"]
+__all__ = ["MAX_RANGES", "write_partitioned_graph"]
 
+#: the most ranges an ingest writes: the range files keep their five-digit names (``range-00000``
+#: .. ``range-99999``), two files and one task of a run at scale per range; the format's largest
+#: graph (MAX_NODES nodes) takes ranges of 21,475 nodes or more
+MAX_RANGES = 100_000
+#: a disk or quota that filled under a write: the ingest ends (exit 4), never retried
+_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 #: one spilled edge: both ends as the file gives them, its source row (CSV line or Parquet row), the flag
 SPILL = np.dtype([("u", "<i8"), ("v", "<i8"), ("row", "<i8"), ("p", "?")])
 INVALID = "invalid"  # the fragment of edges out of range or self-loops, checked once n is known
@@ -83,8 +95,8 @@ class _Spill:
 
     def _append(self, r: int | str, rec: np.ndarray) -> None:
         fd = os.open(self.fragment(r), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            rec.tofile(f)
+        with os.fdopen(fd, "wb") as f:  # not ndarray.tofile: its short write on a full disk loses the errno
+            f.write(np.ascontiguousarray(rec).view(np.uint8))
 
     def add(self, batch: EdgeBatch) -> None:
         """Route one batch: invalid edges (negative ids, ids beyond the node count or
@@ -129,17 +141,17 @@ class _Spill:
 # -- arguments, destination -----------------------------------------------------------------------
 def _check_arguments(edges: Any, features: Any, labels: Any, split: Any, num_nodes: Any, private_column: Any,
                      destination: Any, range_size: Any, options: IngestOptions | None) -> _Inputs:
-    """The files exist, the arguments (and the dataset options) have their types and the headers
-    pass :func:`check_generic_files`."""
-    if isinstance(range_size, bool) or not isinstance(range_size, (int, np.integer)) or not 1 <= range_size <= MAX_NODES:
-        raise ConfigError(f"range_size must be an int in 1..{MAX_NODES}, got {range_size!r}")
+    """The numbers typed are in the format's bounds (:func:`_check_layout`), the files exist, the
+    arguments (and the dataset options) have their types and the headers pass
+    :func:`check_generic_files`; all before any row is read or anything is written."""
+    _check_layout(num_nodes, range_size)
     ins = _Inputs(
         edges=_check_exists(Path(edges), "edges"),
         features=None if features is None else _check_exists(Path(features), "features"),
         labels=None if labels is None else _check_exists(Path(labels), "labels"),
         split=None if split is None else _check_exists(Path(split), "split"),
         num_nodes=num_nodes, private_column=private_column,
-        destination=str(destination) if "://" in str(destination) else Path(destination).expanduser().absolute(),
+        destination=resolve_destination(destination),
         range_size=int(range_size),
         options=(options or IngestOptions()).checked(split_file=split is not None),
     )
@@ -150,6 +162,38 @@ def _check_arguments(edges: Any, features: Any, labels: Any, split: Any, num_nod
         raise ConfigError(f"--rho: {ins.edges} marks its private edges itself (column "
                           f"{private_column or 'private'!r}); give --rho or the column, not both")
     return ins
+
+
+def _check_layout(num_nodes: Any, range_size: Any) -> None:
+    """``--range-size`` and ``--num-nodes`` within the format's bounds (1 .. :data:`MAX_NODES`, what
+    the reader takes), and the ranges they make at most :data:`MAX_RANGES`; one line naming the flag.
+
+    Raises:
+        ConfigError: exit code 2, before anything is read or written.
+    """
+    for flag, value in (("--range-size", range_size), ("--num-nodes", num_nodes)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+                                  or not 1 <= value <= MAX_NODES):
+            raise ConfigError(f"{flag}: expected an integer in 1..{MAX_NODES} (the format's bound, 2^31 - 1), "
+                              f"got {value!r}")
+    if num_nodes is not None:
+        _check_node_count(int(num_nodes), int(range_size), "--num-nodes")
+
+
+def _check_node_count(n: int, range_size: int, source: str | None) -> None:
+    """``n`` nodes (given by ``source``: a flag or a file's rows; None: the largest id of the edges,
+    a value of the data that the message leaves out) are at most :data:`MAX_NODES` and make at most
+    :data:`MAX_RANGES` ranges of ``range_size``."""
+    count = f"{n} nodes ({source})" if source else "the node count the edges give"
+    if n > MAX_NODES:
+        raise ConfigError(f"{count}: more than the partitioned format holds, {MAX_NODES} (2^31 - 1)")
+    ranges = -(-n // range_size)
+    if ranges > MAX_RANGES:
+        made, fix = (f"make {ranges} ranges", f"give --range-size {-(-n // MAX_RANGES)} or more") if source else (
+            f"makes more than {MAX_RANGES} ranges",
+            f"give a larger --range-size ({-(-MAX_NODES // MAX_RANGES)} or more takes any graph)")
+        raise ConfigError(f"--range-size {range_size}: {count} {made}; an ingest writes at most {MAX_RANGES} "
+                          f"(two files each): {fix}")
 
 
 # -- nodes ----------------------------------------------------------------------------------------
@@ -372,9 +416,14 @@ def _write_ranges(ins: _Inputs, tmp: Path, remote: RemoteDestination | None, say
     returns the graph's metadata, which is written after this."""
     nodes = _open_nodes(ins)
     known = ins.num_nodes if ins.num_nodes is not None else nodes.rows()
+    if known:  # the rows of the features or labels: refused before the edges are read
+        _check_node_count(known, ins.range_size, "--num-nodes" if ins.num_nodes is not None else
+                          f"the rows of {ins.features if nodes.features is not None else ins.labels}")
     spill, where = _spill_edges(ins, tmp / ".spill", known)
     say("edges read and routed to their ranges")
     n = _node_count(ins, nodes, spill, where)
+    if not known:
+        _check_node_count(n, ins.range_size, None)
     if nodes.keyed is not None:
         nodes.labels = _place_labels(nodes.keyed[0], nodes.keyed[2], n)
         nodes.num_classes = _check_labels(ins.labels, nodes.labels, ins.range_size)
@@ -433,13 +482,24 @@ def write_partitioned_graph(
         PartitionedGraph: the graph written (loaded, it equals ``load_generic`` on the files, with the split).
 
     Raises:
-        ConfigError: a bad ``range_size``, or the destination (or ``.<name>.tmp`` beside it) exists.
+        ConfigError: ``num_nodes`` or ``range_size`` outside 1 .. MAX_NODES, more than
+            :data:`MAX_RANGES` ranges, the destination (or ``.<name>.tmp`` beside it) exists, or a
+            URI destination cannot be opened, written or cleaned up (exit code 2).
         DatasetNotFoundError, GraphValidationError: as ``load_generic`` and ``read_node_split``,
-            naming the file and rows. Nothing is left at the destination.
+            naming the file and rows.
+        DiskFullError: a disk or quota filled (exit code 4), naming the destination and the disk.
+        DestinationUnavailableError: a URI destination's endpoint does not answer (exit code 4).
+        Nothing is left at the destination.
     """
     say = progress or (lambda line: None)
     ins = _check_arguments(edges, features, labels, split, num_nodes, private_column, destination, range_size, options)
-    remote, tmp, claim = open_destination(ins.destination, private_records)
+    try:
+        remote, tmp, claim = open_destination(ins.destination, private_records)
+    except OSError as exc:  # no room for the temporary directory
+        full = _full_disk(exc, ins)
+        if full is None:
+            raise
+        raise full from None
     try:
         graph = _write_ranges(ins, tmp, remote, say)
         meta = (json.dumps(graph.metadata(), indent=2) + "\n").encode()
@@ -451,11 +511,32 @@ def write_partitioned_graph(
         if os.path.lexists(ins.destination):
             refuse_existing(ins.destination)
         os.rename(tmp, ins.destination)
-    except BaseException:
+    except BaseException as exc:
         if remote is not None:
             remote.abort()
         shutil.rmtree(tmp, ignore_errors=True)
+        full = _full_disk(exc, ins) if isinstance(exc, OSError) else None
+        if full is not None:
+            raise full from None
         raise
     finally:
         release_claim(claim)
     return graph
+
+
+def _full_disk(exc: OSError, ins: _Inputs) -> DiskFullError | None:
+    """The one-line refusal (exit code 4) of a local disk or quota that filled under the ingest
+    (ENOSPC, EDQUOT: the spill, a range, ``graph.json``), naming the destination and the disk
+    (the destination's, where ``.<name>.tmp`` lies beside it; for a URI, the local temporary
+    directory); None for another error. Called once everything written is removed."""
+    if exc.errno not in _FULL_ERRNOS:
+        return None
+    why = exc.strerror or os.strerror(exc.errno)
+    if isinstance(ins.destination, Path):
+        tmp = ins.destination.with_name(f".{ins.destination.name}.tmp")
+        return DiskFullError(f"{ins.destination}: {why} on the destination's disk (the ingest writes into {tmp}, "
+                             "beside it); nothing was left: free space there and run again")
+    return DiskFullError(f"{redact_uri(ins.destination).rstrip('/')}: {why} in the local temporary directory "
+                         f"{tempfile.gettempdir()} (the spill and each range before its upload); nothing was left, "
+                         "the objects uploaded were deleted: free space there, or set TMPDIR to a larger disk, "
+                         "and run again")
