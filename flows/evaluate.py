@@ -78,7 +78,7 @@ def evaluate_flow(
                 "input_check": "not needed: evaluated at scale from the version and the public configuration alone"}
     private, fingerprint = st.load_graph(pipeline, version, staged=staged)
     clean, _ = ingest_with_features(cfg, pipeline)
-    check_evaluable(clean, cfg.dataset.name)  # labels and a split, or one line (exit 2)
+    check_evaluable(clean, cfg.dataset.name, cfg.dataset.options)  # labels and a split, or one line (exit 2)
     identity = "staged by this run" if staged else _check_input(pipeline, version, cfg, disclosure, clean, fingerprint)
     manifest: dict[str, Any] | None = None
     if cfg.evaluate.drop:

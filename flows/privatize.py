@@ -72,10 +72,10 @@ def privatize_flow(
 
     graph, embed_record = ingest_with_features(cfg, pipeline)  # image graphs: ResNet-50 embeddings become the features
     if evaluate:  # labels and a split, or a one-line refusal before anything is privatized
-        check_evaluable(graph, cfg.dataset.name)
+        check_evaluable(graph, cfg.dataset.name, cfg.dataset.options)
         not_evaluated = None
     else:
-        not_evaluated = evaluation_problem(graph, cfg.dataset.name) or "--no-evaluate"
+        not_evaluated = evaluation_problem(graph, cfg.dataset.name, cfg.dataset.options) or "--no-evaluate"
     parts = partition(graph, cfg.partitions)
     theta_scores = None
     if cfg.scores is not None:

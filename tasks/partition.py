@@ -7,7 +7,7 @@ from prefect.cache_policies import NO_CACHE
 
 from privgraph.config.pipeline import PartitionConfig
 from privgraph.graph import GraphData
-from privgraph.privatize.partition import Partitioning, partition_graph
+from privgraph.privatize.partition import Partitioning, partition_graph, parts_cap_note
 
 _LIST_UP_TO = 16  # partition sizes listed one by one up to this many parts, summarized beyond
 
@@ -20,10 +20,19 @@ def describe_sizes(sizes: list[int]) -> str:
     return f"min {ordered[0]}, median {ordered[len(ordered) // 2]}, max {ordered[-1]}"
 
 
+def warn_if_capped(num_parts: int, num_nodes: int) -> None:
+    """One warning on the run's log when ``num_parts`` exceeds the node count (it is capped there:
+    :func:`~privgraph.privatize.partition.parts_cap_note`), before any part is written."""
+    note = parts_cap_note(num_parts, num_nodes)
+    if note is not None:
+        get_run_logger().warning(note)
+
+
 @task(name="partition", cache_policy=NO_CACHE, persist_result=False)
 def partition(graph: GraphData, config: PartitionConfig) -> Partitioning:
     """Partitions from the public edges; their number and sizes (public: in the manifest's stats)
-    are logged."""
+    are logged, and a ``num_parts`` above the node count is capped in one warning."""
+    warn_if_capped(config.num_parts, graph.num_nodes)
     parts = partition_graph(graph, config.num_parts, config.method)
     sizes = parts.sizes()
     get_run_logger().info(

@@ -23,7 +23,7 @@ from privgraph.publish.storage.parts import PartsArea
 from privgraph.publish.input_digests import input_digests
 from privgraph.publish.storage.private_record import owner_key, private_refusals
 from tasks.observe import logged_executor
-from tasks.partition import describe_sizes
+from tasks.partition import describe_sizes, warn_if_capped
 
 
 def _mechanisms(config: PipelineConfig, theta: np.ndarray | None) -> tuple[Any, Any, Any]:
@@ -83,8 +83,10 @@ def privatize_partitioned(
     written by the executor's tasks (:func:`privgraph.ingest.partitioned_release.privatize_partitioned_graph`),
     then the public fingerprint of its input (a task) and the owner's keyed identity of it (here,
     where the owner's key stays), streamed side by side. Returns ``(release, fingerprint,
-    identity)``; the identity is private-record material, never logged."""
+    identity)``; the identity is private-record material, never logged. A ``num_parts`` above the
+    node count (``graph.json``'s) is capped in one warning before anything is written."""
     features, edges, labels = _mechanisms(config, None)
+    warn_if_capped(config.partitions.num_parts, graph.num_nodes)
     with private_refusals(config.private_records, name), logged_executor(config.executor, config.dask, name) as ex:
         release = privatize_partitioned_graph(
             graph, num_parts=config.partitions.num_parts, method=config.partitions.method,

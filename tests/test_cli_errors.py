@@ -200,6 +200,10 @@ RUN_CASES = [
     # evaluation without a split: refused after ingest, before anything is privatized (exit 2)
     Case("no split to evaluate on", 2, "has no train_mask, val_mask, test_mask: evaluation needs labels and a "
          "train/val/test split", args=["run", "p", "--config", "pipelines.yaml"]),
+    # ... and one the options made: they are named as the cause (issue 57, item 7)
+    Case("options whose split leaves val empty", 2, "has an empty val_mask in the node split that "
+         "dataset.options.train and dataset.options.val made", args=["run", "p", "--config", "pipelines.yaml"],
+         over={"dataset.options.train": 0.9, "dataset.options.val": 0.01}),
     # what the files' headers show, refused before Prefect is contacted (its API URL is dead here:
     # a check after it would exit 4); these were found 10-25 s in, at ingest (issue 27)
     Case("edge list without dst", 2, "edges.csv: missing column(s) ['dst']", setup=lambda t: _header_case(

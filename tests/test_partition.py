@@ -213,3 +213,79 @@ def test_a_forked_child_partitions_with_its_own_metis_process():
 
 def _parts_of(g: GraphData) -> np.ndarray:
     return partition_graph(g, 3, "metis").assignment
+
+
+# -- num_parts above the node count (issue 57, item 7) ---------------------------------------------
+@pytest.fixture
+def run_log(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    """The tasks' run logger as a plain logger whose records ``caplog`` holds (the task bodies run
+    without a Prefect run around them)."""
+    import logging
+
+    import tasks.observe
+    import tasks.partition
+    import tasks.privatize
+
+    logger = logging.getLogger("privgraph-test-run")
+    for module in (tasks.partition, tasks.privatize, tasks.observe):
+        monkeypatch.setattr(module, "get_run_logger", lambda: logger)
+    caplog.set_level(logging.INFO, logger=logger.name)
+    return caplog
+
+
+def _warnings(log: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in log.records if r.levelname == "WARNING"]
+
+
+def test_num_parts_above_the_node_count_is_capped_in_one_line(run_log):
+    """In memory: 50 parts asked of a 5-node graph make at most 5, and the run says so once."""
+    from privgraph.config.pipeline import PartitionConfig
+    from tasks.partition import partition
+
+    parts = partition.fn(_ring(5), PartitionConfig(num_parts=50, method="hash"))
+    assert parts.num_parts <= 5
+    (line,) = _warnings(run_log)
+    assert line.startswith("partitions.num_parts is 50 but the graph has 5 node(s): capped at 5 part(s)"), line
+    run_log.clear()
+    partition.fn(_ring(5), PartitionConfig(num_parts=5, method="hash"))
+    assert _warnings(run_log) == []
+
+
+def test_num_parts_above_the_node_count_is_capped_in_one_line_at_scale(run_log, tmp_path, monkeypatch):
+    """At scale (a partitioned graph, its node count from graph.json): the warning comes before
+    any of the version's objects is written, and the release has at most one part per node."""
+    import datetime as dt
+
+    import yaml
+
+    from privgraph.config.disclosure import disclosure_of
+    from privgraph.config.loader import load_config
+    from privgraph.ingest.partitioned_graph import open_partitioned_graph
+    from privgraph.ingest.partitioned_writer import write_partitioned_graph
+    from privgraph.publish.storage import open_store
+    from privgraph.publish.storage.parts import PartsArea, open_parts_area
+    from tasks.privatize import privatize_partitioned
+
+    n = 6
+    rows = "".join(f"{i},{(i + 1) % n},{str(i % 2 == 0).lower()}\n" for i in range(n))
+    (tmp_path / "edges.csv").write_text("src,dst,private\n" + rows)
+    np.save(tmp_path / "x.npy", np.linspace(0, 1, n * 2).reshape(n, 2))
+    write_partitioned_graph(tmp_path / "edges.csv", features=tmp_path / "x.npy", destination=tmp_path / "graph")
+    pipeline = {"dataset": {"name": "partitioned", "root": str(tmp_path), "options": {"path": "graph"}},
+                "features": {"mechanism": "feature_rr", "epsilon": 1.0, "bins": 2, "lower": 0.0, "upper": 1.0},
+                "edges": {"mechanism": "dprr", "epsilon": 4.0}, "budget": {"features": 1.0, "edges": 4.0},
+                "partitions": {"num_parts": 40, "method": "hash", "layout": "files"}, "executor": "serial",
+                "storage": str(tmp_path / "store"), "private_records": str(tmp_path / "private")}
+    (tmp_path / "pipelines.yaml").write_text(yaml.safe_dump({"pipelines": {"p": pipeline}}))
+    cfgs = load_config(tmp_path / "pipelines.yaml")
+    warned_first: list[bool] = []
+    put = PartsArea.put
+    monkeypatch.setattr(PartsArea, "put", lambda self, name, data: warned_first.append(bool(_warnings(run_log)))
+                        or put(self, name, data))
+    area = open_parts_area(open_store(str(tmp_path / "store")), "p", dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
+    release, _, _ = privatize_partitioned.fn(open_partitioned_graph(tmp_path / "graph"), cfgs.get("p"),
+                                             np.random.SeedSequence(1), disclosure_of(cfgs, "p"), "p", area)
+    (line,) = _warnings(run_log)
+    assert line.startswith(f"partitions.num_parts is 40 but the graph has {n} node(s): capped at {n} part(s)"), line
+    assert len(release.stats["partitions"]) <= n
+    assert warned_first and all(warned_first)  # every object of the version written after the warning

@@ -228,6 +228,15 @@ def test_the_scale_path_evaluates_the_staged_parts_on_the_workers(data: Path, tm
     res = json.loads(again.stdout.strip().splitlines()[-1])
     assert res["metrics"]["evaluation"]["parts"] == 3 and "public_only" in res["metrics"]
     assert res["input_check"].startswith("not needed: evaluated at scale")
+    # issue 57 (5): a file dropped into the version's folder: evaluate refuses it, naming it (exit 2)
+    (manifest.parent / "part-00000.secret.npy").write_bytes(b"not part of the release")
+    again = subprocess.run([sys.executable, "-m", "privgraph.cli", "evaluate", version, "--config",
+                            str(tmp_path / "pipelines.yaml"), "--store", str(store)],
+                           cwd=tmp_path, env=e, capture_output=True, text=True, timeout=600)
+    errors = [ln for ln in again.stderr.splitlines() if ln.startswith("error:")]
+    assert again.returncode == 2 and len(errors) == 1, again.stdout[-2000:] + again.stderr[-2000:]
+    assert f"p/{version} holds 'part-00000.secret.npy', which its manifest does not list" in errors[0], errors
+    (manifest.parent / "part-00000.secret.npy").unlink()
 
     refused = tmp_path / "refused"
     refused.mkdir()

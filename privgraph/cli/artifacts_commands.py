@@ -67,7 +67,8 @@ def artifacts_list(
 ) -> None:
     """List the published versions (a version without a manifest does not exist), each ledger's
     seal checked (against a trusted key when one is at hand); a version whose manifest cannot be
-    read or does not match its seal is left out and fails the command."""
+    read, does not match its seal, or does not list everything the version holds is left out and
+    fails the command."""
     with _errors():
         trusted = _trusted_keys(public_key, private_records)
         _note_untrusted(trusted)
@@ -79,7 +80,8 @@ def artifacts_list(
             try:  # the seal against the trusted keys (or the key it names), and the content hash
                 signer = st.read_manifest(info.pipeline, info.version, trusted=trusted, sealed=True)["seal"]["public_key"]
             except ArtifactIntegrityError as exc:
-                broken.append(f"{where}: {one_line(exc)}")
+                why = one_line(exc)
+                broken.append(why if why.startswith(f"{where} ") else f"{where}: {why}")
                 continue
             rows.append({**info.to_dict(), "seal": {"signer": signer, "trusted_key": trusted is not None}})
         if as_json:
@@ -100,8 +102,8 @@ def artifacts_list(
             for line in broken[1:]:
                 err.print(f"broken: {escape(line)}", highlight=False, soft_wrap=True)
             raise ArtifactIntegrityError(
-                f"{len(broken)} version(s) whose manifest cannot be read or does not match its seal left out "
-                f"of the listing: {broken[0]}"
+                f"{len(broken)} version(s) whose manifest cannot be read, does not match its seal or does not list "
+                f"everything the version holds left out of the listing: {broken[0]}"
             )
 
 
@@ -154,9 +156,9 @@ def artifacts_verify(
 ) -> None:
     """Check stored versions: the owner's seal over the manifest (an edited ledger fails), the
     content hash in the version id, every object's sha256 and size, and that the manifest and
-    every object are exactly the bytes privgraph writes for their content (nothing beside it)
-    and the objects exactly those graph.json lists; with --all a version whose manifest cannot
-    be read fails too."""
+    every object are exactly the bytes privgraph writes for their content (nothing beside it),
+    that the version holds nothing its manifest does not list, and the objects exactly those
+    graph.json lists; with --all a version whose manifest cannot be read fails too."""
     with _errors():
         if (version is None) == (not all_versions):
             raise ConfigError("artifacts verify: give a VERSION or --all (not both)")

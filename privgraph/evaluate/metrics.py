@@ -10,6 +10,7 @@ fresh process. One function each, used by both.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from privgraph.guarantee.ledger import PrivacyLedger
@@ -17,6 +18,7 @@ from privgraph.config.pipeline import PipelineConfig
 from privgraph.config.disclosure import declare_public
 from privgraph.errors import GraphValidationError
 from privgraph.graph import SPLIT_MASKS, GraphData
+from privgraph.ingest.datasets import SPLIT_FILE_OPTION, SPLIT_OPTIONS
 from privgraph.evaluate.progress import ProgressCallback
 from privgraph.seeding import as_seed_sequence, one_way_entropy, stage_seed
 
@@ -86,10 +88,16 @@ def version_metrics(
                             **noise, **cfg.evaluate.train_kwargs())
 
 
-def evaluation_problem(graph: GraphData, dataset: str) -> str | None:
+def _split_options(options: Mapping[str, Any] | None) -> list[str]:
+    """The configured dataset options that made the graph's node split (``train``, ``val``, ``split``)."""
+    return [f"dataset.options.{k}" for k in (*SPLIT_OPTIONS, SPLIT_FILE_OPTION) if k in (options or {})]
+
+
+def evaluation_problem(graph: GraphData, dataset: str, options: Mapping[str, Any] | None = None) -> str | None:
     """Why evaluation cannot train on ``graph`` (no labels, no train/val/test split, an empty or
     unlabelled part), as one line; ``None`` when it can. Reads only public structure: whether
-    labels exist, the split masks and which nodes are labelled."""
+    labels exist, the split masks and which nodes are labelled. With the dataset's ``options``,
+    a split that its ``train``/``val`` or ``split`` made is named as the cause."""
     missing = [name for name in ("y", *SPLIT_MASKS) if getattr(graph, name) is None]
     empty = [name for name in SPLIT_MASKS if getattr(graph, name) is not None and not getattr(graph, name).any()]
     labelled = graph.labelled()
@@ -100,19 +108,31 @@ def evaluation_problem(graph: GraphData, dataset: str) -> str | None:
     what = (f"has no {', '.join('labels (y)' if m == 'y' else m for m in missing)}" if missing
             else f"has an empty {', '.join(empty)}" if empty
             else f"has unlabelled nodes in {', '.join(unlabelled)}")
+    given = _split_options(options)
+    if given and graph.y is not None:  # the split is the options': they are the cause
+        what += f" in the node split that {' and '.join(given)} made"
+    elif given:
+        what += f" ({' and '.join(given)} split the nodes; there is nothing to train on)"
     return f"dataset {dataset!r} {what}: evaluation needs labels and a train/val/test split"
 
 
-def check_evaluable(graph: GraphData, dataset: str) -> None:
+def check_evaluable(graph: GraphData, dataset: str, options: Mapping[str, Any] | None = None) -> None:
     """Refuse, before anything is privatized, a graph that evaluation cannot train on
-    (:func:`evaluation_problem`), in one line naming what is missing and the two ways out.
+    (:func:`evaluation_problem`), in one line naming what is missing, what caused it (the
+    dataset ``options`` that made the split, when they did) and the two ways out.
 
     Raises:
         GraphValidationError: labels or a split mask are missing, or a mask selects no node.
     """
-    problem = evaluation_problem(graph, dataset)
-    if problem is not None:
-        raise GraphValidationError(
-            f"{problem}; add a split (e.g. dataset.options: {{train: 0.5, val: 0.25}} or {{split: split.json}}) "
-            "or run with --no-evaluate"
-        )
+    problem = evaluation_problem(graph, dataset, options)
+    if problem is None:
+        return
+    given = _split_options(options)
+    if given and graph.y is not None:
+        way = (f"change {' and '.join(given)} (a part of the split needs at least one labelled node)"
+               if SPLIT_FILE_OPTION not in (options or {}) else "give every part of the split file a labelled node")
+    elif given:
+        way = "give the dataset labels"
+    else:
+        way = "add a split (e.g. dataset.options: {train: 0.5, val: 0.25} or {split: split.json})"
+    raise GraphValidationError(f"{problem}; {way} or run with --no-evaluate")

@@ -38,7 +38,7 @@ from privgraph.graph import GraphData
 
 __all__ = [
     "METHODS", "Partitioning", "check_partition_arguments", "ldg_parts", "metis_membership", "partition_assignment",
-    "partition_graph", "public_csr", "upper_csr",
+    "partition_graph", "parts_cap_note", "public_csr", "upper_csr",
 ]
 
 #: the partitioning methods, all functions of the public edges alone (hash: of the node ids)
@@ -219,6 +219,16 @@ def check_partition_arguments(num_parts: Any, method: Any) -> None:
         raise ValueError(f"num_parts must be an int >= 1, got {num_parts!r}")
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
+
+
+def parts_cap_note(num_parts: int, num_nodes: int) -> str | None:
+    """The line a run logs when ``num_parts`` exceeds the node count (public: always declared), at
+    which every partitioning caps it (a part holds at least one node); ``None`` when it does not."""
+    cap = max(int(num_nodes), 1)
+    if num_parts <= cap:
+        return None
+    return (f"partitions.num_parts is {num_parts} but the graph has {num_nodes} node(s): capped at {cap} "
+            f"part(s), at most one per node (set num_parts to at most {cap} to silence this)")
 
 
 # -- LDG, streaming --------------------------------------------------------------------------------

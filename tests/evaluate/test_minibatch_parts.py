@@ -185,6 +185,19 @@ def test_a_tampered_part_fails_with_the_store_verification_error(stored, tmp_pat
     assert not list(tmp_path.glob("privgraph-parts-*"))  # a failed build leaves no spill
 
 
+def test_a_file_the_manifest_does_not_list_is_refused(stored, tmp_path):
+    """Issue 57 (5): the evaluation at scale reads a version through this source: a file dropped
+    into the version's folder stops it before any part is read, naming the file."""
+    root, version, _ = stored
+    copy = tmp_path / "store"
+    shutil.copytree(root, copy)
+    (copy / PIPE / version / "part-00000.secret.npy").write_bytes(b"not part of the release")
+    with pytest.raises(ArtifactIntegrityError, match=f"{PIPE}/{version} holds 'part-00000.secret.npy', which its "
+                                                     "manifest does not list"):
+        VersionPartsSource(LocalStore(copy), PIPE, version, spill_dir=tmp_path)
+    assert not list(tmp_path.glob("privgraph-parts-*"))
+
+
 def test_a_whole_version_is_refused(stored, tmp_path):
     _, _, loaded = stored
     store = LocalStore(tmp_path / "whole")

@@ -432,3 +432,44 @@ def test_one_broken_manifest_does_not_hide_the_others(backend, manifest, manifes
     broken: list[str] = []
     assert [i.version for i in backend.store.list_versions(broken=broken)] == [good]
     assert len(broken) == 1 and bad in broken[0]
+
+
+@pytest.mark.parametrize("dropped", ["part-00000.secret.npy", ".tmp-hidden", "nested/secret.npy"])
+def test_a_file_the_manifest_does_not_list_fails_every_read(backend, graph, manifest, dropped):
+    """Issue 57 (5): anything stored under a published version but its manifest and the objects
+    it lists travels with every copy of the version: each reader of the version refuses it in
+    one line naming it; a staged version (no manifest yet) is not judged, and the version reads
+    again once the file is gone."""
+    store = backend.store
+    version = put_version(store, PIPE, graph_to_objects(graph), manifest)
+    staged = stage_version(store, "staged", graph_to_objects(graph))
+    for where in (f"{PIPE}/{version}", f"staged/{staged.version}"):
+        backend.overwrite(f"{where}/{dropped}", b"not part of the release")
+    shown = dropped if backend.name == "s3" else dropped.split("/")[0]  # a local folder as 'nested/'
+    readers = {"read_manifest": lambda: store.read_manifest(PIPE, version),
+               "read_objects": lambda: store.read_objects(PIPE, version),
+               "verify_version": lambda: store.verify_version(PIPE, version),
+               "load_graph": lambda: store.load_graph(PIPE, version)}
+    for what, read in readers.items():
+        with pytest.raises(ArtifactIntegrityError, match="which its manifest does not list") as exc:
+            read()
+        message = str(exc.value)
+        assert f"{PIPE}/{version} holds '{shown}" in message and "\n" not in message, (what, message)
+    assert store.read_object(PIPE, version, "graph.json")  # one listed object: no listing per read
+    assert store.load_graph("staged", staged.version, staged=True)[0].num_nodes == graph.num_nodes
+    backend.delete(f"{PIPE}/{version}/{dropped}")
+    if backend.name == "local" and "/" in dropped:
+        (store.root / PIPE / version / "nested").rmdir()  # an empty folder is refused too
+    assert store.verify_version(PIPE, version)["objects"] == len(graph_to_objects(graph))
+
+
+def test_an_unlisted_key_shaped_as_a_uri_is_named_redacted(s3_client, s3_bucket, manifest):
+    """An S3 key may hold '://' (a local file name cannot): its userinfo and query are not shown."""
+    from tests.storage.conftest import _s3_backend
+
+    backend = _s3_backend(s3_client, s3_bucket)
+    version = put_version(backend.store, PIPE, {"edges.parquet": b"e"}, manifest)
+    backend.overwrite(f"{PIPE}/{version}/https://user:secret@host/x?token=t", b"x")
+    with pytest.raises(ArtifactIntegrityError, match="which its manifest does not list") as exc:
+        backend.store.verify_version(PIPE, version)
+    assert "secret" not in str(exc.value) and "token" not in str(exc.value) and "'https://host/x'" in str(exc.value)

@@ -303,3 +303,34 @@ def test_list_and_show_say_whether_the_seal_was_checked_against_a_trusted_key(tm
     assert {row["version"]: row["seal"]["signer"] for row in json.loads(r.stdout)}[resigned] == public_key_hex(other)
     r = run(app, ["artifacts", "list", "--json", *own])
     assert r.exit_code == 2 and resigned not in r.stdout and "not by a trusted key" in r.stderr, r.output
+
+
+def test_the_artifacts_commands_refuse_a_file_the_manifest_does_not_list(tmp_path, graph, manifest, manifest_factory,
+                                                                        monkeypatch):
+    """Issue 57 (5): a file dropped into a published version's folder: ``verify`` (one version
+    and ``--all``) fails, exit 2, one line naming the file; ``show`` refuses it; ``list`` leaves
+    it out and says why. The other version is still listed and verifies."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from privgraph.cli import app
+    from privgraph.publish.storage.private_record import owner_signing_key
+
+    monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
+    key = owner_signing_key(tmp_path / "private")
+    store = LocalStore(tmp_path / "store")
+    good = put_version(store, PIPE, graph_to_objects(graph), manifest, signing_key=key)
+    bad = put_version(store, PIPE, graph_to_objects(graph), manifest_factory(note="b"), signing_key=key)
+    (tmp_path / "store" / PIPE / bad / "part-00000.secret.npy").write_bytes(b"not part of the release")
+    says = f"{PIPE}/{bad} holds 'part-00000.secret.npy', which its manifest does not list"
+    run = CliRunner().invoke
+    s = ["--store", str(tmp_path / "store"), "--private-records", str(tmp_path / "private")]
+    for args in (["verify", bad], ["verify", "--all"], ["show", bad], ["list"]):
+        r = run(app, ["artifacts", *args, *s])
+        text = " ".join(r.output.split())  # rich folds long lines on a narrow terminal
+        assert r.exit_code == 2 and says in text and "Traceback" not in r.output, (args, r.output)
+    r = run(app, ["artifacts", "verify", "--all", *s])
+    assert f"ok {PIPE}/{good}" in r.stdout and "1 of 2 versions failed verification" in " ".join(r.output.split())
+    r = run(app, ["artifacts", "list", "--json", *s])
+    assert [row["version"] for row in json.loads(r.stdout)] == [good], r.output

@@ -190,3 +190,18 @@ def test_dask_workers_write_their_parts_to_s3_themselves(source, release, moto_e
     assert pending.version == serial.version and pending.objects == serial.objects
     keys = [o["Key"] for o in s3_client.list_objects_v2(Bucket=s3_bucket)["Contents"]]
     assert len(keys) == 21 and all(k.startswith(f"artifacts/{PIPE}/{pending.version}/") for k in keys)
+
+
+def test_a_file_dropped_into_a_partitioned_version_fails_every_read(backend, source, release):
+    """Issue 57 (5): ``part-00000.secret.npy`` dropped into a stored partitioned version (21
+    objects): verify, streaming and loading refuse the version, naming the file."""
+    pending = store_partitioned_release(source, release, open_parts_area(backend.store, PIPE, WHEN))
+    version = pending.publish(make_manifest(PIPE, num_nodes=3000))
+    backend.overwrite(f"{PIPE}/{version}/part-00000.secret.npy", b"\x93NUMPY not listed")
+    says = f"{PIPE}/{version} holds 'part-00000.secret.npy', which its manifest does not list"
+    with pytest.raises(ArtifactIntegrityError, match=says):
+        backend.store.verify_version(PIPE, version)
+    with pytest.raises(ArtifactIntegrityError, match=says):
+        next(backend.store.iter_parts(PIPE, version))
+    with pytest.raises(ArtifactIntegrityError, match=says):
+        backend.store.load_graph(PIPE, version)

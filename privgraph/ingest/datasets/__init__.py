@@ -257,7 +257,8 @@ def drop_cut_edges(graph: GraphData) -> GraphData:
     paper 001's inductive protocol. How many were dropped is not recorded (the private ones are
     private)."""
     if graph.train_mask is None:
-        raise ValueError(f"options.{CUT_EDGES_OPTION}: the graph has no node split to cut along")
+        raise ValueError(f"options.{CUT_EDGES_OPTION}: the graph has no node split to cut along; give it one "
+                         f"(options {' and '.join(SPLIT_OPTIONS)}, or {SPLIT_FILE_OPTION}: a split file)")
     part = node_parts(graph.num_nodes, (graph.train_mask, graph.val_mask, graph.test_mask))
     return graph.replace(edges_public=graph.edges_public[:, uncut_edges(part, graph.edges_public)],
                          edges_private=graph.edges_private[:, uncut_edges(part, graph.edges_private)])

@@ -9,15 +9,17 @@ objects, then publish the manifest LAST); this module reads them.
 A version without ``manifest.json`` does not exist for readers: listing and reading ignore it.
 Reading an object verifies its sha256 against the manifest; reading a manifest verifies that its
 bytes are those the store writes for its content (:func:`~privgraph.publish.storage.manifest.manifest_bytes`;
-manifests of the current format), that its object checksums hash to its version id, and its seal
-(:mod:`privgraph.publish.storage.seal`) when it has one. Loading or verifying a version also checks that
+manifests of the current format), that its object checksums hash to its version id, its seal
+(:mod:`privgraph.publish.storage.seal`) when it has one, and that the version holds nothing but
+the manifest and the objects it lists (a file dropped into a version's folder would travel with
+every copy of it). Loading or verifying a version also checks that
 every object is the canonical encoding of what loads from it and that the version holds exactly
 the objects its ``graph.json`` lists (:mod:`privgraph.publish.storage.graph_io`).
 
-Backends implement six primitives over ``/``-separated keys: :meth:`~ArtifactStore._put_new`
+Backends implement seven primitives over ``/``-separated keys: :meth:`~ArtifactStore._put_new`
 (refuses to overwrite), :meth:`~ArtifactStore._get`, :meth:`~ArtifactStore._exists`,
-:meth:`~ArtifactStore._list_prefixes`, :meth:`~ArtifactStore._list_names` and
-:meth:`~ArtifactStore._delete`, and :meth:`~ArtifactStore.check_writable`; and override
+:meth:`~ArtifactStore._list_prefixes`, :meth:`~ArtifactStore._list_names`,
+:meth:`~ArtifactStore._list_everything` and :meth:`~ArtifactStore._delete`, and :meth:`~ArtifactStore.check_writable`; and override
 :meth:`~ArtifactStore._copy_new` (commit of objects that workers staged, see
 :mod:`privgraph.publish.storage.parts`) with a copy that does not pass the bytes through the caller.
 """
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from privgraph.errors import ArtifactError, ArtifactIntegrityError, one_line
 from privgraph.guarantee.ledger import PrivacyLedger
+from privgraph.guarantee.redaction import redact_uri
 from privgraph.publish.storage.graph_io import (
     GRAPH_INFO,
     GraphPart,
@@ -213,6 +216,12 @@ class ArtifactStore(abc.ABC):
         """Names of the objects directly under ``prefix`` (``"pipeline/version/"``)."""
 
     @abc.abstractmethod
+    def _list_everything(self, prefix: str) -> list[str]:
+        """Whatever is stored under ``prefix`` (``"pipeline/version/"``), relative to it, hidden
+        names, links and nested keys included: what a copy of that folder or prefix would hold
+        (a local directory as ``name/``). One listing (one paginated LIST on S3)."""
+
+    @abc.abstractmethod
     def check_writable(self) -> None:
         """Check, before any data is read, that a version could be written here; write nothing.
 
@@ -272,15 +281,24 @@ class ArtifactStore(abc.ABC):
     def read_manifest(
         self, pipeline: str, version: str, *, trusted: Collection[str] | None = None, sealed: bool = False
     ) -> dict[str, Any]:
-        """The stored manifest, its object checksums checked against the hash in its version id
-        and its seal (when it has one, or ``sealed``) checked by :func:`~privgraph.publish.storage.seal.check_seal`
-        (signed by one of the ``trusted`` public keys when given).
+        """The stored manifest, its object checksums checked against the hash in its version id,
+        its seal (when it has one, or ``sealed``) checked by :func:`~privgraph.publish.storage.seal.check_seal`
+        (signed by one of the ``trusted`` public keys when given), and the version holding
+        nothing but the manifest and the objects it lists (one listing of the version).
 
         Raises:
             ArtifactError: no such version (a version without a manifest does not exist).
-            ArtifactIntegrityError: the manifest is unreadable, its checksums were changed, or it
-                does not match its seal.
+            ArtifactIntegrityError: the manifest is unreadable, its checksums were changed, it
+                does not match its seal, or the version holds something it does not list.
         """
+        manifest = self._checked_manifest(pipeline, version, trusted=trusted, sealed=sealed)
+        self._refuse_unlisted(pipeline, version, manifest)
+        return manifest
+
+    def _checked_manifest(
+        self, pipeline: str, version: str, *, trusted: Collection[str] | None = None, sealed: bool = False
+    ) -> dict[str, Any]:
+        """:meth:`read_manifest` but for the version's listing (a reader of one object)."""
         check_name(pipeline, "pipeline")
         check_version_id(version)
         manifest = self._load_manifest(pipeline, version)
@@ -298,15 +316,32 @@ class ArtifactStore(abc.ABC):
             )
         return manifest
 
+    def _refuse_unlisted(self, pipeline: str, version: str, manifest: Mapping[str, Any]) -> None:
+        """ArtifactIntegrityError naming the first thing stored under the version that is neither
+        its manifest nor an object the manifest lists: what a copy of the version would carry
+        beside the release (a file dropped there, a folder, a partial write's leftover)."""
+        listed = {*manifest["objects"], MANIFEST_NAME}
+        extra = sorted(n for n in self._list_everything(f"{pipeline}/{version}/") if n not in listed)
+        if extra:
+            # a name is not private, but one shaped as a URI is shown without userinfo or query
+            shown = repr(redact_uri(extra[0])[:100]) if extra[0] else "an object named as the version's prefix itself"
+            more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
+            raise ArtifactIntegrityError(
+                f"{pipeline}/{version} holds {shown}{more}, which its manifest does not list (a version holds "
+                f"nothing else: find what wrote it there, and delete it)"
+            )
+
     def read_object(self, pipeline: str, version: str, name: str) -> bytes:
-        """The bytes of one object, verified against the sha256 and size in the manifest.
+        """The bytes of one object, verified against the sha256 and size in the manifest. The
+        version's listing is not checked (it would cost a listing per object): a reader of a
+        version reads it through :meth:`read_manifest` (or :meth:`read_objects`) first.
 
         Raises:
             ArtifactError: no such version or no such object in it.
             ArtifactIntegrityError: the object is missing or its checksum does not match.
         """
         check_name(name, "object")
-        manifest = self.read_manifest(pipeline, version)
+        manifest = self._checked_manifest(pipeline, version)
         return self._read_verified(pipeline, version, name, manifest)
 
     def read_staged_object(self, pipeline: str, version: str, name: str, objects: Mapping[str, Any]) -> bytes:
@@ -324,8 +359,12 @@ class ArtifactStore(abc.ABC):
     def read_objects(
         self, pipeline: str, version: str, *, trusted: Collection[str] | None = None, sealed: bool = False
     ) -> dict[str, bytes]:
-        """Every object of a version, each verified (see :meth:`read_object`)."""
+        """Every object of a version, each verified (see :meth:`read_object`), after
+        :meth:`read_manifest` (the version holds nothing else)."""
         manifest = self.read_manifest(pipeline, version, trusted=trusted, sealed=sealed)
+        return self._read_all(pipeline, version, manifest)
+
+    def _read_all(self, pipeline: str, version: str, manifest: Mapping[str, Any]) -> dict[str, bytes]:
         return {n: self._read_verified(pipeline, version, n, manifest) for n in sorted(manifest["objects"])}
 
     def verify_version(
@@ -333,8 +372,9 @@ class ArtifactStore(abc.ABC):
     ) -> dict[str, Any]:
         """Check a published version end to end: its manifest parses, names this version, matches
         its seal (required when ``sealed``; by one of the ``trusted`` keys when given), its object
-        checksums match the content hash in the version id, every object is present with that
-        checksum and size, and the objects are exactly those its ``graph.json`` lists, each the
+        checksums match the content hash in the version id, it holds nothing the manifest does not
+        list, every object is present with that checksum and size, and the objects are exactly
+        those its ``graph.json`` lists, each the
         canonical encoding of its content (:func:`~privgraph.publish.storage.graph_io.check_objects`).
         Returns ``{"pipeline", "version", "objects", "bytes", "signer"}``
         (``signer``: the sealing public key, ``None`` for an unsealed manifest).
@@ -387,15 +427,16 @@ class ArtifactStore(abc.ABC):
         Raises:
             ArtifactError: no such version (or, with ``staged``, no staged objects either); a
                 staged object that is not the canonical encoding of its content.
-            ArtifactIntegrityError: a published object fails its checksum, or the published
-                objects are not exactly those ``graph.json`` lists, each the canonical encoding
-                of its content (:mod:`privgraph.publish.storage.graph_io`).
+            ArtifactIntegrityError: a published object fails its checksum, the version holds
+                something its manifest does not list, or the published objects are not exactly
+                those ``graph.json`` lists, each the canonical encoding of its content
+                (:mod:`privgraph.publish.storage.graph_io`).
         """
         check_name(pipeline, "pipeline")
         check_version_id(version)
         if not staged or self._exists(self._key(pipeline, version, MANIFEST_NAME)):
             manifest = self.read_manifest(pipeline, version)
-            objects = self.read_objects(pipeline, version)
+            objects = self._read_all(pipeline, version, manifest)
             num_nodes = manifest.get("num_nodes")
             try:
                 graph = objects_to_graph(objects, num_nodes if isinstance(num_nodes, int) else None)
@@ -432,8 +473,9 @@ class ArtifactStore(abc.ABC):
 
         Raises:
             ArtifactError: no such version, or it is not partitioned.
-            ArtifactIntegrityError: an object fails its checksum, the version's objects are not
-                exactly those its ``graph.json`` lists, or a part's object is not the canonical
+            ArtifactIntegrityError: an object fails its checksum, the version holds something
+                its manifest does not list, the version's objects are not exactly those its
+                ``graph.json`` lists, or a part's object is not the canonical
                 encoding of its content (raised when that part is reached).
         """
         manifest = self.read_manifest(pipeline, version)

@@ -126,10 +126,10 @@ class LocalStore(ArtifactStore):
                 os.link(tmp, final)  # atomic; fails if final exists: never overwrite
             except FileExistsError:
                 raise ArtifactExistsError(f"{final} exists already; artifacts are never overwritten") from None
-            _fsync_dir(final.parent)
-        finally:
+        finally:  # at once: a reader that lists a published version refuses a name its manifest lacks
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
+        _fsync_dir(final.parent)
 
     def _get(self, key: str) -> bytes:
         try:
@@ -157,6 +157,16 @@ class LocalStore(ArtifactStore):
         except (FileNotFoundError, NotADirectoryError):
             return []
         return sorted(c.name for c in children if c.is_file() and not c.is_symlink() and not c.name.startswith("."))
+
+    def _list_everything(self, prefix: str) -> list[str]:
+        """Every entry of the directory, hidden ones and links included; a directory (whatever it
+        holds) as ``name/``."""
+        base = self._path(prefix.rstrip("/"))
+        try:
+            with os.scandir(base) as entries:
+                return sorted(e.name + ("/" if e.is_dir(follow_symlinks=False) else "") for e in entries)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
 
     def _remove_staged(self, pipeline: str, version: str) -> None:
         super()._remove_staged(pipeline, version)

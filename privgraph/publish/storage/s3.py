@@ -169,6 +169,15 @@ class S3Store(ArtifactStore):
             names += [o["Key"][len(full):] for o in page.get("Contents", [])]
         return sorted(n for n in names if n)
 
+    def _list_everything(self, prefix: str) -> list[str]:
+        """Every key under the prefix, at any depth (``list_objects_v2`` without a delimiter,
+        paginated)."""
+        full = self._s3_key(prefix)
+        names: list[str] = []
+        for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
+            names += [o["Key"][len(full):] for o in page.get("Contents", [])]
+        return sorted(names)
+
     def _copy_new(self, src: str, dst: str) -> None:
         """A server-side copy (boto3's managed ``copy``: CopyObject, or UploadPartCopy above its
         multipart threshold; no byte passes through this process). S3 has no conditional copy:
