@@ -14,6 +14,7 @@ import pickle
 from collections.abc import Iterator
 from typing import Any
 
+from privgraph.errors import exit_code_for
 from privgraph.privatize.parallel import Executor, SerialExecutor
 
 __all__ = ["WORKER_MALLOC_ENVIRON", "DaskExecutor", "open_executor"]
@@ -110,12 +111,29 @@ class DaskExecutor:
         # hash=False: a key of its own per map. With content keys, a map that shares the same
         # value as the one before reused its key while the previous map's futures were being
         # released, and the scheduler cancelled the new tasks ("lost dependencies").
+        from dask.base import tokenize  # lazy: dask, as in __enter__
+        from dask.utils import funcname  # lazy: dask, as above
+        from distributed import wait  # lazy: dask, as above
+
         shared_f = {k: client.scatter(v, broadcast=True, hash=False) if _large(v) else v for k, v in shared.items()}
+        # each task's key as ``client.submit(fn, p, s, pure=True, **shared_f)`` names it (the
+        # dashboard shows fn's name), run through _known_failures_returned
         futures = [
-            client.submit(fn, p, s, **shared_f, pure=True)
+            client.submit(_known_failures_returned, fn, p, s, key=f"{funcname(fn)}-{tokenize(fn, shared_f, p, s)}",
+                          **shared_f)
             for p, s in zip(payloads, seeds, strict=True)
         ]
-        return client.gather(futures)
+        try:
+            results = client.gather(futures)  # a task's known failure is one of the results
+        except Exception as exc:
+            if exit_code_for(exc) is None:  # a task's bug (its traceback in the worker's log), not the cluster failing:
+                with contextlib.suppress(Exception):  # it goes up once no task of the map runs (the caller's
+                    wait(futures)  # cleanup then races none still writing), as a known failure does
+            raise
+        failed = next((r for r in results if isinstance(r, _KnownFailure)), None)
+        if failed is not None:  # the first in partition order, as the serial executor raises it
+            raise failed.exc
+        return results
 
     @property
     def dashboard_link(self) -> str | None:
@@ -144,6 +162,28 @@ class DaskExecutor:
             "threads": sum(int(w.get("nthreads", 0)) for w in workers.values()),
             "dashboard": self.dashboard_link,
         }
+
+
+class _KnownFailure:
+    """What a task returns in place of raising a known failure (``exit_code_for(exc)`` is not
+    None: a refusal of the input, the store or the cluster failing): the exception, raised again
+    by the client. Dask logs every exception a task raises on the worker, "Compute Failed" with
+    its traceback, on the CLI's stderr for a LocalCluster: for a known failure the command's one
+    line says it all."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def _known_failures_returned(fn: Any, payload: Any, seed: Any, /, **shared: Any) -> Any:
+    """On a worker: ``fn(payload, seed, **shared)``, a known failure returned as a
+    :class:`_KnownFailure`; any other exception (a bug) is raised, and Dask logs its traceback."""
+    try:
+        return fn(payload, seed, **shared)
+    except Exception as exc:
+        if exit_code_for(exc) is None:
+            raise
+        return _KnownFailure(exc)
 
 
 def _silence_distributed_logs() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -124,6 +127,64 @@ def test_a_missing_graph_json_is_refused_before_prefect_is_contacted(data: Path,
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "graph.json" in lines[0], res.stderr
     assert not [f for f in (tmp_path / "store").rglob("*") if f.is_file()]  # nothing stored
+
+
+def _edit_range(path: Path, column: str, row: int, value: Any) -> None:
+    """Set one cell of a range file, as a user's own ETL or a hand edit might."""
+    table = pq.read_table(path)
+    cols = table.to_pydict()
+    cols[column][row] = value
+    pq.write_table(pa.table(cols, schema=table.schema), path)
+
+
+def _set_meta(graph: Path, **changes: Any) -> None:
+    meta = json.loads((graph / "graph.json").read_text())
+    (graph / "graph.json").write_text(json.dumps({**meta, **changes}))
+
+
+#: a partitioned graph broken as a user's ETL might break it (``N`` nodes, ranges of 25, labels 0..2),
+#: and what the refusal's one line says (with the file's path before it)
+BROKEN = {
+    "NaN feature": (lambda g: _edit_range(g / "nodes/range-00001.parquet", "x", 4, [271828.125, float("nan"), 0.5, 0.5]),
+                    "nodes/range-00001.parquet: row 4 (0-based), column 'x' (feature 1): a NaN or infinite value"),
+    "label out of range": (lambda g: _edit_range(g / "nodes/range-00002.parquet", "y", 3, 777),
+                           "nodes/range-00002.parquet: row 3 (0-based), column 'y': a label outside -1..num_classes - 1"),
+    "num_classes edited": (lambda g: _set_meta(g, num_classes=2),  # labels 0..2: row 2 of range 0 is the first 2
+                           "nodes/range-00000.parquet: row 2 (0-based), column 'y': a label outside -1..num_classes - 1"),
+    "duplicate edge": (lambda g: pq.write_table(pa.concat_tables([pq.read_table(p := g / "edges/range-00001.parquet")] * 2)
+                                                .sort_by([("src", "ascending"), ("dst", "ascending")]), p),
+                       "edges/range-00001.parquet: row 1 (0-based), columns 'src', 'dst': the edge repeats row 0"),
+    "missing range": (lambda g: (g / "nodes/range-00002.parquet").unlink(),
+                      "nodes/range-00002.parquet: no such file; the graph has 3 ranges"),
+}
+
+
+@pytest.mark.flow
+@pytest.mark.parametrize("case, executor", [
+    ("NaN feature", "serial"), pytest.param("NaN feature", "dask", marks=pytest.mark.dask),
+    ("label out of range", "serial"), pytest.param("num_classes edited", "dask", marks=pytest.mark.dask),
+    pytest.param("duplicate edge", "dask", marks=pytest.mark.dask),
+    pytest.param("missing range", "dask", marks=pytest.mark.dask),
+])
+def test_a_broken_range_is_refused_in_one_line_on_every_executor(case: str, executor: str, data: Path, tmp_path: Path,
+                                                                 prefect_server_env: dict[str, str]) -> None:
+    """Issue 57: what the in-memory loader refuses, the path at scale refuses where it reads the
+    range: exit 2, one error line naming the file and the row (no value of the row), no
+    traceback; on Dask, no "Compute Failed" block from the LocalCluster's workers either."""
+    shutil.copytree(data / "graph", tmp_path / "graph")
+    edit, says = BROKEN[case]
+    edit(tmp_path / "graph")
+    store = tmp_path / "store"
+    pipeline = {**_pipeline(tmp_path, store, {"name": "partitioned", "options": {"path": "graph"}}),
+                "partitions": {"num_parts": 2, "method": "hash", "layout": "files"}, "executor": executor,
+                **({"dask": {"n_workers": 1}} if executor == "dask" else {})}
+    res = _run(tmp_path, {"p": pipeline}, "p", prefect_server_env)
+    assert res.returncode == 2, res.stderr[-3000:]
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {tmp_path / 'graph'}/{says}"), res.stderr[-3000:]
+    assert "Traceback" not in res.stderr and "Compute Failed" not in res.stderr, res.stderr[-3000:]
+    assert "271828" not in res.stderr and "777" not in res.stderr
+    assert not list(store.rglob("manifest.json"))
 
 
 #: this module's buckets: the moto server is shared by the session's tests (tests/conftest.py),

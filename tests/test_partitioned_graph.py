@@ -313,6 +313,72 @@ def test_the_reader_refuses_what_is_not_the_format(tmp_path):
     assert range_file("nodes", 2) in _message(read_node_range, graph, 2)
 
 
+def _edit_rows(path: Path, **cells: tuple[int, object]) -> None:
+    """Set ``column=(row, value)`` cells of a range file, as a user's ETL or a hand edit might."""
+    table = pq.read_table(path)
+    cols = table.to_pydict()
+    for column, (row, value) in cells.items():
+        cols[column][row] = value
+    pq.write_table(pa.table(cols, schema=table.schema), path)
+
+
+def test_the_reader_checks_each_ranges_rows_as_the_loader_does(tmp_path):
+    """What GraphData and the generic loader refuse, the reader refuses in the range it reads, for
+    every caller (the path at scale reads nothing else): a NaN or infinite feature, a label outside
+    graph.json's ``num_classes``, a node in two split parts, an unlabelled node in one. One line
+    naming the file, the row and the column; the values only in the owner's record (issue 57)."""
+    graph = _write(_files(tmp_path, n=30, m=40), tmp_path / "g", range_size=8)
+    root, clean = Path(graph.path), (Path(graph.path) / range_file("nodes", 1)).read_bytes()
+    where, note = str(root / range_file("nodes", 1)), "(the values: the owner's private record)"
+    rows = read_node_range(graph, 1)
+    labelled, unlabelled = int(np.flatnonzero(rows["train"])[0]), int(np.flatnonzero(rows["y"] == -1)[0])
+    assert graph.num_classes == 4
+
+    for value in (np.nan, np.inf, -np.inf):
+        _edit_rows(root / range_file("nodes", 1), x=(5, [0.25, 271828.125, value, 0.5, value]))
+        with pytest.raises(GraphValidationError) as info:
+            read_node_range(graph, 1)
+        assert str(info.value) == f"{where}: row 5 (0-based), column 'x' (feature 2): a NaN or infinite value; features are finite {note}"
+        assert info.value.private_detail["row"] == 5 and info.value.private_detail["features"][1] == 271828.125
+        assert _message(load_partitioned_graph, root) == str(info.value)  # the reader's message, not GraphData's
+        assert set(read_node_range(graph, 1, ["y"])) == {"y"}  # the rows read are checked: x is not
+    (root / range_file("nodes", 1)).write_bytes(clean)
+
+    for label in (4, 777, -2):  # num_classes is 4: labels are -1..3
+        _edit_rows(root / range_file("nodes", 1), y=(labelled, label))
+        with pytest.raises(GraphValidationError) as info:
+            read_node_range(graph, 1, ["y"])
+        assert str(info.value) == (f"{where}: row {labelled} (0-based), column 'y': a label outside -1..num_classes - 1 "
+                                   f"(num_classes: graph.json's declared class count; -1 marks an unlabelled node) {note}")
+        assert info.value.private_detail["label"] == label and str(label) not in str(info.value)
+    (root / range_file("nodes", 1)).write_bytes(clean)
+
+    _edit_rows(root / range_file("nodes", 1), test=(labelled, True))  # also in train
+    assert _message(read_node_range, graph, 1) == (f"{where}: row {labelled} (0-based), columns 'train', 'val', "
+                                                   "'test': a node in more than one split part; the parts are disjoint")
+    _edit_rows(root / range_file("nodes", 1), test=(labelled, False), val=(unlabelled, True))
+    assert _message(read_node_range, graph, 1) == (f"{where}: row {unlabelled} (0-based), columns 'y', 'train', 'val', "
+                                                   "'test': an unlabelled node (y = -1) in a split part; a node "
+                                                   "without a label can be in no part")
+    (root / range_file("nodes", 1)).write_bytes(clean)
+
+    # graph.json's num_classes: the declared class count, cross-checked against every label
+    meta = json.loads((root / "graph.json").read_text())
+    (root / "graph.json").write_text(json.dumps({**meta, "num_classes": 2}))
+    labels = np.load(tmp_path / "y.npy")
+    i, r = divmod(int(np.flatnonzero(labels >= 2)[0]), 8)  # the first label of 2 or more: its range, its row
+    assert _message(load_partitioned_graph, root).startswith(
+        f"{root / range_file('nodes', i)}: row {r} (0-based), column 'y': a label outside -1..num_classes - 1")
+    for bad in (1001, -1, 2.5, None, True):
+        (root / "graph.json").write_text(json.dumps({**meta, "num_classes": bad}))
+        msg = _message(open_partitioned_graph, root)
+        assert msg.startswith(f"{root / 'graph.json'}: 'num_classes' is not an integer in 0..1000") and "1001" not in msg
+    (root / "graph.json").write_text(json.dumps({**meta, "num_classes": 9}))  # more classes than labels: declared
+    assert np.array_equal(load_partitioned_graph(root).y, labels)
+    (root / "graph.json").write_text(json.dumps({**meta, "has_labels": False, "num_classes": 4}))
+    assert "'num_classes' is set but 'has_labels' is false" in _message(open_partitioned_graph, root)
+
+
 def test_a_graph_in_an_s3_bucket_reads_the_same(tmp_path, moto_endpoint, monkeypatch):
     import boto3
 

@@ -211,10 +211,10 @@ def test_a_run_at_scale_keeps_the_bad_range_rows_values_private(case, api_url, t
         where = data / "graph" / "edges" / "range-00001.parquet"
         _edit_range(where, "src", 2, EDGE[1], dst=EDGE[0], private=True)
         names, markers = [f"{where}: row 2 (0-based), column 'src': an edge outside range 1"], MARKERS[:2]
-    else:  # a class id of 1000 or more (found by the input digests' check of the range)
+    else:  # a label of graph.json's num_classes or more (found by the reader, on every path that reads the range)
         where = data / "graph" / "nodes" / "range-00001.parquet"
         _edit_range(where, "y", 3, LABEL)
-        names, markers = [f"{where}: node range 1", "y: class ids of 1000 or more in rows [3]"], MARKERS[2:3]
+        names, markers = [f"{where}: row 3 (0-based), column 'y': a label outside -1..num_classes - 1"], MARKERS[2:3]
     cfg = _config(tmp_path, {"name": "partitioned", "root": str(data), "options": {"path": "graph"}}, layout="files")
     out = _cli(["run", "p", "--config", str(cfg), "--ci", "--no-evaluate"], tmp_path, api_url)
     _refused(out, names=names, records=tmp_path / "private" / "p" / "refusals", markers=markers, flow=True)

@@ -11,7 +11,9 @@ Layout of a graph directory (the exact format: docs/partitioned-input.md, Format
 
 :func:`~privgraph.ingest.partitioned_writer.write_partitioned_graph` writes one from the generic
 loader's files in bounded memory; a user's own ETL may write one too. The reader checks what a
-range holds against ``graph.json`` (ids, types, order) and names the file in a one-line
+range holds against ``graph.json`` (ids, types, order) and its rows as GraphData and the generic
+loader check them (finite features, labels below ``num_classes``, the split; edges in range, in
+order, once), and names the file (and the row and column, never a value) in a one-line
 :class:`~privgraph.errors.GraphValidationError` otherwise. Paths: local directories or URIs
 that ``pyarrow.fs.FileSystem.from_uri`` opens (tested: ``s3://bucket/prefix?endpoint_override=...``
 against an S3 server); the writer writes local directories only. Every message, ``repr`` and
@@ -34,7 +36,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from privgraph.errors import ConfigError, DatasetNotFoundError, GraphValidationError, data_refusal
-from privgraph.graph import MAX_NODES, SPLIT_MASKS, GraphData
+from privgraph.graph import MAX_CLASSES, MAX_NODES, SPLIT_MASKS, UNLABELLED, GraphData
 from privgraph.guarantee.redaction import redact_uri
 
 __all__ = [
@@ -199,6 +201,21 @@ def _typed_field(doc: dict[str, Any], key: str, where: str, types: tuple[type, .
     return v
 
 
+def _classes_field(doc: dict[str, Any], where: str, has_labels: bool) -> int | None:
+    """``num_classes``: an int in ``0..MAX_CLASSES`` with labels, null without. The declared class
+    count: every label is below it (each range's reader checks), and it may exceed the largest (a
+    class no node has). Its value is not shown (a user's ETL may write the largest label + 1)."""
+    v = doc.get("num_classes")
+    if not has_labels:
+        if v is not None:
+            raise GraphValidationError(f"{where}: 'num_classes' is set but 'has_labels' is false; expected null")
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_CLASSES:
+        raise GraphValidationError(f"{where}: 'num_classes' is not an integer in 0..{MAX_CLASSES} (labels are "
+                                   f"0..C-1 with C <= {MAX_CLASSES}; -1 marks an unlabelled node)")
+    return v
+
+
 def open_partitioned_graph(path: str | os.PathLike[str]) -> PartitionedGraph:
     """The partitioned graph at ``path``, from its ``graph.json`` (checked; the ranges are read by
     :func:`read_node_range` and :func:`read_edge_range`).
@@ -206,7 +223,8 @@ def open_partitioned_graph(path: str | os.PathLike[str]) -> PartitionedGraph:
     Raises:
         DatasetNotFoundError: nothing at ``path``.
         GraphValidationError: no ``graph.json``, another format, or a field of the wrong type or
-            inconsistent with the others; one line naming the file.
+            inconsistent with the others (``num_classes`` above :data:`~privgraph.graph.MAX_CLASSES`
+            too); one line naming the file.
     """
     path = os.fspath(path)
     doc = _read_metadata(path)
@@ -220,9 +238,7 @@ def open_partitioned_graph(path: str | os.PathLike[str]) -> PartitionedGraph:
     if doc.get("feature_dtype") != "float32":
         raise GraphValidationError(f"{where}: 'feature_dtype' is {doc.get('feature_dtype')!r}; expected 'float32'")
     has_labels = _typed_field(doc, "has_labels", where, (bool,), "true or false")
-    classes = _int_field(doc, "num_classes", where, 0, null=not has_labels)
-    if not has_labels and classes is not None:
-        raise GraphValidationError(f"{where}: 'num_classes' is {classes} but 'has_labels' is false; expected null")
+    classes = _classes_field(doc, where, has_labels)
     private_column = doc.get("private_column")
     if private_column is not None and not isinstance(private_column, str):
         raise GraphValidationError(f"{where}: 'private_column' is {private_column!r}; expected a column name or null")
@@ -273,11 +289,16 @@ def read_node_range(graph: PartitionedGraph, i: int, columns: Sequence[str] | No
     """Range ``i``'s nodes: ``id`` int64 ``[k]``, ``x`` float32 ``[k, d]``, ``y`` int64 ``[k]``,
     ``train``/``val``/``test`` bool ``[k]`` (those the graph has; ``columns`` picks some).
 
+    The rows read are checked as GraphData and the generic loader check them (on the columns
+    read: :func:`_check_node_rows`), at the cost of one pass over them.
+
     Raises:
         IndexError: ``i`` is not a range of the graph.
         ValueError: a column the graph does not have.
         GraphValidationError: the file is missing, of another type or shape, or its ids are not
-            the range's (one line naming the file).
+            the range's (one line naming the file); a NaN or infinite feature, a label outside
+            ``-1 .. num_classes - 1``, a node in two split parts or an unlabelled node in one
+            (one line naming the file, the row and the column, never a value).
     """
     start, stop = graph.node_range(i)
     have = graph.node_columns()
@@ -292,7 +313,43 @@ def read_node_range(graph: PartitionedGraph, i: int, columns: Sequence[str] | No
     if ids.size and (ids[0] != start or (np.diff(ids) != 1).any()):
         raise GraphValidationError(f"{where}: column 'id' is not {start}..{stop - 1} in order")
     schema = node_schema(graph.num_features, graph.has_labels, graph.has_split)
-    return {c: _column(table, c, schema.field(c).type, where) for c in wanted}
+    rows = {c: _column(table, c, schema.field(c).type, where) for c in wanted}
+    _check_node_rows(graph, rows, where)
+    return rows
+
+
+def _first(bad: np.ndarray) -> int:
+    return int(np.flatnonzero(bad)[0])
+
+
+def _check_node_rows(graph: PartitionedGraph, rows: dict[str, np.ndarray], where: str) -> None:
+    """What GraphData and the generic loader refuse, on the columns in ``rows`` (a range's rows):
+    a NaN or infinite feature, a label outside ``-1 .. num_classes - 1`` (``graph.json``'s
+    declared count), a node in two split parts, an unlabelled node in a part. The first such
+    row, by :func:`row_refusal` (features and labels: the owner's record); the split and which
+    nodes are labelled are public, so those refusals are plain one-liners."""
+    x, y = rows.get("x"), rows.get("y")
+    if x is not None and x.size and not (np.isfinite(x.min()) and np.isfinite(x.max())):  # min, max: NaN propagates
+        finite = np.isfinite(x)
+        r = _first(~finite.all(axis=1))
+        raise row_refusal(where, r, f"column 'x' (feature {_first(~finite[r])})",
+                          "a NaN or infinite value; features are finite", features=x[r])
+    if y is not None and y.size and (y.min() < UNLABELLED or y.max() >= graph.num_classes):
+        r = _first((y < UNLABELLED) | (y >= graph.num_classes))
+        raise row_refusal(where, r, "column 'y'", f"a label outside -1..num_classes - 1 (num_classes: {GRAPH_FILE}'s "
+                          "declared class count; -1 marks an unlabelled node)", label=y[r], num_classes=graph.num_classes)
+    parts = [c for c in SPLIT_COLUMNS if c in rows]
+    if not parts:
+        return
+    count = sum((rows[c].astype(np.int8) for c in parts), np.zeros(rows[parts[0]].shape, np.int8))
+    if len(parts) > 1 and count.max(initial=0) > 1:
+        r = _first(count > 1)
+        raise GraphValidationError(f"{where}: row {r} (0-based), columns {', '.join(map(repr, parts))}: a node in "
+                                   "more than one split part; the parts are disjoint")
+    if y is not None and (unlabelled_in := (count > 0) & (y == UNLABELLED)).any():
+        r = _first(unlabelled_in)
+        raise GraphValidationError(f"{where}: row {r} (0-based), columns 'y', {', '.join(map(repr, parts))}: an "
+                                   "unlabelled node (y = -1) in a split part; a node without a label can be in no part")
 
 
 def read_edge_range(graph: PartitionedGraph, i: int) -> tuple[np.ndarray, np.ndarray]:

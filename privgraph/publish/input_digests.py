@@ -37,8 +37,7 @@ import numpy as np
 from privgraph.config.disclosure import FINGERPRINT_FORMAT, Disclosure, public_input_header
 from privgraph.errors import GraphValidationError
 from privgraph.graph import SPLIT_MASKS, GraphData
-from privgraph.guarantee.redaction import redact_uri
-from privgraph.ingest.partitioned_graph import PartitionedGraph, range_file, read_edge_range, read_node_range
+from privgraph.ingest.partitioned_graph import PartitionedGraph, read_edge_range, read_node_range
 from privgraph.privatize.parallel import Executor, map_partitions
 
 __all__ = ["input_digests", "keyed_identity_of", "public_fingerprint_of"]
@@ -53,18 +52,14 @@ class _Hash(Protocol):
 
 # -- reading, one range at a time --------------------------------------------------------------------
 def _node_range(graph: PartitionedGraph, i: int, columns: Iterable[str]) -> GraphData:
-    """Range ``i``'s nodes as a validated GraphData of its ``k`` nodes (ids ``0 .. k-1``) holding the
-    ``columns`` asked for (``x``, ``y``, the split); the checks of ``load_partitioned_graph``."""
+    """Range ``i``'s nodes as a GraphData of its ``k`` nodes (ids ``0 .. k-1``) holding the
+    ``columns`` asked for (``x``, ``y``, the split), checked by :func:`read_node_range` (which
+    names the file and the row)."""
     cols = [c for c in columns if c in graph.node_columns()]
     start, stop = graph.node_range(i)
     data = read_node_range(graph, i, cols) if cols else {}
     masks = {m: data[c] for c, m in zip(_SPLIT_COLUMNS, SPLIT_MASKS, strict=True) if c in data}
-    try:
-        return GraphData(num_nodes=stop - start, x=data.get("x"), y=data.get("y"), **masks)
-    except GraphValidationError as exc:
-        where = f"{redact_uri(graph.path).rstrip('/')}/{range_file('nodes', i)}"  # row r is node start + r
-        raise GraphValidationError(f"{where}: node range {i} (nodes {start}..{stop - 1}, rows 0-based in the file): "
-                                   f"{exc}", private_detail=exc.private_detail) from None
+    return GraphData(num_nodes=stop - start, x=data.get("x"), y=data.get("y"), **masks)
 
 
 def _edge_counts(graph: PartitionedGraph, private_nodes: np.ndarray | None = None) -> tuple[int, int]:
