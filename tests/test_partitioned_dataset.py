@@ -181,7 +181,8 @@ def test_a_broken_range_is_refused_in_one_line_on_every_executor(case: str, exec
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith(f"error: {tmp_path / 'graph'}/{says}"), res.stderr[-3000:]
     assert "Traceback" not in res.stderr and "Compute Failed" not in res.stderr, res.stderr[-3000:]
-    assert "271828" not in res.stderr and "777" not in res.stderr
+    shown = res.stderr.replace(str(tmp_path), "<tmp>")  # a temporary directory's name may hold the digits
+    assert "271828" not in shown and "777" not in shown
     assert not list(store.rglob("manifest.json"))
 
 
