@@ -332,13 +332,14 @@ def bench_dask_speedup(graph: GraphData, name: str, params: dict[str, Any], *, p
             "parts": parts, "seconds_1_worker": round(t["a_seconds"], 3), "seconds_2_workers": round(t["b_seconds"], 3),
             "speedup": round(t["ratio"], 2), "pairs": t["pairs"],
         }
-        if hasattr(mech, "privatize_nodes"):
+        from privgraph.privatize.mechanisms.edges.shapes import LocalReports
+
+        if isinstance(mech, LocalReports):
             # the per-node part alone: the map over partitions (scatter of the CSR included)
-            from privgraph.privatize.release import _per_node_reports
             from privgraph.seeding import stage_seed
 
             def per_node(ex: Any) -> Callable[[], Any]:
-                return lambda: _per_node_reports(graph, mech, "privatize_nodes", partitioning.parts,
+                return lambda: mech.node_reports(graph, partitioning.parts,
                                                  stage_seed(np.random.SeedSequence(SEED), "edges"), ex)
 
             t = paired_times(per_node(ex1), per_node(ex2), pairs=pairs, warmup=True)

@@ -338,7 +338,7 @@ def release_violations(graph_in: GraphData, objects: dict[str, bytes], cfg: Any,
         problems += _label_form(cfg.labels.params(), graph_in, out)
     if cfg.edges is not None:
         mech = build_mechanism(cfg.edges.mechanism, cfg.edges.params())
-        if getattr(mech, "releases_aggregates", False):
+        if mech.releases_aggregates:
             problems += _aggregates(graph_in, out, mech, privatize)
         else:
             problems += _edge_form(graph_in, out)

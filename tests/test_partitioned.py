@@ -162,17 +162,17 @@ def test_privatize_through_files_is_privatize_graph(graph, partitioning, tmp_pat
 
 
 def test_the_config_names_the_mechanisms_the_layout_runs():
-    from privgraph.config.pipeline import PARTITIONED_EDGE_MECHANISMS
+    """The layout runs what declares ``runs_partitioned`` (the local-reports shape); the config's
+    refusal names them from the registry."""
     from privgraph.config.loader import parse_config
-    from privgraph.guarantee import Scope
-    from privgraph.privatize.mechanisms import MECHANISMS
-    from privgraph.privatize.partitioned import runs_partitioned
+    from privgraph.privatize.mechanisms import MECHANISMS, edge_mechanisms
+    from privgraph.privatize.mechanisms.edges.shapes import LocalReports
 
-    runnable = {name for name, cls in MECHANISMS.items() if runs_partitioned(cls)}
-    assert runnable == set(PARTITIONED_EDGE_MECHANISMS)
-    assert all(build_mechanism(name, {"epsilon": 1.0}).scope is Scope.EDGES for name in runnable)
+    runnable = edge_mechanisms(runs_partitioned=True)
+    assert runnable == sorted(n for n, c in MECHANISMS.items() if isinstance(c, type) and issubclass(c, LocalReports))
+    assert runnable  # not vacuous
     pipeline = {"dataset": {"name": "cora"}, "edges": {"mechanism": "edge_rand", "epsilon": 1.0},
                 "partitions": {"layout": "files"}}
-    with pytest.raises(ConfigError, match=r"partitions.layout: files runs the per-node edge mechanisms \(dprr, warner_rr\)"):
+    with pytest.raises(ConfigError, match=rf"pipelines\.p\.partitions\.layout: files runs the per-node edge mechanisms \({', '.join(runnable)}\)"):
         parse_config({"pipelines": {"p": pipeline}})
     parse_config({"pipelines": {"p": {**pipeline, "edges": {"mechanism": "dprr", "epsilon": 1.0}}}})

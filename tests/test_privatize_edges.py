@@ -62,7 +62,7 @@ def test_every_registered_edge_mechanism_is_covered():
     edge = {n for n, c in MECHANISMS.items() if c.scope is Scope.EDGES}
     # gap and class_counts release aggregates instead of edges: tests/test_gap_pipeline.py and
     # tests/mechanisms/test_class_counts.py cover their releases
-    aggregates = {n for n in edge if getattr(MECHANISMS[n], "releases_aggregates", False)}
+    aggregates = {n for n in edge if MECHANISMS[n].releases_aggregates}
     assert aggregates == {"class_counts", "gap"}
     assert edge - aggregates <= set(EDGE_PARAMS)
 

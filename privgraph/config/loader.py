@@ -1,8 +1,9 @@
 """Reading ``pipelines.yaml``: parse, validate the models (:mod:`privgraph.config.pipeline`), then check
 what the models alone cannot, before any data is read: every mechanism built once with its
-parameters, each dataset's options against its loader, graph comparisons, and the pipeline's
-declaration of what is public (:func:`privgraph.config.disclosure.declare_public` refuses a stage that
-treats as public what another privatizes).
+parameters, what each edge mechanism's class declares against its use, each dataset's options
+against its loader, graph comparisons, and the pipeline's declaration of what is public
+(:func:`privgraph.config.disclosure.declare_public` refuses a stage that treats as public what
+another privatizes).
 
 Every fault is one :class:`~privgraph.errors.ConfigError` line that starts with its YAML path.
 """
@@ -19,7 +20,7 @@ from privgraph.config.pipeline import MechanismConfig, PipelinesConfig, mechanis
 from privgraph.ingest.datasets import check_dataset_options, check_graph_set_options
 from privgraph.config.disclosure import declare_public
 from privgraph.errors import ConfigError
-from privgraph.privatize.mechanisms import MECHANISMS, build_at_epsilon, build_mechanism
+from privgraph.privatize.mechanisms import MECHANISMS, build_at_epsilon, build_mechanism, edge_mechanisms
 
 __all__ = ["load_config", "parse_config"]
 
@@ -37,7 +38,7 @@ def _check_mechanisms(cfg: PipelinesConfig) -> None:
                 continue
             where = f"pipelines.{pname}.{scope}"
             if m.mechanism not in MECHANISMS:
-                known = ", ".join(k for k, c in MECHANISMS.items() if c.scope.value == scope)
+                known = ", ".join(sorted(k for k, c in MECHANISMS.items() if c.scope.value == scope))
                 raise ConfigError(f"{where}.mechanism: unknown mechanism {m.mechanism!r}; known for {scope}: {known}")
             cls = MECHANISMS[m.mechanism]
             if cls.scope.value != scope:
@@ -58,7 +59,7 @@ def _check_mechanisms(cfg: PipelinesConfig) -> None:
             except ValueError as exc:
                 raise ConfigError(f"comparisons.{cname}.{exc}") from None
             if mname not in MECHANISMS:
-                known = ", ".join(k for k, cl in MECHANISMS.items() if cl.scope.value == c.scope)
+                known = ", ".join(sorted(k for k, cl in MECHANISMS.items() if cl.scope.value == c.scope))
                 raise ConfigError(f"{where}: unknown mechanism {mname!r}; known for {c.scope}: {known}")
             if MECHANISMS[mname].scope.value != c.scope:
                 raise ConfigError(f"{where}: {mname!r} protects {MECHANISMS[mname].scope.value}, not {c.scope}")
@@ -84,21 +85,45 @@ def _check_graph_comparisons(cfg: PipelinesConfig) -> None:
                 mname, params, use_scores = mechanism_entry(label, entry or {})
             except ValueError as exc:
                 raise ConfigError(f"graph_comparisons.{cname}.{exc}") from None
-            cls = MECHANISMS.get(mname)
-            if cls is None or cls.scope.value != "edges" or getattr(cls, "releases_aggregates", False) \
-                    or getattr(cls, "all_edges_private", False) or use_scores:
-                known = ", ".join(k for k, cl in MECHANISMS.items() if cl.scope.value == "edges"
-                                  and not getattr(cl, "releases_aggregates", False) and not getattr(cl, "all_edges_private", False))
-                raise ConfigError(f"{where}: {mname!r} is not a per-graph edge mechanism; known: {known}")
+            per_graph = edge_mechanisms(releases_aggregates=False, all_edges_private=False)
+            if mname not in per_graph or use_scores:
+                raise ConfigError(f"{where}: {mname!r} is not a per-graph edge mechanism; known: {', '.join(per_graph)}")
+            if MECHANISMS[mname].takes_n_max and "n_max" not in params:  # set per graph set: any public bound here
+                params = {**params, "n_max": 2 ** 20}
             try:
-                build_at_epsilon(mname, {**params, **({"n_max": 2 ** 20} if mname == "dprr" and "n_max" not in params else {})},
-                                 c.epsilons[0])
+                build_at_epsilon(mname, params, c.epsilons[0])
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{where}: {exc}") from None
         try:
             check_graph_set_options(c.dataset.name, c.dataset.options)
         except ValueError as exc:
             raise ConfigError(f"graph_comparisons.{cname}.dataset.{exc}") from None
+
+
+def _check_edge_declarations(cfg: PipelinesConfig) -> None:
+    """What each edge mechanism's class declares against its use: a version of noisy aggregates
+    (``releases_aggregates``) has no edges to attack; ``partitions.layout: files`` runs the
+    mechanisms whose reports combine pair by pair (``runs_partitioned``)."""
+    aggregates = edge_mechanisms(releases_aggregates=True)
+    for pname, p in cfg.pipelines.items():
+        edges = None if p.edges is None else p.edges.mechanism
+        if edges in aggregates and p.evaluate.attacks:
+            raise ConfigError(
+                f"pipelines.{pname}.evaluate.attacks: a {edges} version releases aggregates, not edges, and the attacks "
+                "query a model trained over a version's edges; attacks on a model over aggregates are not built: "
+                "remove them"
+            )
+        if p.partitions.layout == "files" and edges is not None and edges not in edge_mechanisms(runs_partitioned=True):
+            raise ConfigError(
+                f"pipelines.{pname}.partitions.layout: files runs the per-node edge mechanisms "
+                f"({', '.join(edge_mechanisms(runs_partitioned=True))}), whose reports combine pair by pair; "
+                f"{edges} is global: use layout memory"
+            )
+    for cname, c in cfg.comparisons.items():
+        gap = [label for label, e in c.mechanisms.items() if mechanism_entry(label, e or {})[0] in aggregates]
+        if gap and (c.evaluate.attacks if c.evaluate is not None else False):
+            raise ConfigError(f"comparisons.{cname}.evaluate.attacks: mechanisms {gap} release aggregates, not edges; "
+                              "attacks on a model over aggregates are not built: remove the attacks")
 
 
 def _check_datasets(cfg: PipelinesConfig) -> None:
@@ -126,6 +151,7 @@ def parse_config(data: Any, *, source: str = "pipelines.yaml") -> PipelinesConfi
         more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
         raise ConfigError(f"{_path(err['loc']) or source}: {msg}{more}") from None
     _check_mechanisms(cfg)
+    _check_edge_declarations(cfg)
     _check_datasets(cfg)
     _check_graph_comparisons(cfg)
     for name, p in cfg.pipelines.items():

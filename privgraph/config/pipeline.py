@@ -25,10 +25,6 @@ from privgraph.guarantee.redaction import redact_uri
 from privgraph.ingest.option_support import SCALE, check_options_on_path, run_path
 from privgraph.ingest.scoring.config import ScoresConfig
 
-#: the edge mechanisms that release noisy aggregates in place of edges (``releases_aggregates``;
-#: tests/test_config.py checks this against the registry, which this module does not import)
-AGGREGATE_MECHANISMS = ("class_counts", "gap")
-
 __all__ = [
     "DatasetConfig",
     "MechanismConfig",
@@ -105,11 +101,6 @@ class MechanismConfig(BaseModel):
         mechanism's own parameters."""
         eps = {} if self.epsilon is None else {"epsilon": self.epsilon}
         return {**eps, **(self.model_extra or {})}
-
-
-#: the edge mechanisms the partitioned layout runs (per-node reports combined pair by pair:
-#: :func:`privgraph.privatize.partitioned.runs_partitioned`)
-PARTITIONED_EDGE_MECHANISMS = ("dprr", "warner_rr")
 
 
 class PartitionConfig(_Strict):
@@ -291,26 +282,6 @@ class PipelineConfig(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _gap_versions_are_not_attacked(self) -> PipelineConfig:
-        if self.edges is not None and self.edges.mechanism in AGGREGATE_MECHANISMS and self.evaluate.attacks:
-            raise ValueError(
-                f"evaluate.attacks: a {self.edges.mechanism} version releases aggregates, not edges, and the attacks "
-                "query a model trained over a version's edges; attacks on a model over aggregates are not built: "
-                "remove them"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _files_layout_runs_per_node_edges(self) -> PipelineConfig:
-        edges = None if self.edges is None else self.edges.mechanism
-        if self.partitions.layout == "files" and edges is not None and edges not in PARTITIONED_EDGE_MECHANISMS:
-            raise ValueError(
-                f"partitions.layout: files runs the per-node edge mechanisms ({', '.join(PARTITIONED_EDGE_MECHANISMS)}), "
-                f"whose reports combine pair by pair; {edges} is global: use layout memory"
-            )
-        return self
-
-    @model_validator(mode="after")
     def _sample_only_at_scale(self) -> PipelineConfig:
         k = self.evaluate.sample_parts
         if k is not None and not self.runs_at_scale:
@@ -374,10 +345,6 @@ class ComparisonConfig(_Strict):
     def _target_listed(self) -> ComparisonConfig:
         if self.target not in self.mechanisms:
             raise ValueError(f"target {self.target!r} is not among mechanisms {sorted(self.mechanisms)}")
-        gap = [label for label, e in self.mechanisms.items() if (e or {}).get("mechanism", label) in AGGREGATE_MECHANISMS]
-        if gap and (self.evaluate.attacks if self.evaluate is not None else False):
-            raise ValueError(f"evaluate.attacks: mechanisms {gap} release aggregates, not edges; attacks on "
-                             "a model over aggregates are not built: remove the attacks")
         if self.evaluate is not None and any(a.name == "attribute" for a in self.evaluate.attacks):
             raise ValueError("evaluate.attacks: 'attribute' attacks a release, not a model; a comparison does "
                              "not run it (list it in a pipeline's evaluate)")

@@ -297,7 +297,7 @@ class _Cells:
         # they are declared public all the same, so its cells get the same references
         refs = None
         view = _with_declared_public_edges(result.graph, graph) if (
-            sc is Scope.EDGES and getattr(mech, "all_edges_private", False)) else result.graph
+            sc is Scope.EDGES and mech.all_edges_private) else result.graph
         if sc is Scope.EDGES and np.array_equal(view.edges_public, graph.edges_public):
             refs = _references(view, ts, {**self.kwargs, "eval_y": graph.y}, self.edge_refs.setdefault(i, {}),
                                public_features=True)

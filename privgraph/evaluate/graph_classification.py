@@ -30,7 +30,7 @@ from torch.nn import BatchNorm1d, Linear, Module, ModuleList
 from privgraph.guarantee.ledger import LedgerEntry, PrivacyLedger
 from privgraph.ingest.datasets.graph_set import GraphSet
 from privgraph.graph import GraphData
-from privgraph.guarantee import Scope
+from privgraph.privatize.mechanisms import EdgeMechanism, edge_mechanisms
 from privgraph.guarantee.params import check_int
 from privgraph.evaluate.models import GeneratorDropout
 from privgraph.evaluate.models.gcn import _check_generator, _check_positive_int, _fresh_generator
@@ -451,7 +451,7 @@ def privatize_graph_set(
     """
     if not isinstance(graph_set, GraphSet):
         raise TypeError(f"privatize_graph_set: expected a GraphSet, got {type(graph_set).__name__}")
-    if getattr(mechanism, "scope", None) is not Scope.EDGES:
+    if not isinstance(mechanism, EdgeMechanism):
         raise ValueError(f"privatize_graph_set: {mechanism!r} does not protect edges")
     seeds = list(seeds)
     if len(seeds) != len(graph_set):
@@ -459,18 +459,15 @@ def privatize_graph_set(
     for i, s in enumerate(seeds):
         if not isinstance(s, np.random.SeedSequence):
             raise TypeError(f"privatize_graph_set: seeds[{i}] must be a numpy SeedSequence, got {type(s).__name__}")
-    if getattr(mechanism, "releases_aggregates", False):
-        raise ValueError(f"privatize_graph_set: {mechanism.name} releases noisy aggregates, not edges; "
-                         "use an edge-releasing mechanism (dprr, warner_rr, local_lap, nonpriv_part, ...)")
-    if getattr(mechanism, "all_edges_private", False):
-        raise ValueError(f"privatize_graph_set: {mechanism.name} releases a graph of its own model "
-                         "(all edges private); use a per-graph edge mechanism (dprr, warner_rr, local_lap, ...)")
-    params_for = getattr(mechanism, "params_for", None)
+    if mechanism.releases_aggregates or mechanism.all_edges_private:
+        what = "noisy aggregates, not edges" if mechanism.releases_aggregates else "a graph of its own model (all edges private)"
+        per_graph = ", ".join(edge_mechanisms(releases_aggregates=False, all_edges_private=False))
+        raise ValueError(f"privatize_graph_set: {mechanism.name} releases {what}; use a per-graph edge mechanism ({per_graph})")
     for i, g in enumerate(graph_set.graphs):  # refuse before any noise is drawn
         n_pri = int(g.private_nodes().size)
-        if params_for is not None and n_pri > 1:
+        if n_pri > 1:
             try:
-                params_for(n_pri)
+                mechanism.params_for(n_pri)
             except ValueError as exc:
                 raise ValueError(f"graph {i} ({n_pri} nodes with private edges): {exc}") from exc
     graphs = map_partitions(privatize_one_graph, list(graph_set.graphs), seeds, executor=executor, mechanism=mechanism)

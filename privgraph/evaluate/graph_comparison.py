@@ -22,7 +22,7 @@ import numpy as np
 from privgraph.config.pipeline import mechanism_entry
 from privgraph.ingest.datasets.graph_set import GraphSet
 from privgraph.evaluate.graph_classification import cross_validate, graph_seeds, privatize_graph_set
-from privgraph.privatize.mechanisms import build_at_epsilon
+from privgraph.privatize.mechanisms import build_at_epsilon, edge_mechanisms
 from privgraph.privatize.parallel import Executor
 from privgraph.evaluate.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import as_generator, stage_seed
@@ -61,11 +61,11 @@ class GraphComparisonResult:
 
 
 def graph_mechanism(label: str, entry: Mapping[str, Any] | None, epsilon: float, graph_set: GraphSet) -> Any:
-    """The mechanism of comparison entry ``label`` at ``epsilon``. DPRR gets the dataset-wide
-    ``n_max`` of paper 004 (Sec. V-A: the largest node count of all graphs, public) unless the
-    entry sets one."""
+    """The mechanism of comparison entry ``label`` at ``epsilon``. One that takes a dataset-wide
+    ``n_max`` (``takes_n_max``: DPRR) gets paper 004's (Sec. V-A: the largest node count of all
+    graphs, public) unless the entry sets one."""
     name, params, _ = mechanism_entry(label, entry or {})
-    if name == "dprr" and "n_max" not in params:
+    if name in edge_mechanisms(takes_n_max=True) and "n_max" not in params:
         params = {**params, "n_max": max(2, max(g.num_nodes for g in graph_set.graphs))}
     return build_at_epsilon(name, params, epsilon)
 

@@ -62,7 +62,8 @@ from privgraph.privatize.parallel import Executor, map_partitions
 from privgraph.privatize.partition import Partitioning
 from privgraph.guarantee.private_files import mkdir_private, write_private_file
 from privgraph.privatize.summary import SUMMARY_FIELDS, release_summary
-from privgraph.privatize.release import PrivatizationResult, _features_part, _labels_part, label_selection, ledger_entry
+from privgraph.privatize.node_rows import label_selection, privatize_feature_rows, privatize_label_rows
+from privgraph.privatize.release import PrivatizationResult, ledger_entry
 from privgraph.seeding import noise_generator, partition_seeds, stage_seed
 
 __all__ = [
@@ -71,7 +72,6 @@ __all__ = [
     "privatize_partitioned",
     "privatize_through_files",
     "sweep_staging",
-    "runs_partitioned",
     "commit_release_parts",
     "store_partitioned_release",
     "write_release_parts",
@@ -117,7 +117,7 @@ def write_partitioned_input(graph: GraphData, partitioning: Partitioning, direct
         FileExistsError: ``directory`` exists (an input is never overwritten).
         ValueError: ``partitioning`` does not cover ``graph``'s nodes.
     """
-    from privgraph.privatize.mechanisms.edges.dprr import private_csr  # lazy: scipy via the registry (~0.7 s)
+    from privgraph.privatize.mechanisms.edges.edge_arrays import private_csr  # lazy: scipy via the registry (~0.7 s)
 
     root = Path(directory)
     if root.exists():
@@ -170,7 +170,7 @@ def _layout(source: Path) -> dict[str, Any]:
 
 def _features_file_part(i: int, seed: np.random.SeedSequence, *, mechanism: Any, source: str, out: str) -> dict[str, Any]:
     rows = _load(_part_dir(Path(source), i) / "x.npy")
-    released = _features_part(rows, seed, mechanism=mechanism)
+    released = privatize_feature_rows(rows, seed, mechanism=mechanism)
     return {"rows": int(released.shape[0]), "x_sha256": _save(_part_dir(Path(out), i) / "x.npy", released, hashed=True)}
 
 
@@ -178,8 +178,8 @@ def _labels_file_part(i: int, seed: np.random.SeedSequence, *, mechanism: Any, s
     d = _part_dir(Path(source), i)
     y = _load(d / "y.npy")
     masks = {m: _load(d / f"{m}.npy") for m in (mechanism.mask or ()) if (d / f"{m}.npy").is_file()}
-    released = _labels_part((y, label_selection(mechanism, y, masks)), seed, mechanism=mechanism,
-                            num_classes=mechanism.num_classes)
+    released = privatize_label_rows((y, label_selection(mechanism, y, masks)), seed, mechanism=mechanism,
+                                    num_classes=mechanism.num_classes)
     return {"y_sha256": _save(_part_dir(Path(out), i) / "y.npy", released, hashed=True)}
 
 
@@ -207,7 +207,7 @@ def _combine_file_part(j: int, seed: np.random.SeedSequence, *, mechanism: Any, 
                        num_nodes: int) -> dict[str, Any]:
     """Phase 2 of the edges: the OR rule over the reports about partition ``j``'s pairs, minus
     its public edges. ``seed`` is unused: combining is deterministic post-processing."""
-    from privgraph.privatize.mechanisms.edges.dprr import merge_with_public  # lazy: scipy via the registry
+    from privgraph.privatize.mechanisms.edges.edge_arrays import merge_with_public  # lazy: scipy via the registry
 
     inbox = Path(out) / "shuffle" / f"to-{j:05d}"
     files = sorted(inbox.glob("from-*.npy")) if inbox.is_dir() else []
@@ -252,14 +252,6 @@ class PartitionedRelease:
         return [{k: part[k] for k in SUMMARY_FIELDS} for part in self.parts]
 
 
-def runs_partitioned(edges: Any) -> bool:
-    """Whether the edge mechanism (an instance or its class) runs in the partitioned layout: a
-    per-node mechanism whose reports combine pair by pair (``privatize_nodes`` and
-    ``combine_reports``: DPRR, Warner RR). The pipeline config's ``partitions.layout: files``
-    check names the same set (tests/test_partitioned.py keeps the two equal)."""
-    return hasattr(edges, "privatize_nodes") and hasattr(edges, "combine_reports")
-
-
 def _check_mechanisms(layout: dict[str, Any], features: Any, edges: Any, labels: Any) -> None:
     """Everything checkable from the layout and the mechanisms, before any data is read."""
     if features is not None:
@@ -284,10 +276,13 @@ def _check_mechanisms(layout: dict[str, Any], features: Any, edges: Any, labels:
         return
     if edges.scope is not Scope.EDGES:
         raise ValueError(f"{edges!r} does not protect edges")
-    if not runs_partitioned(edges):
+    if not edges.runs_partitioned:  # the mechanism's declaration (its shape: local reports)
+        from privgraph.privatize.mechanisms import edge_mechanisms  # lazy: scipy via the registry
+
         raise ConfigError(
-            f"{edges.name}: the partitioned layout runs per-node edge mechanisms (dprr, warner_rr), whose "
-            f"reports combine pair by pair; {edges.name} is global: use privatize_graph"
+            f"{edges.name}: the partitioned layout runs per-node edge mechanisms "
+            f"({', '.join(edge_mechanisms(runs_partitioned=True))}), whose reports combine pair by pair; "
+            f"{edges.name} is global: use privatize_graph"
         )
 
 

@@ -1,6 +1,6 @@
 """The contract every registered mechanism keeps (one base test class, run per registry entry).
 
-A new mechanism gets these checks by being added to ``MECHANISMS`` and to ``VALID_PARAMS``.
+A new mechanism gets these checks by registering (``@register_mechanism``) and being added to ``VALID_PARAMS``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,11 @@
 """Privacy mechanisms, their guarantees, and the registry used by ``pipelines.yaml``.
 
-``MECHANISMS`` maps a registry name (a mechanism's ``name``) to its class;
+``MECHANISMS`` maps a registry name (a mechanism's ``name``) to its class: each class registers
+itself with :func:`~privgraph.privatize.mechanisms.registry.register_mechanism` in its own module;
 :func:`build_mechanism` constructs one from a name and a dict of parameters.
+
+>>> build_mechanism("warner_rr", {"epsilon": 1.0}).params()
+{'epsilon': 1.0}
 """
 
 from __future__ import annotations
@@ -13,36 +17,22 @@ from typing import Any
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, epsilon_upper
 from privgraph.guarantee.params import check_epsilon, check_int, check_probability
 from privgraph.privatize.mechanisms.base import Mechanism, check_generator
-from privgraph.privatize.mechanisms.edges import (
-    DPRR,
-    AggregationPerturbation,
-    EdgeRand,
-    EdgeRR,
-    LapGraph,
-    LocalLap,
-    NeighbourClassCounts,
-    NonPrivPart,
-    PrivHRG,
-    WarnerRR,
-)
-from privgraph.privatize.mechanisms.features import (
-    DuchiMechanism,
-    FeatureRR,
-    HybridMechanism,
-    LabelRR,
-    LaplaceMechanism,
-    MultiBitEncoder,
-    PiecewiseMechanism,
-    PMSubMechanism,
-    ThreeOutputMechanism,
-)
+from privgraph.privatize.mechanisms.edges import DPRR, EdgeMechanism
+from privgraph.privatize.mechanisms.features import FeatureRR
+from privgraph.privatize.mechanisms.registry import MECHANISMS, register_mechanism
+
+# importing the two packages above registered every mechanism (each class carries
+# @register_mechanism in its own module)
 
 __all__ = [
     "MECHANISMS",
     "build_at_epsilon",
     "build_mechanism",
+    "edge_mechanisms",
+    "register_mechanism",
     "takes_epsilon",
     "DPRR",
+    "EdgeMechanism",
     "FeatureRR",
     "Guarantee",
     "GuaranteeKind",
@@ -55,30 +45,15 @@ __all__ = [
     "epsilon_upper",
 ]
 
-MECHANISMS: dict[str, type] = {
-    cls.name: cls
-    for cls in (
-        FeatureRR,
-        LaplaceMechanism,
-        DuchiMechanism,
-        PiecewiseMechanism,
-        HybridMechanism,
-        ThreeOutputMechanism,
-        PMSubMechanism,
-        MultiBitEncoder,
-        LabelRR,
-        DPRR,
-        WarnerRR,
-        LocalLap,
-        EdgeRand,
-        LapGraph,
-        NonPrivPart,
-        EdgeRR,
-        PrivHRG,
-        AggregationPerturbation,
-        NeighbourClassCounts,
-    )
-}
+
+def edge_mechanisms(**declared: Any) -> list[str]:
+    """The names of the registered edge mechanisms whose class declares every
+    ``attribute=value`` of ``declared``, sorted (for the messages that list them).
+
+    >>> edge_mechanisms(runs_partitioned=True)
+    ['dprr', 'warner_rr']
+    """
+    return sorted(n for n, c in MECHANISMS.items() if issubclass(c, EdgeMechanism) and c.declares(**declared))
 
 
 def build_mechanism(name: str, params: Mapping[str, Any]) -> Mechanism:

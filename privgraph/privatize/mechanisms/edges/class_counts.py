@@ -43,7 +43,9 @@ import numpy as np
 
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.privatize.mechanisms.base import MAX_EXACT_EPSILON, EpsilonRange, check_generator
+from privgraph.privatize.mechanisms.edges.shapes import Aggregates
 from privgraph.privatize.mechanisms.noise import discrete_laplace
+from privgraph.privatize.mechanisms.registry import register_mechanism
 from privgraph.guarantee.params import check_int
 
 __all__ = ["COUNT_WEIGHTS", "NeighbourClassCounts", "decode_class_counts", "released_class_counts"]
@@ -52,7 +54,8 @@ __all__ = ["COUNT_WEIGHTS", "NeighbourClassCounts", "decode_class_counts", "rele
 COUNT_WEIGHTS = (0.05, 0.1, 0.2, 0.35, 0.5, 1.0, 2.0)
 
 
-class NeighbourClassCounts:
+@register_mechanism
+class NeighbourClassCounts(Aggregates):
     r"""Noisy counts of each node's private neighbours per public class (see the module).
 
     Args:
@@ -77,8 +80,6 @@ class NeighbourClassCounts:
         note="each count takes exact discrete Laplace noise at epsilon / 2, which the sampler realises "
              "exactly for parameters >= 2^-20",
     )
-    #: the private edges are replaced by the counts, not by edges
-    releases_aggregates: ClassVar[bool] = True
     #: what the aggregates are computed from: the public classes (GAP's: the encoder's hidden layer)
     encoding: ClassVar[str] = "classes"
 

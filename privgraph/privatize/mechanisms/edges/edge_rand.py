@@ -17,7 +17,9 @@ from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.guarantee.params import check_epsilon, check_int
 from privgraph.privatize.mechanisms.base import EpsilonRange, check_generator
-from privgraph.privatize.mechanisms.edges.dprr import _as_ids, merge_with_public
+from privgraph.privatize.mechanisms.edges.edge_arrays import as_ids, merge_with_public
+from privgraph.privatize.mechanisms.edges.shapes import Central
+from privgraph.privatize.mechanisms.registry import register_mechanism
 from privgraph.privatize.mechanisms.sampling import (
     bernoulli_exact,
     binomial_exact,
@@ -57,7 +59,7 @@ def private_pair_ranks(graph: GraphData) -> tuple[np.ndarray, np.ndarray]:
 def pairs_of_ranks(ranks: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """The edges ``[2, k]`` (``u < v``) of pair ranks in the pair space of ``candidates``;
     ascending ranks give edges sorted by ``(u, v)``."""
-    ranks = _as_ids(ranks, "ranks", 1)
+    ranks = as_ids(ranks, "ranks", 1)
     if ranks.size == 0:
         return np.zeros((2, 0), dtype=np.int64)
     i, j = unrank_pairs(ranks, candidates.size)
@@ -69,7 +71,8 @@ def num_pairs(n: int) -> int:
     return n * (n - 1) // 2
 
 
-class EdgeRand:
+@register_mechanism
+class EdgeRand(Central):
     r"""EdgeRand: randomized response on every unordered pair of private nodes (the edge-DP
     baseline of LinkTeller, Wu et al., IEEE S&P 2022, as its public code runs it; a baseline of
     paper 000, HeteroRR).

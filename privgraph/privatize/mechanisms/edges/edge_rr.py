@@ -17,10 +17,10 @@ from privgraph.graph import GraphData, in_sorted, sorted_unique
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.guarantee.params import check_int, check_probability
 from privgraph.privatize.mechanisms.base import EpsilonRange, check_generator
-from privgraph.privatize.mechanisms.edges.dprr import merge_with_public
+from privgraph.privatize.mechanisms.edges.edge_arrays import merge_with_public
 from privgraph.privatize.mechanisms.edges.hrg_settings import (
     HRG_EPSILON_RANGE,
-    _threshold,
+    check_threshold,
     chosen_steps,
     fit_schedule,
     split_budget,
@@ -42,6 +42,8 @@ from privgraph.privatize.mechanisms.hrg.fit import FittedHRG, fit_hrg
 from privgraph.privatize.mechanisms.hrg.mcmc import Phase, exponent, private_sensitivity
 from privgraph.privatize.mechanisms.hrg.noisy_prob import TAU_B, TAU_C, NoisyDendrogram
 from privgraph.privatize.mechanisms.hrg.sample import sample_all, sample_internal_nodes, split_internal_nodes
+from privgraph.privatize.mechanisms.edges.shapes import FittedModel
+from privgraph.privatize.mechanisms.registry import register_mechanism
 
 __all__ = ["EdgeRR", "HRG_EPSILON_RANGE", "split_budget", "chosen_steps", "fit_schedule"]
 
@@ -49,7 +51,8 @@ _LEAVES = ("private", "all")
 _SCHEDULES = ("alternating", "joint")
 
 
-class EdgeRR:
+@register_mechanism
+class EdgeRR(FittedModel):
     r"""EdgeRR (paper 002, Sec. III-B, Alg. 2 and 3): a PHRG fitted by a public/private MCMC.
 
     The dendrogram :math:`D` carries public and private counts (Eq. 10):
@@ -209,8 +212,8 @@ class EdgeRR:
             raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}")
         self.leaves = leaves
         self.schedule = schedule
-        self.tau_b = _threshold(tau_b, "tau_b")
-        self.tau_c = _threshold(tau_c, "tau_c")
+        self.tau_b = check_threshold(tau_b, "tau_b")
+        self.tau_c = check_threshold(tau_c, "tau_c")
         self.convergence_chains, self.convergence_max_steps_per_leaf, self.convergence_seed = (
             check_convergence_settings(convergence_chains, convergence_max_steps_per_leaf, convergence_seed)
         )

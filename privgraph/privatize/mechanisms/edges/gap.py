@@ -25,7 +25,9 @@ from privgraph.guarantee import epsilon_upper, Guarantee, GuaranteeKind, Scope
 from privgraph.privatize.mechanisms.base import MAX_EXACT_EPSILON, EpsilonRange, check_generator
 from privgraph.guarantee.params import check_int
 from privgraph.errors import GraphValidationError
+from privgraph.privatize.mechanisms.edges.shapes import Aggregates
 from privgraph.privatize.mechanisms.gaussian_noise import gaussian_on_grid, grid_sensitivity
+from privgraph.privatize.mechanisms.registry import register_mechanism
 
 __all__ = [
     "AggregationPerturbation",
@@ -133,7 +135,8 @@ def _check_positive(value: Any, name: str) -> float:
     return float(value)
 
 
-class AggregationPerturbation:
+@register_mechanism
+class AggregationPerturbation(Aggregates):
     r"""GAP's aggregation perturbation module: ``hops`` noisy aggregations of the encoded features,
     released in place of the private edges.
 
@@ -231,8 +234,6 @@ class AggregationPerturbation:
             "2^-10 it exceeds 10^4 and the aggregates are noise; no privgraph budget exceeds 50"
         ),
     )
-    #: the private edges are replaced by the aggregates, not by edges
-    releases_aggregates: ClassVar[bool] = True
 
     def __init__(
         self,

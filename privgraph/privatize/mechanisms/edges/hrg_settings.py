@@ -18,7 +18,7 @@ from privgraph.privatize.mechanisms.hrg.blocks import LeafBlocks
 from privgraph.privatize.mechanisms.hrg.mcmc import EXPONENT_RANGE, MAX_EXPONENT_EPSILON, Phase
 from privgraph.privatize.mechanisms.sampling import DISCRETE_LAPLACE_RANGE
 
-__all__ = ["HRG_EPSILON_RANGE", "split_budget", "check_steps", "chosen_steps", "fit_schedule"]
+__all__ = ["HRG_EPSILON_RANGE", "split_budget", "check_steps", "check_threshold", "chosen_steps", "fit_schedule"]
 
 #: The configured budget of EdgeRR and privHRG: eps = eps_e1 + eps_e2, each part checked with the
 #: split (:func:`split_budget`): eps_e1 against the MCMC's range
@@ -70,7 +70,8 @@ def split_budget(epsilon: float, share: float, *, owner: str = "") -> tuple[floa
     return eps1, eps2
 
 
-def _threshold(value: Any, name: str) -> float:
+def check_threshold(value: Any, name: str) -> float:
+    """A dendrogram probability threshold (``tau_b``, ``tau_c``): a finite real >= 0."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
     v = float(value)

@@ -12,13 +12,15 @@ from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.guarantee.params import check_epsilon, check_int, check_probability
 from privgraph.privatize.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange, check_generator
-from privgraph.privatize.mechanisms.edges.dprr import _as_ids, merge_with_public
+from privgraph.privatize.mechanisms.edges.edge_arrays import as_ids, merge_with_public
 from privgraph.privatize.mechanisms.edges.edge_rand import (
     num_pairs,
     pairs_of_ranks,
     private_pair_ranks,
 )
+from privgraph.privatize.mechanisms.edges.shapes import Central
 from privgraph.privatize.mechanisms.noise import discrete_laplace
+from privgraph.privatize.mechanisms.registry import register_mechanism
 from privgraph.privatize.mechanisms.sampling import DISCRETE_LAPLACE_RANGE, sample_excluding
 
 __all__ = [
@@ -142,7 +144,7 @@ def select_top_pairs(
         np.ndarray: int64 ascending ranks of the kept pairs (``min(T, total)`` of them).
     """
     rng = check_generator(rng)
-    ranks = _as_ids(edge_ranks, "edge_ranks", 1)
+    ranks = as_ids(edge_ranks, "edge_ranks", 1)
     total = check_int(total, "total", minimum=0)
     count = min(max(int(count), 0), total)
     m = ranks.size
@@ -162,7 +164,8 @@ def select_top_pairs(
     return np.sort(np.concatenate([kept_true, new]))
 
 
-class LapGraph:
+@register_mechanism
+class LapGraph(Central):
     r"""LapGraph: the Laplace mechanism on the adjacency, keeping the noisy number of largest
     entries (LinkTeller, Wu et al., IEEE S&P 2022, as its public code runs it; a baseline of
     paper 000, HeteroRR; the central form of paper 004's LocalLap).

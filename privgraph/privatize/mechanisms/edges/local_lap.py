@@ -10,15 +10,18 @@ from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, sum_upper
 from privgraph.privatize.mechanisms.base import EpsilonRange, check_generator
 from privgraph.guarantee.params import check_int, check_probability
-from privgraph.privatize.mechanisms.edges.dprr import _as_ids, check_node_inputs, merge_with_public, private_csr
+from privgraph.privatize.mechanisms.edges.edge_arrays import as_ids, check_node_inputs, merge_with_public, private_csr
 from privgraph.privatize.mechanisms.edges.edge_rand import num_pairs, pairs_of_ranks, private_pair_ranks
 from privgraph.privatize.mechanisms.edges.lapgraph import select_top_pairs, split_budget, split_epsilon_range
+from privgraph.privatize.mechanisms.edges.shapes import NoisyDegrees
 from privgraph.privatize.mechanisms.noise import discrete_laplace
+from privgraph.privatize.mechanisms.registry import register_mechanism
 
 __all__ = ["LocalLap"]
 
 
-class LocalLap:
+@register_mechanism
+class LocalLap(NoisyDegrees):
     r"""LocalLap: a local-model version of LapGraph (paper 004, Sec. V-A, the LocalLap baseline).
 
     Every node :math:`v_i \in V_{pri}` (the nodes with a private edge, treated as public) sends
@@ -132,7 +135,7 @@ class LocalLap:
     @staticmethod
     def edge_count(noisy_degrees: np.ndarray, total: int) -> int:
         """The server's ``T = floor(sum(d*) / 2)``, clipped to ``[0, total]`` (post-processing)."""
-        d = _as_ids(noisy_degrees, "noisy_degrees", 1)
+        d = as_ids(noisy_degrees, "noisy_degrees", 1)
         total = check_int(total, "total", minimum=0)
         return min(max(int(d.sum()) // 2, 0), total)
 
@@ -155,7 +158,7 @@ class LocalLap:
             indptr, indices = private_csr(graph.edges_private, graph.num_nodes)
             noisy_degrees = self.noisy_degrees(candidates, indptr, indices, candidates, rng)
         else:
-            noisy_degrees = _as_ids(noisy_degrees, "noisy_degrees", 1)
+            noisy_degrees = as_ids(noisy_degrees, "noisy_degrees", 1)
             if noisy_degrees.size != candidates.size:
                 raise ValueError(
                     f"noisy_degrees must hold one value per node of V_pri ({candidates.size}), "

@@ -9,12 +9,15 @@ import numpy as np
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.privatize.mechanisms.base import check_generator
+from privgraph.privatize.mechanisms.edges.shapes import Central
+from privgraph.privatize.mechanisms.registry import register_mechanism
 from privgraph.guarantee.params import check_int
 
 __all__ = ["NonPrivPart"]
 
 
-class NonPrivPart:
+@register_mechanism
+class NonPrivPart(Central):
     r"""NonPriv-Part: the graph of the non-private part only (paper 004, Sec. V-A: "discards
     friend lists of private users and uses only friend lists of non-private users").
 

@@ -13,7 +13,15 @@ from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.privatize.mechanisms.base import EpsilonRange, check_generator
 from privgraph.guarantee.params import check_int, check_probability
 from privgraph.privatize.mechanisms.edges.edge_rr import EdgeRR
-from privgraph.privatize.mechanisms.edges.hrg_settings import HRG_EPSILON_RANGE, _threshold, chosen_steps, fit_schedule, split_budget
+from privgraph.privatize.mechanisms.edges.hrg_settings import (
+    HRG_EPSILON_RANGE,
+    check_threshold,
+    chosen_steps,
+    fit_schedule,
+    split_budget,
+)
+from privgraph.privatize.mechanisms.edges.shapes import FittedModel
+from privgraph.privatize.mechanisms.registry import register_mechanism
 from privgraph.privatize.mechanisms.hrg.convergence import (
     CHECK_CHAINS,
     MAX_STEPS_PER_LEAF,
@@ -44,7 +52,8 @@ def _mean_degree(value: Any) -> float:
     return v
 
 
-class PrivHRG:
+@register_mechanism
+class PrivHRG(FittedModel):
     r"""privHRG: every edge private; one exponential-mechanism MCMC, then CalculateNoisyProb.
 
     The dendrogram's leaves are the nodes with at least one edge (treated as public). The chain
@@ -123,8 +132,8 @@ class PrivHRG:
         self.eps1_share = check_probability(eps1_share, "eps1_share", open_low=True, open_high=True)
         self.steps_per_leaf: float | str = check_steps_setting(steps_per_leaf, "steps_per_leaf")
         self.trace_every = check_int(trace_every, "trace_every", minimum=0)
-        self.tau_b = _threshold(tau_b, "tau_b")
-        self.tau_c = _threshold(tau_c, "tau_c")
+        self.tau_b = check_threshold(tau_b, "tau_b")
+        self.tau_c = check_threshold(tau_c, "tau_c")
         self.proxy_mean_degree = _mean_degree(proxy_mean_degree)
         self.convergence_chains, self.convergence_max_steps_per_leaf, self.convergence_seed = (
             check_convergence_settings(convergence_chains, convergence_max_steps_per_leaf, convergence_seed)

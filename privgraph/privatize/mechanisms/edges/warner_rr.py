@@ -11,7 +11,7 @@ from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.privatize.mechanisms.base import EpsilonRange, check_generator
 from privgraph.guarantee.params import check_int
-from privgraph.privatize.mechanisms.edges.dprr import (
+from privgraph.privatize.mechanisms.edges.edge_arrays import (
     check_node_inputs,
     merge_with_public,
     neighbour_ends,
@@ -19,12 +19,15 @@ from privgraph.privatize.mechanisms.edges.dprr import (
     symmetrize_reports,
 )
 from privgraph.privatize.mechanisms.edges.edge_rand import flip_probability
+from privgraph.privatize.mechanisms.edges.shapes import LocalReports
+from privgraph.privatize.mechanisms.registry import register_mechanism
 from privgraph.privatize.mechanisms.sampling import bernoulli_exact, binomial_exact, sample_excluding
 
 __all__ = ["WarnerRR"]
 
 
-class WarnerRR:
+@register_mechanism
+class WarnerRR(LocalReports):
     r"""Warner's randomized response on each private neighbour list (the RR baseline of paper 004,
     Sec. III-B and V-A; Qin et al., CCS 2017, randomized neighbour lists).
 

@@ -9,6 +9,7 @@ from privgraph.privatize.mechanisms.features.multibit import MultiBitEncoder
 from privgraph.privatize.mechanisms.features.piecewise import PiecewiseMechanism
 from privgraph.privatize.mechanisms.features.pm_sub import PMSubMechanism
 from privgraph.privatize.mechanisms.features.three_output import ThreeOutputMechanism
+from privgraph.privatize.mechanisms.registry import import_mechanism_modules
 
 __all__ = [
     "DuchiMechanism",
@@ -22,3 +23,5 @@ __all__ = [
     "ThreeOutputMechanism",
     "worst_case_log_ratio",
 ]
+
+import_mechanism_modules(__name__, __path__)  # a module that registers a mechanism is all it takes

@@ -29,6 +29,7 @@ from privgraph.privatize.mechanisms.base import (
 from privgraph.privatize.mechanisms.features.piecewise_grid import exp_lower_bound
 from privgraph.privatize.mechanisms.features.scaled import ScaledFeatureMechanism
 from privgraph.privatize.mechanisms.sampling import bernoulli_exact
+from privgraph.privatize.mechanisms.registry import register_mechanism
 
 __all__ = [
     "DuchiMechanism",
@@ -289,6 +290,7 @@ def duchi_variance(t: Any, epsilon: float, d: int | None = None) -> np.ndarray:
     return B * B - t * t
 
 
+@register_mechanism
 class DuchiMechanism(ScaledFeatureMechanism):
     r"""Duchi et al.'s multidimensional mechanism on each node's whole feature vector, as
     Wang et al. (ICDE 2019, Algorithm 3; also Nguyen et al. 2016) state it for

@@ -16,6 +16,7 @@ from privgraph.privatize.mechanisms.features.scaled import (
     bernoulli_exact,
     resolve_num_features,
 )
+from privgraph.privatize.mechanisms.registry import register_mechanism
 
 __all__ = ["FeatureRR", "worst_case_log_ratio"]
 
@@ -79,6 +80,7 @@ def _tail_mass(a: np.ndarray, em: np.ndarray, length: np.ndarray, uniform: np.nd
     return np.where(uniform, length, s)
 
 
+@register_mechanism
 class FeatureRR:
     r"""Heterogeneous feature randomized response (FeatureRR) from the HeteroRR paper
     (papers 000/002: Algorithm 1, Eq. 8-9, Theorem 3).

@@ -29,6 +29,7 @@ from privgraph.privatize.mechanisms.features.duchi import (
 from privgraph.privatize.mechanisms.features.piecewise import _KSampledMechanism, pm_grid
 from privgraph.privatize.mechanisms.features.piecewise_grid import GRID_CELLS, UNIFORMS_PER_ENTRY
 from privgraph.privatize.mechanisms.sampling import bernoulli_exact
+from privgraph.privatize.mechanisms.registry import register_mechanism
 
 __all__ = [
     "HybridMechanism",
@@ -136,6 +137,7 @@ def hm_variance(t: Any, epsilon: float) -> np.ndarray:
     return v
 
 
+@register_mechanism
 class HybridMechanism(_KSampledMechanism):
     r"""Wang et al.'s Hybrid Mechanism with their k-dimension sampling (ICDE 2019, Section III-C
     and Algorithm 4), a feature-LDP baseline of the HeteroRR and LPGNN comparisons.

@@ -18,6 +18,7 @@ from privgraph.privatize.mechanisms.randomized_response import (
     label_rr_keep_probability,
     label_rr_transition_matrix,
 )
+from privgraph.privatize.mechanisms.registry import register_mechanism
 
 __all__ = ["LabelRR"]
 
@@ -41,6 +42,7 @@ def _as_mask_names(mask: Any) -> tuple[str, ...] | None:
     return tuple(out)
 
 
+@register_mechanism
 class LabelRR:
     r"""k-ary randomized response on node labels, as LPGNN perturbs labels.
 

@@ -22,6 +22,7 @@ from privgraph.privatize.mechanisms.noise import (
     discrete_laplace_variance,
     dyadic_parameter,
 )
+from privgraph.privatize.mechanisms.registry import register_mechanism
 
 __all__ = [
     "LaplaceMechanism",
@@ -108,6 +109,7 @@ def laplace_variance(epsilon: float, d: int) -> float:
     return discrete_laplace_variance(a) * LAPLACE_GRID_STEP * LAPLACE_GRID_STEP
 
 
+@register_mechanism
 class LaplaceMechanism(ScaledFeatureMechanism):
     r"""The Laplace mechanism on each node's whole feature vector (local model), the textbook
     feature-LDP baseline of the HeteroRR and LPGNN comparisons (Dwork, McSherry, Nissim and

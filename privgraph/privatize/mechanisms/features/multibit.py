@@ -15,6 +15,7 @@ from privgraph.privatize.mechanisms.features.scaled import (
     wang_sample_size,
 )
 from privgraph.privatize.mechanisms.features.three_output import SampledFeatureMechanism
+from privgraph.privatize.mechanisms.registry import register_mechanism
 
 __all__ = ["MultiBitEncoder", "optimal_m", "multibit_pmf", "multibit_coordinate_pmf"]
 
@@ -69,6 +70,7 @@ def multibit_coordinate_pmf(z: Any, epsilon: float, m: int, num_features: int) -
     return np.stack([frac * bit[..., 0], np.full(bit.shape[:-1], 1.0 - frac), frac * bit[..., 1]], axis=-1)
 
 
+@register_mechanism
 class MultiBitEncoder(SampledFeatureMechanism):
     r"""The multi-bit encoder of LPGNN, with its rectifier.
 

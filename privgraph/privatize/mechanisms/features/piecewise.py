@@ -37,6 +37,7 @@ from privgraph.privatize.mechanisms.features.scaled import (
     split_epsilon,
     wang_sample_size,
 )
+from privgraph.privatize.mechanisms.registry import register_mechanism
 
 __all__ = [
     "PiecewiseMechanism",
@@ -246,6 +247,7 @@ class _KSampledMechanism(KSampledMixin, ScaledFeatureMechanism):
         return k_sampling_variance(t, k, self._variance_1d(t, split_epsilon(self.epsilon, k)))
 
 
+@register_mechanism
 class PiecewiseMechanism(_KSampledMechanism):
     r"""Wang et al.'s Piecewise Mechanism with their k-dimension sampling (ICDE 2019,
     Algorithms 2 and 4), a feature-LDP baseline of the HeteroRR and LPGNN comparisons, released

@@ -21,6 +21,7 @@ from privgraph.privatize.mechanisms.features.piecewise_grid import (
     piecewise_grid,
 )
 from privgraph.privatize.mechanisms.features.three_output import SampledFeatureMechanism
+from privgraph.privatize.mechanisms.registry import register_mechanism
 
 __all__ = [
     "PMSubMechanism",
@@ -148,6 +149,7 @@ def pm_sub_grid_variance(t: Any, epsilon: float) -> np.ndarray:
     return pm_sub_grid(epsilon).variance(_check_t(t))
 
 
+@register_mechanism
 class PMSubMechanism(SampledFeatureMechanism):
     r"""PM-SUB, the suboptimal piecewise mechanism of Zhao et al. (2020), applied to node features
     with the :math:`k`-of-:math:`d` coordinate sampling of Wang et al.

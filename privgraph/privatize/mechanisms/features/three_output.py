@@ -29,6 +29,7 @@ from privgraph.privatize.mechanisms.features.scaled import (
     split_epsilon,
     wang_sample_size,
 )
+from privgraph.privatize.mechanisms.registry import register_mechanism
 
 __all__ = [
     "ThreeOutputMechanism",
@@ -281,6 +282,7 @@ class SampledFeatureMechanism(KSampledMixin, ScaledFeatureMechanism):
         return var_t * half * half
 
 
+@register_mechanism
 class ThreeOutputMechanism(SampledFeatureMechanism):
     r"""Three-Outputs, the LDP mechanism for numbers in :math:`[-1, 1]` of Zhao et al. (2020),
     applied to node features with the :math:`k`-of-:math:`d` coordinate sampling of Wang et al.
