@@ -466,7 +466,7 @@ class ArtifactStore(abc.ABC):
             raise ArtifactError(f"staged {pipeline}/{version}: {one_line(exc)}") from None
 
     def iter_parts(self, pipeline: str, version: str) -> Iterator[GraphPart]:
-        """A partitioned version (:func:`~privgraph.privatize.partitioned.store_partitioned_release`) one
+        """A partitioned version (:func:`~privgraph.publish.release_parts.store_partitioned_release`) one
         partition at a time: each :class:`~privgraph.publish.storage.graph_io.GraphPart` read and
         verified against the manifest when it is reached, so a reader holds one partition's
         rows and edges at once. The version's whole graph is :meth:`load_graph`.
