@@ -38,7 +38,7 @@ from privgraph.guarantee.ledger import LedgerEntry
 from privgraph.ingest.scoring import importance as _imp, sensitivity as _sens
 from privgraph.guarantee.params import check_real_vector
 from privgraph.ingest.scoring.cache import ScoreCache, fingerprint
-from privgraph.ingest.scoring.config import ScoresConfig, _real, as_scores_config
+from privgraph.ingest.scoring.config import ScoresConfig, as_scores_config, finite_real
 from privgraph.ingest.scoring.public_subset import PublicRows, PublicSubset, public_rows, randomize_private_labels
 from privgraph.seeding import as_generator, as_seed_sequence, noise_generator, stage_seed
 
@@ -78,7 +78,7 @@ def theta_from_scores(alpha: Any, beta: Any, gamma: float) -> np.ndarray:
         ValueError: gamma outside [0, 1] or not finite; a score not 1-D, negative, non-finite,
             all zero or not summing to 1; alpha and beta of different lengths.
     """
-    g = _real(gamma, "gamma")
+    g = finite_real(gamma, "gamma")
     if not 0.0 <= g <= 1.0:
         raise ValueError(f"gamma must be in [0, 1], got {g}")
     a = None if (alpha is None and g == 0.0) else _check_score(alpha, "alpha")
