@@ -41,12 +41,12 @@ from privgraph.errors import ConfigError, DiskFullError, GraphValidationError
 from privgraph.graph import MAX_NODES, UNLABELLED, check_edge_list
 from privgraph.guarantee.private_files import mkdir_private, write_private_file
 from privgraph.guarantee.redaction import redact_uri
-from privgraph.ingest.datasets.generic import (
-    INFERRED_COUNT_CHECKED_ABOVE, _check_exists, _check_finite_features, _check_ids_number_nodes,
-    _check_load_arguments, _check_row_counts, _columns, _npy_label_rows, _place_labels, _read_features,
-    _read_labels, check_generic_files)
+from privgraph.ingest.datasets.generic import check_generic_files
+from privgraph.ingest.datasets.input_files import (
+    INFERRED_COUNT_CHECKED_ABOVE, check_exists, check_finite_features, check_ids_number_nodes, check_load_arguments,
+    check_row_counts, npy_label_rows, place_labels, read_features, read_labels)
 from privgraph.ingest.datasets.split import node_parts, read_node_split
-from privgraph.ingest.datasets.table import _suffix, _Table
+from privgraph.ingest.datasets.table import Table, file_suffix, header_columns
 from privgraph.ingest.ingest_claims import open_destination, release_claim
 from privgraph.ingest.input_batches import EdgeBatch, NpyRows, edge_batches
 from privgraph.ingest.partitioned_destination import RemoteDestination, refuse_existing, resolve_destination
@@ -146,19 +146,19 @@ def _check_arguments(edges: Any, features: Any, labels: Any, split: Any, num_nod
     :func:`check_generic_files`; all before any row is read or anything is written."""
     _check_layout(num_nodes, range_size)
     ins = _Inputs(
-        edges=_check_exists(Path(edges), "edges"),
-        features=None if features is None else _check_exists(Path(features), "features"),
-        labels=None if labels is None else _check_exists(Path(labels), "labels"),
-        split=None if split is None else _check_exists(Path(split), "split"),
+        edges=check_exists(Path(edges), "edges"),
+        features=None if features is None else check_exists(Path(features), "features"),
+        labels=None if labels is None else check_exists(Path(labels), "labels"),
+        split=None if split is None else check_exists(Path(split), "split"),
         num_nodes=num_nodes, private_column=private_column,
         destination=resolve_destination(destination),
         range_size=int(range_size),
         options=(options or IngestOptions()).checked(split_file=split is not None),
     )
-    _check_load_arguments(num_nodes, private_column)
+    check_load_arguments(num_nodes, private_column)
     check_generic_files(ins.edges, features=ins.features, labels=ins.labels, num_nodes=num_nodes,
                         private_column=private_column)
-    if ins.options.rho is not None and (private_column or "private") in _columns(ins.edges):
+    if ins.options.rho is not None and (private_column or "private") in header_columns(ins.edges):
         raise ConfigError(f"--rho: {ins.edges} marks its private edges itself (column "
                           f"{private_column or 'private'!r}); give --rho or the column, not both")
     return ins
@@ -203,7 +203,7 @@ class _Nodes:
 
     features: NpyRows | np.ndarray | None = None
     labels: NpyRows | np.ndarray | None = None
-    keyed: tuple[_Table, np.ndarray, np.ndarray] | None = None  # an id,label table, placed once n is known
+    keyed: tuple[Table, np.ndarray, np.ndarray] | None = None  # an id,label table, placed once n is known
     num_classes: int | None = None
 
     @property
@@ -223,12 +223,12 @@ def _open_nodes(ins: _Inputs) -> _Nodes:
     (the generic loader's messages) and counted; row counts checked against each other."""
     nodes = _Nodes()
     if ins.features is not None:
-        nodes.features = NpyRows(ins.features) if _suffix(ins.features) == ".npy" else _read_features(ins.features)
+        nodes.features = NpyRows(ins.features) if file_suffix(ins.features) == ".npy" else read_features(ins.features)
     if ins.labels is not None:
-        if _suffix(ins.labels) == ".npy":
+        if file_suffix(ins.labels) == ".npy":
             nodes.labels = NpyRows(ins.labels)
         else:
-            y = _read_labels(ins.labels)
+            y = read_labels(ins.labels)
             if isinstance(y, tuple):
                 nodes.keyed = y
             else:
@@ -238,7 +238,7 @@ def _open_nodes(ins: _Inputs) -> _Nodes:
                                    "format holds one label per node ([n]), not multi-label [n, C]")
     rows = {what: (p, int(a.shape[0])) for what, a, p in (("features", nodes.features, ins.features),
                                                           ("labels", nodes.labels, ins.labels)) if a is not None}
-    _check_row_counts(rows, ins.num_nodes)
+    check_row_counts(rows, ins.num_nodes)
     if nodes.labels is not None:
         nodes.num_classes = _check_labels(ins.labels, nodes.labels, ins.range_size)
     return nodes
@@ -247,7 +247,7 @@ def _open_nodes(ins: _Inputs) -> _Nodes:
 def _label_rows(path: Path, labels: NpyRows | np.ndarray, start: int, stop: int) -> np.ndarray:
     """Labels ``start .. stop - 1`` as int64, checked as the generic loader checks them."""
     if isinstance(labels, NpyRows):
-        return _npy_label_rows(path, labels.rows(start, stop), first_row=start)
+        return npy_label_rows(path, labels.rows(start, stop), first_row=start)
     return labels[start:stop]
 
 
@@ -291,9 +291,9 @@ def _spill_edges(ins: _Inputs, root: Path, known_n: int | None) -> tuple[_Spill,
 
 def _where(path: Path) -> Callable[[np.ndarray], str]:
     """``where(rows)``: source rows (CSV lines or Parquet rows) worded as the generic loader does."""
-    if _suffix(path) == ".csv":
-        return lambda rows: _Table(path, None, np.asarray(rows, np.int64)).where(np.arange(np.size(rows)))
-    return _Table(path, None, None).where
+    if file_suffix(path) == ".csv":
+        return lambda rows: Table(path, None, np.asarray(rows, np.int64)).where(np.arange(np.size(rows)))
+    return Table(path, None, None).where
 
 
 def _node_count(ins: _Inputs, nodes: _Nodes, spill: _Spill, where: Callable[[np.ndarray], str]) -> int:
@@ -308,7 +308,7 @@ def _node_count(ins: _Inputs, nodes: _Nodes, spill: _Spill, where: Callable[[np.
         n = max(n, int(nodes.keyed[1].max()) + 1)
     if spill.max_id is not None and n > INFERRED_COUNT_CHECKED_ABOVE:
         used = _distinct_ids(spill, n) if n <= MAX_NODES else 0
-        _check_ids_number_nodes(n, used, ("src", "dst")[spill.max_id[1]], where(np.array([spill.max_id[2]])))
+        check_ids_number_nodes(n, used, ("src", "dst")[spill.max_id[1]], where(np.array([spill.max_id[2]])))
     return n
 
 
@@ -355,7 +355,7 @@ def _node_table(ins: _Inputs, nodes: _Nodes, part: np.ndarray | None, start: int
     if nodes.features is not None:
         if isinstance(nodes.features, NpyRows):
             x = np.ascontiguousarray(nodes.features.rows(start, stop), dtype=np.float32)
-            _check_finite_features(ins.features, x, first_row=start)
+            check_finite_features(ins.features, x, first_row=start)
         else:
             x = nodes.features[start:stop]
         cols["x"] = pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), x.shape[1])
@@ -425,12 +425,12 @@ def _write_ranges(ins: _Inputs, tmp: Path, remote: RemoteDestination | None, say
     if not known:
         _check_node_count(n, ins.range_size, None)
     if nodes.keyed is not None:
-        nodes.labels = _place_labels(nodes.keyed[0], nodes.keyed[2], n)
+        nodes.labels = place_labels(nodes.keyed[0], nodes.keyed[2], n)
         nodes.num_classes = _check_labels(ins.labels, nodes.labels, ins.range_size)
     _check_empty(ins, n)
     _check_invalid(spill, n, where)
     part = _split_parts(ins, nodes, n)
-    has_flag = (ins.private_column or "private") in _columns(ins.edges)
+    has_flag = (ins.private_column or "private") in header_columns(ins.edges)
     graph = _metadata(ins, nodes, n, has_flag, part is not None)
     plan = plan_edges(ins.options, part, graph.num_ranges, lambda i: _range_ends(spill, i))
     for sub in ("nodes", "edges"):

@@ -41,7 +41,7 @@ import numpy as np
 import skimage.data
 from PIL import Image
 
-from privgraph.ingest.datasets.table import _list, _Table
+from privgraph.ingest.datasets.table import Table, short_list
 from privgraph.errors import DatasetNotFoundError, GraphValidationError, data_refusal
 from privgraph.graph import UNLABELLED, GraphData
 from privgraph.seeding import as_generator, as_seed_sequence, stage_seed
@@ -80,7 +80,7 @@ def _at(path: Path, lines: np.ndarray, rows: np.ndarray, describe: Callable[[int
     first = int(rows[0])
     msg = f"{path} line {int(lines[first])}: {describe(first)}"
     if rows.size > 1:
-        msg += f" (also at lines {_list(lines[rows[1:]].tolist())}; 1-based, the header is line 1)"
+        msg += f" (also at lines {short_list(lines[rows[1:]].tolist())}; 1-based, the header is line 1)"
     if values is None:
         return GraphValidationError(msg)
     return data_refusal(msg, file=str(path), lines=lines[rows], **values(rows))
@@ -92,10 +92,10 @@ def _text(s: pd.Series) -> np.ndarray:
     return np.asarray([str(v).strip() for v in out], dtype=object)
 
 
-def _read_table(path: Path, typed: dict[str, str]) -> _Table:
+def _read_table(path: Path, typed: dict[str, str]) -> Table:
     if not path.is_file():
         raise DatasetNotFoundError(f"{path}: file not found (an image graph needs {NODES_FILE} and {EDGES_FILE})")
-    return _Table.read(path, typed=typed)
+    return Table.read(path, typed=typed)
 
 
 def _read_nodes(
