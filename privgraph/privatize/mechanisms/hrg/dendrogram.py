@@ -50,12 +50,12 @@ import numpy as np
 from privgraph.graph import in_sorted, sorted_unique
 from privgraph.privatize.mechanisms.base import check_generator
 from privgraph.privatize.mechanisms.hrg.dendrogram_kernels import (
-    _build_random,
-    _inorder_ranges,
-    _preorder,
-    _recompute,
-    _run_chunk,
-    _step,
+    build_random,
+    inorder_ranges,
+    mcmc_step,
+    preorder,
+    recompute_counts,
+    run_chunk,
 )
 
 __all__ = [
@@ -256,7 +256,7 @@ class Dendrogram:
             sizes = np.arange(n, 1, -1, dtype=np.int64)
             pick_a = rng.integers(0, sizes)
             pick_b = rng.integers(0, sizes - 1)
-            _build_random(np.int64(n), pick_a.astype(np.int64), pick_b.astype(np.int64), parent, left, right)
+            build_random(np.int64(n), pick_a.astype(np.int64), pick_b.astype(np.int64), parent, left, right)
         root = 2 * n - 2 if n >= 1 else -1
         return cls(num_nodes, leaf_nodes, edges_public, edges_private, left, right, root,
                    private_leaf=private_leaf, allow_shared=allow_shared, public_leaf=public_leaf)
@@ -317,7 +317,7 @@ class Dendrogram:
         """Height of the tree (edges on the longest root-leaf path)."""
         if self.n <= 1:
             return 0
-        _, depth = _preorder(np.int64(self.n), np.int64(self.root), self.left, self.right)
+        _, depth = preorder(np.int64(self.n), np.int64(self.root), self.left, self.right)
         return int(depth.max())
 
     # -- consistency --------------------------------------------------------------------------------
@@ -345,7 +345,7 @@ class Dendrogram:
             np.arange(2 * n - 1) != root
         ].min() != 1 or np.any(ch == root):
             raise ValueError("left/right do not form a binary tree: every non-root node needs exactly one parent")
-        ok = _recompute(
+        ok = recompute_counts(
             np.int64(n), np.int64(root), self.left, self.right, self.parent, self.w_pub, self.w_pri,
             self.w_work, self.edges[0].copy(), self.edges[1].copy(), np.int64(self.m_pub),
             self.cnt_pub, self.cnt_pri, self.work, self.e_pub, self.e_pri, self.lca,
@@ -396,7 +396,7 @@ class Dendrogram:
             raise ValueError(f"c must be a non-root internal index in [0, {self.num_internal}), got {c}")
         if kind not in (0, 1):
             raise ValueError(f"kind must be 0 or 1, got {kind!r}")
-        acc = _step(
+        acc = mcmc_step(
             np.int64(n), np.int64(n + int(c)), np.int64(kind), float(a_pub), float(a_pri), float(log_u),
             self._state, self.left, self.right, self.parent, self.cnt_pub, self.cnt_pri, self.work,
             self.e_pub, self.e_pri, self.lca, self.indptr, self.adj, np.int64(self.m_pub),
@@ -430,7 +430,7 @@ class Dendrogram:
             trace = (z, z.copy(), np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
         tp, tq, ts, pos = trace
         return int(
-            _run_chunk(
+            run_chunk(
                 np.int64(self.n), picks, moves, log_u, float(a_pub), float(a_pri), self._state,
                 self.left, self.right, self.parent, self.cnt_pub, self.cnt_pri, self.work,
                 self.e_pub, self.e_pri, self.lca, self.indptr, self.adj, np.int64(self.m_pub),
@@ -447,8 +447,8 @@ class Dendrogram:
         """
         if self.n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        return _inorder_ranges(np.int64(self.n), np.int64(self.root), self.left, self.right,
-                               self.w_pri.astype(np.bool_))
+        return inorder_ranges(np.int64(self.n), np.int64(self.root), self.left, self.right,
+                              self.w_pri.astype(np.bool_))
 
     def __repr__(self) -> str:
         return (
