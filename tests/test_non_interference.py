@@ -178,7 +178,7 @@ def _input_graph(name: str, data_root: Path) -> GraphData:
 
 def _write_input(name: str, graph: GraphData, data: Path) -> dict[str, Any]:
     """Write a file-backed pipeline's input under ``data``; returns its test-scale ``dataset`` section."""
-    from privgraph.ingest.datasets.image_graph import write_photo_graph
+    from privgraph.ingest.datasets.photo_graph import write_photo_graph
     from tests.graph_files import write_generic
 
     if name == "images-heterorr":

@@ -18,8 +18,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from privgraph.ingest.datasets.generic import load_generic
-from privgraph.ingest.datasets.image_graph import load_image_graph, load_photo_graph
+from privgraph.ingest.datasets.image_graph import load_image_graph
 from privgraph.ingest.datasets.musae import load_musae_facebook
+from privgraph.ingest.datasets.photo_graph import load_photo_graph
 from privgraph.ingest.datasets.planetoid import load_planetoid
 from privgraph.ingest.datasets.split import (
     node_parts, random_node_split, read_node_split, split_public_private, uncut_edges)
