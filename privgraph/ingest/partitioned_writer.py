@@ -3,9 +3,8 @@ bounded memory: :func:`write_partitioned_graph`.
 
 The edge list is read in batches (:mod:`privgraph.ingest.input_batches`), each edge routed by its
 smaller end to a spill fragment of its range on disk, with its source row
-(:mod:`privgraph.ingest.edge_spill`); then each range's
-fragment is checked (duplicates in either direction, named by source rows), sorted, given the
-dataset options (:mod:`privgraph.ingest.partitioned_options`: cut edges dropped, rho's marking)
+(:mod:`privgraph.ingest.edge_spill`); then each range's fragment is checked (duplicates in either
+direction, named by source rows), sorted, given the dataset options (:mod:`privgraph.ingest.partitioned_options`: cut edges dropped, rho's marking)
 and written beside the range's node rows, which are read from the ``.npy`` files at their offsets.
 Peak memory: one batch plus one range's nodes and edges (with ``--rho``, 8 bytes per edge while
 the private edges are drawn). Every check and message is the generic
