@@ -4,11 +4,12 @@ bounded memory: :func:`write_partitioned_graph`.
 The edge list is read in batches (:mod:`privgraph.ingest.input_batches`), each edge routed by its
 smaller end to a spill fragment of its range on disk, with its source row
 (:mod:`privgraph.ingest.edge_spill`); then each range's fragment is checked (duplicates in either
-direction, named by source rows), sorted, given the dataset options (:mod:`privgraph.ingest.partitioned_options`: cut edges dropped, rho's marking)
-and written beside the range's node rows, which are read from the ``.npy`` files at their offsets.
-Peak memory: one batch plus one range's nodes and edges (with ``--rho``, 8 bytes per edge while
-the private edges are drawn). Every check and message is the generic
-loader's (:mod:`privgraph.ingest.datasets.generic`); a problem found in one batch or range lists
+direction, named by source rows), sorted, given the dataset options
+(:mod:`privgraph.ingest.partitioned_options`: cut edges dropped, rho's marking) and written beside
+the range's node rows, which are read from the ``.npy`` files at their offsets. Peak memory: one
+batch plus one range's nodes and edges (with ``--rho``, 8 bytes per edge while the private edges
+are drawn). Every check and message is the generic loader's
+(:mod:`privgraph.ingest.datasets.generic`, :mod:`privgraph.ingest.datasets.input_files`); a problem found in one batch or range lists
 the rows of that batch or range. All or nothing: the graph is written into ``.<name>.tmp`` beside
 the destination, ``graph.json`` last, and renamed; any failure removes it. A destination URI
 (``s3://bucket/prefix``, any file system pyarrow opens) must hold no object yet: each range is
