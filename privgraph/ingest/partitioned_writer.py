@@ -417,15 +417,7 @@ def write_partitioned_graph(
         raise full from None
     try:
         graph = _write_ranges(ins, tmp, remote, say)
-        meta = (json.dumps(graph.metadata(), indent=2) + "\n").encode()
-        if remote is not None:
-            remote.put_bytes(GRAPH_FILE, meta)  # the graph exists from here on: nothing below may abort it
-            shutil.rmtree(tmp, ignore_errors=True)
-            return graph
-        write_private_file(tmp / GRAPH_FILE, meta)
-        if os.path.lexists(ins.destination):
-            refuse_existing(ins.destination)
-        os.rename(tmp, ins.destination)
+        _put_in_place(ins, graph, tmp, remote)
     except BaseException as exc:
         if remote is not None:
             remote.abort()
@@ -437,6 +429,20 @@ def write_partitioned_graph(
     finally:
         release_claim(claim)
     return graph
+
+
+def _put_in_place(ins: _Inputs, graph: PartitionedGraph, tmp: Path, remote: RemoteDestination | None) -> None:
+    """``graph.json`` last: uploaded (a URI; the local ranges in ``tmp`` removed), or written into
+    ``tmp``, which is then renamed to the destination (refused if something appeared there)."""
+    meta = (json.dumps(graph.metadata(), indent=2) + "\n").encode()
+    if remote is not None:
+        remote.put_bytes(GRAPH_FILE, meta)  # the graph exists from here on: nothing below may abort it
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    write_private_file(tmp / GRAPH_FILE, meta)
+    if os.path.lexists(ins.destination):
+        refuse_existing(ins.destination)
+    os.rename(tmp, ins.destination)
 
 
 def _full_disk(exc: OSError, ins: _Inputs) -> DiskFullError | None:
