@@ -101,6 +101,28 @@ def log_likelihood_terms(d: Dendrogram, which: str) -> np.ndarray:
 
 
 # -- the structure --------------------------------------------------------------------------------
+def _leaf_flags(flags: Any, default: np.ndarray, edges: np.ndarray, kind: str) -> np.ndarray:
+    """``flags`` (``default`` when None) as bool ``[n]``, true at every endpoint of the ``kind``
+    (public or private) ``edges``; ``ValueError`` otherwise."""
+    n = default.shape[0]
+    flags = np.asarray(default if flags is None else flags, dtype=bool)
+    if flags.shape != (n,):
+        raise ValueError(f"{kind}_leaf must have shape [{n}], got {list(flags.shape)}")
+    if edges.size and not flags[edges.ravel()].all():
+        raise ValueError(f"every endpoint of a {kind} edge must be a {kind} leaf")
+    return flags
+
+
+def _incidence(edges: np.ndarray, deg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR of incident edge ids per leaf: ``(adj, indptr)``, leaf ``v``'s edges being
+    ``adj[indptr[v]:indptr[v + 1]]`` in edge-id order."""
+    ids = np.tile(np.arange(edges.shape[1], dtype=np.int64), 2)
+    order = np.argsort(edges.ravel(), kind="stable")
+    indptr = np.zeros(deg.size + 1, dtype=np.int64)
+    np.cumsum(deg, out=indptr[1:])
+    return np.ascontiguousarray(ids[order]), indptr
+
+
 def _local_edges(edges: Any, leaf_nodes: np.ndarray, name: str) -> np.ndarray:
     e = np.asarray(edges)
     if e.ndim != 2 or e.shape[0] != 2:
@@ -181,31 +203,13 @@ class Dendrogram:
         self.m_pub = int(pub.shape[1])
         self.edges = np.ascontiguousarray(both)
         m = int(both.shape[1])
-        if private_leaf is None:
-            private_leaf = np.ones(n, dtype=bool)
-        private_leaf = np.asarray(private_leaf, dtype=bool)
-        if private_leaf.shape != (n,):
-            raise ValueError(f"private_leaf must have shape [{n}], got {list(private_leaf.shape)}")
-        if pri.size and not private_leaf[pri.ravel()].all():
-            raise ValueError("every endpoint of a private edge must be a private leaf")
+        private_leaf = _leaf_flags(private_leaf, np.ones(n, dtype=bool), pri, "private")
+        public_leaf = _leaf_flags(public_leaf, np.bincount(pub.ravel(), minlength=n) > 0, pub, "public")
         deg = np.bincount(both.ravel(), minlength=n).astype(np.int64)
-        if public_leaf is None:
-            public_leaf = np.bincount(pub.ravel(), minlength=n) > 0
-        public_leaf = np.asarray(public_leaf, dtype=bool)
-        if public_leaf.shape != (n,):
-            raise ValueError(f"public_leaf must have shape [{n}], got {list(public_leaf.shape)}")
-        if pub.size and not public_leaf[pub.ravel()].all():
-            raise ValueError("every endpoint of a public edge must be a public leaf")
         self.w_pub = public_leaf.astype(np.int64)
         self.w_pri = private_leaf.astype(np.int64)
         self.w_work = 1 + deg
-        # CSR of incident edge ids per leaf
-        ends = both.ravel()
-        ids = np.tile(np.arange(m, dtype=np.int64), 2)
-        order = np.argsort(ends, kind="stable")
-        self.adj = np.ascontiguousarray(ids[order])
-        self.indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(deg, out=self.indptr[1:])
+        self.adj, self.indptr = _incidence(both, deg)
         n_int = max(n - 1, 0)
         left = np.ascontiguousarray(left, dtype=np.int64)
         right = np.ascontiguousarray(right, dtype=np.int64)
