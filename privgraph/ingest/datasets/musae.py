@@ -99,6 +99,20 @@ def read_features(path: Path, n: int) -> np.ndarray:
     return x
 
 
+def read_edges(path: Path, n: int, target: Path) -> np.ndarray:
+    """``facebook_edges.csv``'s ``id_1,id_2`` rows as ``[2, rows]``, refusing ids outside the
+    ``n`` nodes of ``target`` (its file named, with the lines)."""
+    tab = Table.read(path, typed={"id_1": "int", "id_2": "int"})
+    tab.require("id_1", "id_2")
+    e = np.stack([tab.int_column("id_1"), tab.int_column("id_2")])
+    out = np.flatnonzero(((e < 0) | (e >= n)).any(0))
+    if out.size:
+        raise GraphValidationError(
+            f"node ids out of range [0, {n}) ({target.name} has {n} nodes) at {tab.where(out)}"
+        )
+    return e
+
+
 def load_musae_facebook(
     root: Path | str,
     *,
@@ -134,14 +148,7 @@ def load_musae_facebook(
 
     n, y, label_names = read_labels(target_path)
 
-    tab = Table.read(edges_path, typed={"id_1": "int", "id_2": "int"})
-    tab.require("id_1", "id_2")
-    e = np.stack([tab.int_column("id_1"), tab.int_column("id_2")])
-    out = np.flatnonzero(((e < 0) | (e >= n)).any(0))
-    if out.size:
-        raise GraphValidationError(
-            f"node ids out of range [0, {n}) ({target_path.name} has {n} nodes) at {tab.where(out)}"
-        )
+    e = read_edges(edges_path, n, target_path)
     num_rows = int(e.shape[1])
     num_loops = int((e[0] == e[1]).sum())
 
