@@ -164,6 +164,23 @@ def _resolve_cache(cache: Any) -> ScoreCache | None:
     raise TypeError(f"cache must be None (default directory), False (off), a path or a ScoreCache, got {cache!r}")
 
 
+def _cache_key(cfg: ScoresConfig, x_rows: np.ndarray, y_used: Any, y_eval: Any, shap_rows: list[Any],
+               model_sha: str | None, embed_id: str | None, masked_id: str | None) -> str:
+    """The cache key of a computation: a fingerprint of everything the scores depend on (the code,
+    the settings, the public rows and labels used, the SHAP rows, the model file, the embeddings)."""
+    return fingerprint({
+        "code": _code_version(), "config": cfg.model_dump(mode="json"), "x_rows": np.ascontiguousarray(x_rows),
+        "y_used": y_used, "y_eval": y_eval, "shap_rows": shap_rows, "model_sha256": model_sha,
+        "embed_id": embed_id, "masked_id": masked_id,
+    })
+
+
+def _cached(store: ScoreCache, key: str) -> ScoreResult | None:
+    """The result stored under ``key``, or None (absent, or not a result this code reads)."""
+    payload = store.get(key)
+    return None if payload is None else _from_payload(payload, key)
+
+
 def _from_payload(payload: Mapping[str, Any], key: str) -> ScoreResult | None:
     try:
         theta = np.asarray(payload["theta"], dtype=np.float64)
@@ -299,17 +316,11 @@ def compute_scores(
     _check_sensitive_columns(cfg, rows, faces)
     y_used, y_eval, guarantee = _surrogate_labels(rows, subset, cfg, as_seed_sequence(seed))
     bg, ex, model_sha = _importance_inputs(cfg, subset)
-    key = None
-    if store is not None:
-        key = fingerprint({
-            "code": _code_version(), "config": cfg.model_dump(mode="json"), "x_rows": np.ascontiguousarray(rows.x),
-            "y_used": y_used, "y_eval": y_eval, "shap_rows": [bg, ex], "model_sha256": model_sha,
-            "embed_id": embed_id, "masked_id": masked_id if faces else None,
-        })
-        payload = store.get(key)
-        hit = None if payload is None else _from_payload(payload, key)
-        if hit is not None:
-            return hit
+    key = None if store is None else _cache_key(cfg, rows.x, y_used, y_eval, [bg, ex], model_sha, embed_id,
+                                                masked_id if faces else None)
+    hit = None if store is None or key is None else _cached(store, key)
+    if hit is not None:
+        return hit
 
     embedded = _Embedded(rows.x, embed)
     alpha, imp_prov = _alpha(cfg, embedded, y_used, y_eval, bg, ex, charged=guarantee is not None)
