@@ -139,13 +139,8 @@ def main() -> None:
     from privgraph.privatize.mechanisms import build_mechanism
     from privgraph.privatize.parallel import SerialExecutor
     from privgraph.privatize.partition import partition_graph
-    from privgraph.privatize.partitioned import (
-        commit_release_parts,
-        load_partitioned_release,
-        privatize_partitioned,
-        write_partitioned_input,
-        write_release_parts,
-    )
+    from privgraph.privatize.partitioned import load_partitioned_release, privatize_partitioned, write_partitioned_input
+    from privgraph.publish.release_parts import commit_release_parts, write_release_parts
     from privgraph.publish.storage import LocalStore
     from privgraph.publish.storage.parts import open_parts_area
     from privgraph.privatize.release import privatize_graph

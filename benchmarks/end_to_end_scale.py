@@ -22,7 +22,7 @@ timed stage by stage:
   in the client, where the owner's key stays, side by side);
 * ``checkpoint``: :func:`~privgraph.validate.run_checkpoint_from_summaries` over the partitions'
   summaries (in the client, as in the flow);
-* ``store``: :func:`~privgraph.privatize.partitioned.commit_release_parts` and the manifest
+* ``store``: :func:`~privgraph.publish.release_parts.commit_release_parts` and the manifest
   written last (the parts are committed unread);
 * ``evaluate`` (``--evaluate``): :func:`~privgraph.evaluate.scale_metrics.version_metrics_at_scale`
   over the published version, ``--runs`` runs of ``--epochs`` epochs, a task per run
@@ -56,6 +56,7 @@ Run: ``python benchmarks/end_to_end_scale.py [--nodes 1000000] [--workers 1 2] [
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import resource
 import subprocess
@@ -200,8 +201,8 @@ def _client(args: dict[str, Any]) -> None:
     from privgraph.ingest.partitioned_stage import partition_partitioned_graph
     from privgraph.ingest.partitioned_writer import write_partitioned_graph
     from privgraph.privatize.mechanisms import build_mechanism
-    from privgraph.privatize.partitioned import commit_release_parts
     from privgraph.publish.input_digests import input_digests
+    from privgraph.publish.release_parts import commit_release_parts, write_release_parts
     from privgraph.publish.storage import LocalStore, code_version
     from privgraph.publish.storage.parts import open_parts_area
     from privgraph.validate import run_checkpoint_from_summaries
@@ -231,7 +232,8 @@ def _client(args: dict[str, Any]) -> None:
         def privatize() -> None:
             got["release"] = privatize_partitioned_graph(
                 got["graph"], num_parts=args["parts"], method=args["method"], staging=d / "private" / "staging",
-                root_seed=np.random.SeedSequence(7), parts_area=area, executor=ex, **mechs)
+                root_seed=np.random.SeedSequence(7), executor=ex, **mechs,
+                write_parts=functools.partial(write_release_parts, area=area, executor=ex))
 
         def digests() -> None:
             got["fingerprint"], _ = input_digests(got["graph"], disclosure, b"\x01" * 32, executor=ex)

@@ -32,6 +32,7 @@ Run: ``python benchmarks/minibatch_scale.py [--nodes 100000 1000000] [--epochs 3
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import json
 import subprocess
@@ -76,7 +77,7 @@ def _build(args: dict[str, Any]) -> dict[str, Any]:
     from privgraph.ingest.partitioned_release import privatize_partitioned_graph
     from privgraph.ingest.partitioned_writer import write_partitioned_graph
     from privgraph.privatize.mechanisms import build_mechanism
-    from privgraph.privatize.partitioned import commit_release_parts
+    from privgraph.publish.release_parts import commit_release_parts, write_release_parts
     from privgraph.publish.storage import LocalStore, code_version
     from privgraph.publish.storage.parts import open_parts_area
 
@@ -91,7 +92,7 @@ def _build(args: dict[str, Any]) -> dict[str, Any]:
     release = privatize_partitioned_graph(
         graph, num_parts=args["parts"], method=args["method"], staging=d / "staging",
         features=build_mechanism("feature_rr", {"epsilon": 1.0}), edges=build_mechanism("dprr", {"epsilon": 1.0}),
-        root_seed=np.random.SeedSequence(7), parts_area=area)
+        root_seed=np.random.SeedSequence(7), write_parts=functools.partial(write_release_parts, area=area))
     manifest = {"pipeline": PIPE, "ledger": release.ledger.to_dict(), "public_input_fingerprint": "0" * 64,
                 "mechanisms": [{"name": "feature_rr", "params": {"epsilon": 1.0}}, {"name": "dprr", "params": {"epsilon": 1.0}}],
                 "public": {}, "code_version": code_version(), "validation": {"success": True},

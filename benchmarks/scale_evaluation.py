@@ -29,6 +29,7 @@ Run: ``PRIVGRAPH_DATA_ROOT=../shared/datasets python benchmarks/scale_evaluation
 from __future__ import annotations
 
 import argparse
+import functools
 import datetime as dt
 import json
 import os
@@ -52,7 +53,8 @@ from privgraph.ingest.datasets import load_dataset  # noqa: E402
 from privgraph.privatize.mechanisms import build_mechanism  # noqa: E402
 from privgraph.privatize.parallel import SerialExecutor  # noqa: E402
 from privgraph.privatize.partition import partition_graph  # noqa: E402
-from privgraph.privatize.partitioned import commit_release_parts, privatize_through_files  # noqa: E402
+from privgraph.privatize.partitioned import privatize_through_files  # noqa: E402
+from privgraph.publish.release_parts import commit_release_parts, write_release_parts  # noqa: E402
 from privgraph.publish.storage import LocalStore  # noqa: E402
 from privgraph.publish.storage.parts import open_parts_area  # noqa: E402
 
@@ -93,7 +95,7 @@ def run_dataset(dataset: str, parts: int, per_batch: int, runs: int, seed: int, 
     res = privatize_through_files(
         graph, partitioning=partition_graph(graph, parts, "metis"), staging=tmp / dataset / "staging",
         features=_mechanism(cfg.features), edges=_mechanism(cfg.edges), labels=_mechanism(cfg.labels),
-        root_seed=np.random.SeedSequence(seed), parts_area=area)
+        root_seed=np.random.SeedSequence(seed), write_parts=functools.partial(write_release_parts, area=area))
     pending = commit_release_parts(area, res.parts, graph.num_nodes)
     version, _ = store.load_graph(dataset, pending.version, staged=True)
     shipped = cfg.evaluate.model_copy(update={"runs": runs})

@@ -67,7 +67,11 @@ def _as_edge_array(edges: Any, name: str) -> np.ndarray:
 
 
 def canonical_edges(edges: np.ndarray) -> np.ndarray:
-    """Return ``edges`` ([2, m]) with each column ordered ``u < v`` (no other change)."""
+    """Return ``edges`` ([2, m]) with each column ordered ``u < v`` (no other change).
+
+    >>> canonical_edges(np.array([[3, 0], [1, 2]])).tolist()
+    [[1, 0], [3, 2]]
+    """
     edges = np.asarray(edges, dtype=np.int64)
     return np.stack([np.minimum(edges[0], edges[1]), np.maximum(edges[0], edges[1])])
 
@@ -77,6 +81,9 @@ def sorted_unique(keys: np.ndarray) -> np.ndarray:
 
     (numpy 2.4's hash-based ``np.unique``/``np.isin`` are ~50x slower than a sort on large int64
     key arrays; privgraph uses these two helpers for every edge-key set operation.)
+
+    >>> sorted_unique(np.array([5, 1, 5, 3], dtype=np.int64)).tolist()
+    [1, 3, 5]
     """
     k = np.sort(keys)
     if k.size:
@@ -85,7 +92,11 @@ def sorted_unique(keys: np.ndarray) -> np.ndarray:
 
 
 def in_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """``np.isin(values, sorted_set)`` for a sorted ``sorted_set``, by binary search."""
+    """``np.isin(values, sorted_set)`` for a sorted ``sorted_set``, by binary search.
+
+    >>> in_sorted(np.array([1, 2, 9]), np.array([1, 3, 9])).tolist()
+    [True, False, True]
+    """
     if sorted_set.size == 0:
         return np.zeros(np.shape(values), dtype=bool)
     pos = np.minimum(np.searchsorted(sorted_set, values), sorted_set.size - 1)
@@ -164,6 +175,14 @@ class GraphData:
 
     Edges given as ``(v, u)`` with ``v > u`` are an error, not silently flipped: use
     :meth:`from_edges` to build from arbitrary-order edge lists.
+
+    >>> g = GraphData(num_nodes=3, edges_public=[[0], [1]], edges_private=[[1], [2]])
+    >>> g.edges("all").tolist()
+    [[0, 1], [1, 2]]
+    >>> GraphData(num_nodes=2, edges_public=[[1], [0]])
+    Traceback (most recent call last):
+    ...
+    privgraph.errors.GraphValidationError: edges_public: ...
 
     Raises:
         GraphValidationError: ids out of range, self-loops, duplicate or reversed-duplicate edges,

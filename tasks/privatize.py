@@ -19,8 +19,9 @@ from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.privatize.partition import Partitioning
 from privgraph.privatize.partitioned import privatize_through_files
 from privgraph.privatize.release import PrivatizationResult, privatize_graph
-from privgraph.publish.storage.parts import PartsArea
 from privgraph.publish.input_digests import input_digests
+from privgraph.publish.release_parts import parts_writer
+from privgraph.publish.storage.parts import PartsArea
 from privgraph.publish.storage.private_record import owner_key, private_refusals
 from tasks.observe import logged_executor
 from tasks.partition import describe_sizes, warn_if_capped
@@ -52,18 +53,19 @@ def privatize(
     ``theta`` (from the scores stage) sets FeatureRR's per-feature budget shares. ``name``: the
     pipeline's, for the Dask dashboard's link artifact and the owner's record of a refusal.
     ``parts_area`` (layout ``files``): the store's area where the partitions' tasks write the
-    version's objects themselves."""
+    version's objects themselves (removed if this task fails)."""
     features, edges, labels = _mechanisms(config, theta)
     # a refusal's private detail goes to the owner's record here, before Prefect records (and may
     # persist) the failed task's exception: what leaves this task holds the shareable message only
     with private_refusals(config.private_records, name or "pipeline"), \
             logged_executor(config.executor, config.dask, name) as ex:
         if config.partitions.layout == "files":  # the owner's staging area: the input holds private rows
-            return privatize_through_files(
-                graph, partitioning=partitioning, staging=Path(config.private_records) / "staging",
-                features=features, edges=edges, labels=labels, root_seed=root_seed, executor=ex,
-                parts_area=parts_area,
-            )
+            with parts_writer(parts_area, executor=ex) as write_parts:
+                return privatize_through_files(
+                    graph, partitioning=partitioning, staging=Path(config.private_records) / "staging",
+                    features=features, edges=edges, labels=labels, root_seed=root_seed, executor=ex,
+                    write_parts=write_parts,
+                )
         return privatize_graph(
             graph, features=features, edges=edges, labels=labels, partitioning=partitioning,
             root_seed=root_seed, executor=ex, device=config.evaluate.device,
@@ -84,15 +86,17 @@ def privatize_partitioned(
     then the public fingerprint of its input (a task) and the owner's keyed identity of it (here,
     where the owner's key stays), streamed side by side. Returns ``(release, fingerprint,
     identity)``; the identity is private-record material, never logged. A ``num_parts`` above the
-    node count (``graph.json``'s) is capped in one warning before anything is written."""
+    node count (``graph.json``'s) is capped in one warning before anything is written; the parts
+    area is removed if the privatize step fails."""
     features, edges, labels = _mechanisms(config, None)
     warn_if_capped(config.partitions.num_parts, graph.num_nodes)
     with private_refusals(config.private_records, name), logged_executor(config.executor, config.dask, name) as ex:
-        release = privatize_partitioned_graph(
-            graph, num_parts=config.partitions.num_parts, method=config.partitions.method,
-            staging=Path(config.private_records) / "staging", features=features, edges=edges, labels=labels,
-            root_seed=root_seed, parts_area=parts_area, executor=ex,
-        )
+        with parts_writer(parts_area, executor=ex) as write_parts:
+            release = privatize_partitioned_graph(
+                graph, num_parts=config.partitions.num_parts, method=config.partitions.method,
+                staging=Path(config.private_records) / "staging", features=features, edges=edges, labels=labels,
+                root_seed=root_seed, write_parts=write_parts, executor=ex,
+            )
         get_run_logger().info("%d partitions (%s, from public edges only), nodes per partition: %s",
                               len(release.stats["partitions"]), release.stats["partition_method"],
                               describe_sizes(release.stats["partitions"]))

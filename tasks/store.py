@@ -10,8 +10,8 @@ from prefect.cache_policies import NO_CACHE
 
 from privgraph.errors import StoreFullError
 from privgraph.graph import GraphData
+from privgraph.publish.release_parts import commit_release_parts
 from privgraph.publish.storage import open_store
-from privgraph.privatize.partitioned import commit_release_parts
 from privgraph.publish.storage.parts import PartsArea
 from privgraph.publish.storage.staging import PendingVersion
 from privgraph.publish.storage.graph_io import graph_to_objects

@@ -483,11 +483,11 @@ def test_other_libraries_info_logs_are_quiet_unless_verbose() -> None:
         return stream.getvalue().splitlines()
 
     try:
-        cli._quiet_prefect()
+        cli.quiet_prefect()
         assert emitted() == ["memory use is high", "Finished in state Completed()"]
-        cli._quiet_prefect()  # twice (compare runs several flows): still one filter of each kind
+        cli.quiet_prefect()  # twice (compare runs several flows): still one filter of each kind
         assert len(handler.filters) == 2
-        cli._quiet_prefect(verbose=True)
+        cli.quiet_prefect(verbose=True)
         assert emitted() == ["Lost all workers", "Created temporary directory", "memory use is high",
                              "Event loop was unresponsive in Nanny for 3.27s.",
                              "Worker process still alive after 4.0 seconds, killing", "Finished in state Completed()"]

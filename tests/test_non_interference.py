@@ -178,7 +178,7 @@ def _input_graph(name: str, data_root: Path) -> GraphData:
 
 def _write_input(name: str, graph: GraphData, data: Path) -> dict[str, Any]:
     """Write a file-backed pipeline's input under ``data``; returns its test-scale ``dataset`` section."""
-    from privgraph.ingest.datasets.image_graph import write_photo_graph
+    from privgraph.ingest.datasets.photo_graph import write_photo_graph
     from tests.graph_files import write_generic
 
     if name == "images-heterorr":
@@ -435,14 +435,14 @@ def consistency(run: dict[str, Any]) -> list[str]:
     THIS run's stored objects (metrics: checked against the fresh-process recomputation
     separately, :func:`metrics_recomputed`)."""
     from tasks.artifacts import PRIVATE_PREFIX, artifact_key, is_shareable
-    from privgraph.cli import _ci_markdown
+    from privgraph.cli import ci_markdown
     from privgraph.evaluate.report import metrics_markdown
     from privgraph.publish.storage.base import VersionInfo
     from privgraph.publish.storage.graph_io import objects_to_graph
 
     out = []
     name = run["ci"]["pipeline"]
-    if run["summary"] != _ci_markdown(run["ci"]):
+    if run["summary"] != ci_markdown(run["ci"]):
         out.append("the step summary holds more than run --ci's JSON")
     for a in run["artifacts"]:
         key = a["key"]

@@ -4,6 +4,7 @@ whole: the same ledger, stats, stored objects (checksums), checkpoint summaries 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from privgraph.ingest.partitioned_writer import write_partitioned_graph
 from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.privatize.partition import partition_graph
 from privgraph.privatize.partitioned import privatize_through_files
+from privgraph.publish.release_parts import parts_writer, write_release_parts
 from privgraph.publish.storage import open_store
 from privgraph.publish.storage.parts import open_parts_area
 
@@ -45,16 +47,20 @@ def _mechanisms(edges: str = "dprr") -> dict:
             "labels": build_mechanism("label_rr", {"epsilon": 1.0, "num_classes": 4})}
 
 
+def _writer(store: Path) -> functools.partial:
+    return functools.partial(write_release_parts, area=open_parts_area(open_store(str(store)), "p", WHEN))
+
+
 @pytest.mark.parametrize("method", ["metis", "hash"])
 def test_the_same_release_as_the_files_layout_on_the_whole_graph(graph_dir: Path, tmp_path: Path, method: str) -> None:
     seed = np.random.SeedSequence(11)
     scale = privatize_partitioned_graph(
         open_partitioned_graph(graph_dir), num_parts=3, method=method, staging=tmp_path / "staging-a",
-        root_seed=seed, parts_area=open_parts_area(open_store(str(tmp_path / "a")), "p", WHEN), **_mechanisms())
+        root_seed=seed, write_parts=_writer(tmp_path / "a"), **_mechanisms())
     whole = load_partitioned_graph(graph_dir)
     ref = privatize_through_files(
         whole, partitioning=partition_graph(whole, 3, method), staging=tmp_path / "staging-b", root_seed=seed,
-        parts_area=open_parts_area(open_store(str(tmp_path / "b")), "p", WHEN), **_mechanisms())
+        write_parts=_writer(tmp_path / "b"), **_mechanisms())
     assert scale.ledger.entries == ref.ledger.entries
     assert scale.stats == ref.stats and scale.release == ref.release
     assert scale.parts == ref.parts  # the stored objects' sha256 and sizes
@@ -66,9 +72,9 @@ def test_the_same_release_as_the_files_layout_on_the_whole_graph(graph_dir: Path
 
 def test_a_global_edge_mechanism_is_refused_and_the_parts_area_aborted(graph_dir: Path, tmp_path: Path) -> None:
     area = open_parts_area(open_store(str(tmp_path / "a")), "p", WHEN)
-    with pytest.raises(ConfigError, match="global"):
+    with pytest.raises(ConfigError, match="global"), parts_writer(area) as write_parts:
         privatize_partitioned_graph(
             open_partitioned_graph(graph_dir), num_parts=2, method="hash", staging=tmp_path / "staging",
-            root_seed=np.random.SeedSequence(1), parts_area=area, **_mechanisms("local_lap"))
+            root_seed=np.random.SeedSequence(1), write_parts=write_parts, **_mechanisms("local_lap"))
     assert not [f for f in (tmp_path / "a").rglob("*") if f.is_file()]
     assert not any((tmp_path / "staging").iterdir())

@@ -19,27 +19,21 @@ import warnings
 
 import typer
 
-from privgraph.cli.artifacts_commands import (_note_untrusted, _published_store, _trusted_keys, artifacts_gc,
-                                              artifacts_list, artifacts_public_key, artifacts_show, artifacts_verify)
-from privgraph.cli.ci_summary import _ci_markdown, _ci_summary
-from privgraph.cli.console import _PIPE_WIDTH, _console, err, out
-from privgraph.cli.failures import (_LAST_ERROR, EXIT_INTERNAL, _errors, _failure, _NoTracebackForKnownErrors,
-                                    _OtherLibrariesBelowWarning, _quiet_prefect)
+from privgraph.cli.artifacts_commands import (artifacts_gc, artifacts_list, artifacts_public_key, artifacts_show,
+                                              artifacts_verify)
+from privgraph.cli.ci_summary import ci_markdown, write_ci_summary
+from privgraph.cli.console import err, out
+from privgraph.cli.failures import EXIT_INTERNAL, LAST_ERROR, exit_on_failure, quiet_prefect
 from privgraph.cli.ingest_command import ingest
-from privgraph.cli.options import (_PRIVATE_RECORDS_HELP, _PUBLIC_KEY_HELP, _SHOW_PRIVATE_HELP, _VERBOSE_HELP,
-                                   DEFAULT_STORE, _default_store)
-from privgraph.cli.pipeline_commands import (_check_cron, _graph_compare, _reported, _run_comparison_flow, compare,
-                                             evaluate, run, serve)
-from privgraph.cli.tables import _print_ledger, _print_metrics
+from privgraph.cli.options import DEFAULT_STORE, default_store
+from privgraph.cli.pipeline_commands import compare, evaluate, run, serve
+from privgraph.cli.tables import print_ledger, print_metrics
 
 __all__ = [
-    "DEFAULT_STORE", "EXIT_INTERNAL", "_LAST_ERROR", "_NoTracebackForKnownErrors", "_OtherLibrariesBelowWarning",
-    "_PIPE_WIDTH", "_PRIVATE_RECORDS_HELP", "_PUBLIC_KEY_HELP", "_SHOW_PRIVATE_HELP", "_VERBOSE_HELP",
-    "_check_cron", "_ci_markdown", "_ci_summary", "_console", "_default_store", "_errors", "_failure",
-    "_graph_compare", "_note_untrusted", "_print_ledger", "_print_metrics", "_published_store", "_quiet_prefect",
-    "_reported", "_run_comparison_flow", "_trusted_keys", "app", "artifacts_app", "artifacts_gc", "artifacts_list",
-    "artifacts_public_key", "artifacts_show", "artifacts_verify", "compare", "err", "evaluate", "main", "out", "run",
-    "serve",
+    "DEFAULT_STORE", "EXIT_INTERNAL", "LAST_ERROR", "app", "artifacts_app", "artifacts_gc", "artifacts_list",
+    "artifacts_public_key", "artifacts_show", "artifacts_verify", "ci_markdown", "compare", "default_store", "err",
+    "evaluate", "exit_on_failure", "ingest", "main", "out", "print_ledger", "print_metrics", "quiet_prefect", "run",
+    "serve", "write_ci_summary",
 ]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Differentially private graphs, end to end.")

@@ -14,9 +14,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from privgraph.cli.console import err, out
-from privgraph.cli.failures import _errors
-from privgraph.cli.options import _PRIVATE_RECORDS_HELP, _PUBLIC_KEY_HELP, _default_store
-from privgraph.cli.tables import _print_ledger, _print_metrics
+from privgraph.cli.failures import exit_on_failure
+from privgraph.cli.options import PRIVATE_RECORDS_HELP, PUBLIC_KEY_HELP, default_store
+from privgraph.cli.tables import print_ledger, print_metrics
 from privgraph.errors import ArtifactIntegrityError, ConfigError, InfrastructureError, one_line
 
 
@@ -27,9 +27,9 @@ def _published_store(uri: str | None) -> Any:
     from privgraph.publish.storage import open_store  # lazy: CLI start-up (the store loads pyarrow)
     from privgraph.publish.storage.local import LocalStore  # lazy: CLI start-up
 
-    st = open_store(uri or _default_store())
+    st = open_store(uri or default_store())
     if isinstance(st, LocalStore) and not st.root.is_dir():
-        raise ConfigError(f"--store {uri or _default_store()}: no such directory ({st.root}); nothing was published there")
+        raise ConfigError(f"--store {uri or default_store()}: no such directory ({st.root}); nothing was published there")
     return st
 
 
@@ -62,14 +62,14 @@ def artifacts_list(
     store: str | None = typer.Option(None, "--store", help="artifact store URI"),
     pipeline: str | None = typer.Option(None, "--pipeline", help="only this pipeline"),
     as_json: bool = typer.Option(False, "--json"),
-    public_key: list[str] | None = typer.Option(None, "--public-key", help=_PUBLIC_KEY_HELP),
-    private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
+    public_key: list[str] | None = typer.Option(None, "--public-key", help=PUBLIC_KEY_HELP),
+    private_records: str = typer.Option("./private-records", "--private-records", help=PRIVATE_RECORDS_HELP),
 ) -> None:
     """List the published versions (a version without a manifest does not exist), each ledger's
     seal checked (against a trusted key when one is at hand); a version whose manifest cannot be
     read, does not match its seal, or does not list everything the version holds is left out and
     fails the command."""
-    with _errors():
+    with exit_on_failure():
         trusted = _trusted_keys(public_key, private_records)
         _note_untrusted(trusted)
         broken: list[str] = []
@@ -111,12 +111,12 @@ def artifacts_show(
     version: str = typer.Argument(..., help="version id (see `privgraph artifacts list`)"),
     store: str | None = typer.Option(None, "--store", help="artifact store URI"),
     as_json: bool = typer.Option(False, "--json"),
-    public_key: list[str] | None = typer.Option(None, "--public-key", help=_PUBLIC_KEY_HELP),
-    private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
+    public_key: list[str] | None = typer.Option(None, "--public-key", help=PUBLIC_KEY_HELP),
+    private_records: str = typer.Option("./private-records", "--private-records", help=PRIVATE_RECORDS_HELP),
 ) -> None:
     """Show a version's manifest: ledger, parameters, validation, metrics (after verifying its
     seal and every object)."""
-    with _errors():
+    with exit_on_failure():
 
         trusted = _trusted_keys(public_key, private_records)
         _note_untrusted(trusted)
@@ -136,19 +136,19 @@ def artifacts_show(
     out.print(f"seal: signed by {signer}... " + (
         "(a trusted key)" if trusted is not None else "(not checked against a trusted key: see the note above)"),
         highlight=False)
-    _print_ledger(manifest["ledger"])
+    print_ledger(manifest["ledger"])
     val = manifest.get("validation") or {}
     out.print(f"validation: {'passed' if val.get('success') else 'FAILED'}")
     if manifest.get("metrics"):
-        _print_metrics(manifest["metrics"])
+        print_metrics(manifest["metrics"])
 
 
 def artifacts_verify(
     version: str | None = typer.Argument(None, help="version id (see `privgraph artifacts list`)"),
     all_versions: bool = typer.Option(False, "--all", help="verify every published version"),
     store: str | None = typer.Option(None, "--store", help="artifact store URI"),
-    public_key: list[str] | None = typer.Option(None, "--public-key", help=_PUBLIC_KEY_HELP),
-    private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
+    public_key: list[str] | None = typer.Option(None, "--public-key", help=PUBLIC_KEY_HELP),
+    private_records: str = typer.Option("./private-records", "--private-records", help=PRIVATE_RECORDS_HELP),
     accept_unchecked_signer: bool = typer.Option(
         False, "--accept-unchecked-signer",
         help="with no trusted key at hand, accept a seal checked only against the key it names (no edit since "
@@ -159,7 +159,7 @@ def artifacts_verify(
     every object are exactly the bytes privgraph writes for their content (nothing beside it),
     that the version holds nothing its manifest does not list, and the objects exactly those
     graph.json lists; with --all a version whose manifest cannot be read fails too."""
-    with _errors():
+    with exit_on_failure():
         if (version is None) == (not all_versions):
             raise ConfigError("artifacts verify: give a VERSION or --all (not both)")
         trusted = _trusted_keys(public_key, private_records)
@@ -207,10 +207,10 @@ def artifacts_verify(
 
 
 def artifacts_public_key(
-    private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
+    private_records: str = typer.Option("./private-records", "--private-records", help=PRIVATE_RECORDS_HELP),
 ) -> None:
     """Print the owner's public signing key (64 hex), for consumers to pin with --public-key."""
-    with _errors():
+    with exit_on_failure():
         # lazy: CLI start-up
         from privgraph.publish.storage.private_record import owner_public_key, owner_signing_key_path
 
@@ -227,7 +227,7 @@ def artifacts_gc(
     min_age_hours: float = typer.Option(24.0, "--min-age-hours", help="only staged versions older than this"),
     dry_run: bool = typer.Option(False, "--dry-run", help="list what would be removed, remove nothing"),
     store: str | None = typer.Option(None, "--store", help="artifact store URI"),
-    private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP),
+    private_records: str = typer.Option("./private-records", "--private-records", help=PRIVATE_RECORDS_HELP),
 ) -> None:
     """Remove staged versions a killed run left behind (objects without a manifest), the parts
     areas of partitioned releases never committed, the raw partitioned input a killed run left in
@@ -235,7 +235,7 @@ def artifacts_gc(
     the range objects under a URI destination without graph.json); published versions and
     ingested graphs are never touched."""
     verb = "would remove" if dry_run else "removed"
-    with _errors():
+    with exit_on_failure():
         if isinstance(min_age_hours, bool) or not min_age_hours >= 0:
             raise ConfigError(f"--min-age-hours must be >= 0, got {min_age_hours}")
         from privgraph.ingest.ingest_claims import sweep_ingests  # lazy: CLI start-up (pyarrow)
@@ -255,7 +255,7 @@ def artifacts_gc(
               + (f", {len(ingests)} killed ingest(s)" if ingests else ""), highlight=False)
     failed = [s for s in ingests if s.error]
     if failed:
-        with _errors():
+        with exit_on_failure():
             raise InfrastructureError(
                 f"{failed[0].destination}: the range objects a killed ingest uploaded could not be deleted "
                 f"({failed[0].error}); its claim is kept: run `privgraph artifacts gc` again"

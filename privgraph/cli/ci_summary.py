@@ -10,11 +10,11 @@ from typing import Any
 from rich.markup import escape
 
 from privgraph.cli.console import err
-from privgraph.cli.failures import _LAST_ERROR
+from privgraph.cli.failures import LAST_ERROR
 from privgraph.errors import EXIT_CODES
 
 
-def _ci_summary(pipeline: str, res: dict[str, Any] | None, code: int, seconds: float) -> None:
+def write_ci_summary(pipeline: str, res: dict[str, Any] | None, code: int, seconds: float) -> None:
     """``run --ci``: one JSON object on stdout and a markdown summary in $GITHUB_STEP_SUMMARY.
 
     Holds only what the manifest holds (version, ledger, validation, shareable metrics) and the
@@ -35,20 +35,21 @@ def _ci_summary(pipeline: str, res: dict[str, Any] | None, code: int, seconds: f
             ledger=PrivacyLedger.from_dict(res["ledger"]).summary(),
             validation=res.get("validation"), metrics=res.get("metrics"),
         )
-    elif _LAST_ERROR:
-        summary["error"] = _LAST_ERROR.get("message")
+    elif LAST_ERROR:
+        summary["error"] = LAST_ERROR.get("message")
     print(json.dumps(summary, sort_keys=True, default=str))
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if path:
         try:
             with open(path, "a", encoding="utf-8") as fh:
-                fh.write(_ci_markdown(summary))
+                fh.write(ci_markdown(summary))
         except OSError as exc:  # the run's outcome stands: a summary file is not the run
             err.print(f"warning: the CI step summary was not written to $GITHUB_STEP_SUMMARY={escape(path)}: "
                       f"{escape(exc.strerror or type(exc).__name__)}", highlight=False, soft_wrap=True)
 
 
-def _ci_markdown(summary: dict[str, Any]) -> str:
+def ci_markdown(summary: dict[str, Any]) -> str:
+    """The markdown ``run --ci`` appends to $GITHUB_STEP_SUMMARY for ``summary`` (its JSON object)."""
     lines = [f"## privgraph run `{summary['pipeline']}`: {summary['status']} (exit {summary['exit_code']})", ""]
     if summary["status"] == "published":
         lines += [f"version `{summary['version']}` in `{summary['store']}` ({summary['seconds']} s)", "",

@@ -1,7 +1,7 @@
-"""How a failed command ends: one line on stderr and its documented exit code (``_errors``; an
+"""How a failed command ends: one line on stderr and its documented exit code (``exit_on_failure``; an
 interrupt: ``interrupted``, exit 130 for Ctrl-C, 143 for SIGTERM where :func:`sigterm_interrupts`
 makes SIGTERM one), and the filters that keep Prefect's log handlers free of known-failure tracebacks and of other
-libraries' INFO chatter (``_quiet_prefect``)."""
+libraries' INFO chatter (``quiet_prefect``)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from privgraph.errors import exit_code_for, one_line
 EXIT_INTERNAL = 1  # an unexpected exception: a bug in privgraph
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2
 EXIT_TERMINATED = 143  # SIGTERM, where the command turns it into an interrupt: 128 + 15
-_LAST_ERROR: dict[str, str] = {}  # the last failure's one line, for `run --ci`
+LAST_ERROR: dict[str, str] = {}  # the last failure's one line, for `run --ci`
 
 
 def _failure(exc: BaseException) -> tuple[int, str]:
@@ -36,7 +36,7 @@ def _failure(exc: BaseException) -> tuple[int, str]:
 
 
 @contextlib.contextmanager
-def _errors() -> Iterator[None]:
+def exit_on_failure() -> Iterator[None]:
     """Turn any failure into one line on stderr and its documented exit code."""
     try:
         yield
@@ -49,7 +49,7 @@ def _errors() -> Iterator[None]:
         if os.environ.get("PRIVGRAPH_DEBUG"):
             raise
         code, msg = _failure(exc)
-        _LAST_ERROR["message"] = msg
+        LAST_ERROR["message"] = msg
         err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
         raise typer.Exit(code) from None
 
@@ -104,7 +104,7 @@ class _OtherLibrariesBelowWarning(logging.Filter):
         return record.levelno >= logging.WARNING
 
 
-def _quiet_prefect(verbose: bool = False) -> None:
+def quiet_prefect(verbose: bool = False) -> None:
     """Call after importing Prefect: strip known-failure tracebacks from every Prefect log handler
     and, unless ``verbose``, other libraries' INFO and DEBUG records."""
     filters: list[logging.Filter] = [_NoTracebackForKnownErrors()]

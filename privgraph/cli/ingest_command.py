@@ -17,8 +17,8 @@ import typer
 from rich.markup import escape
 
 from privgraph.cli.console import err, out
-from privgraph.cli.failures import _errors, sigterm_interrupts
-from privgraph.cli.options import _PRIVATE_RECORDS_HELP
+from privgraph.cli.failures import exit_on_failure, sigterm_interrupts
+from privgraph.cli.options import PRIVATE_RECORDS_HELP
 from privgraph.errors import PrivgraphError, one_line
 from privgraph.guarantee.redaction import redact_uri
 
@@ -47,7 +47,7 @@ def ingest(
                                         "(dataset.node_split_seed; never written)"),
     drop_cut_edges: bool = typer.Option(False, "--drop-cut-edges", help="drop the edges between split parts "
                                         "(options.drop_cut_edges)"),
-    private_records: str = typer.Option("./private-records", "--private-records", help=_PRIVATE_RECORDS_HELP
+    private_records: str = typer.Option("./private-records", "--private-records", help=PRIVATE_RECORDS_HELP
                                         + "; a refusal's values go to its ingest/refusals/, and the ingest is "
                                         "claimed there while it runs, so that `privgraph artifacts gc` finds what "
                                         "a kill -9 leaves"),
@@ -60,7 +60,7 @@ def ingest(
     bounds is refused before anything is read (exit 2); a disk that fills is exit 4. Ctrl-C or
     SIGTERM removes what it wrote (exit 130 or 143)."""
     t0 = time.perf_counter()
-    with _errors(), sigterm_interrupts():
+    with exit_on_failure(), sigterm_interrupts():
         from privgraph.ingest.partitioned_graph import DEFAULT_RANGE_SIZE  # lazy: CLI start-up (pyarrow)
         from privgraph.ingest.partitioned_options import IngestOptions  # lazy: CLI start-up
         from privgraph.ingest.partitioned_writer import write_partitioned_graph  # lazy: CLI start-up

@@ -7,15 +7,16 @@ import os
 DEFAULT_STORE = "./artifacts"
 
 
-def _default_store() -> str:
+def default_store() -> str:
+    """The store a command uses without ``--store``: $PRIVGRAPH_STORE, else :data:`DEFAULT_STORE`."""
     return os.environ.get("PRIVGRAPH_STORE", DEFAULT_STORE)
 
 
-_PUBLIC_KEY_HELP = (
+PUBLIC_KEY_HELP = (
     "trust manifests sealed by this Ed25519 public key (64 hex; repeatable; see `privgraph artifacts "
     "public-key`); default: the owner's own key, found via --private-records"
 )
-_PRIVATE_RECORDS_HELP = "the owner's private-records directory (its keys/; $PRIVGRAPH_HOME wins when set)"
-_VERBOSE_HELP = "also print other libraries' INFO logs (Dask's scheduler and workers, great_expectations)"
-_SHOW_PRIVATE_HELP = ("also print the owner's private evaluation (the clean graph's accuracy, the structure report, "
-                      "attack scores) here; off by default: CLI output is a published channel (CI logs, shared terminals)")
+PRIVATE_RECORDS_HELP = "the owner's private-records directory (its keys/; $PRIVGRAPH_HOME wins when set)"
+VERBOSE_HELP = "also print other libraries' INFO logs (Dask's scheduler and workers, great_expectations)"
+SHOW_PRIVATE_HELP = ("also print the owner's private evaluation (the clean graph's accuracy, the structure report, "
+                     "attack scores) here; off by default: CLI output is a published channel (CI logs, shared terminals)")

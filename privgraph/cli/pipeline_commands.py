@@ -12,11 +12,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from privgraph.cli.ci_summary import _ci_summary
+from privgraph.cli.ci_summary import write_ci_summary
 from privgraph.cli.console import err, out
-from privgraph.cli.failures import _errors, _quiet_prefect
-from privgraph.cli.options import _SHOW_PRIVATE_HELP, _VERBOSE_HELP, _default_store
-from privgraph.cli.tables import _print_ledger, _print_metrics
+from privgraph.cli.failures import exit_on_failure, quiet_prefect
+from privgraph.cli.options import SHOW_PRIVATE_HELP, VERBOSE_HELP, default_store
+from privgraph.cli.tables import print_ledger, print_metrics
 from privgraph.errors import ConfigError
 
 
@@ -30,14 +30,14 @@ def run(
         False, "--ci",
         help="machine-readable summary for CI: JSON on stdout (also on failure), markdown to $GITHUB_STEP_SUMMARY",
     ),
-    show_private: bool = typer.Option(False, "--show-private", help=_SHOW_PRIVATE_HELP),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help=_VERBOSE_HELP),
+    show_private: bool = typer.Option(False, "--show-private", help=SHOW_PRIVATE_HELP),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Run the privatize flow (and evaluate) for PIPELINE and publish a private version."""
     t0 = time.perf_counter()
     res: dict[str, Any] | None = None
     try:
-        with _errors():
+        with exit_on_failure():
             from privgraph.validate.preflight import preflight  # lazy: CLI start-up (pydantic, the loaders)
             from privgraph.evaluate.progress import rich_progress  # lazy: CLI start-up
 
@@ -47,29 +47,29 @@ def run(
             from flows.privatize import privatize_flow  # lazy: prefect, imported only when a flow runs
             from flows.server import prefect_api  # lazy: CLI start-up
 
-            _quiet_prefect(verbose)
+            quiet_prefect(verbose)
             status = f"running pipeline [bold]{escape(pipeline)}[/] (privatize -> validate -> evaluate -> store)"
             with prefect_api(), rich_progress(err, status=status, transient=True):
                 res = privatize_flow(pipeline=pipeline, config_path=str(config), store=store, evaluate=evaluate)
             res["seconds"] = round(time.perf_counter() - t0, 2)
     except typer.Exit as exc:
         if ci:
-            _ci_summary(pipeline, None, exc.exit_code, round(time.perf_counter() - t0, 2))
+            write_ci_summary(pipeline, None, exc.exit_code, round(time.perf_counter() - t0, 2))
         raise
     assert res is not None
     if ci:
-        _ci_summary(pipeline, res, 0, res["seconds"])
+        write_ci_summary(pipeline, res, 0, res["seconds"])
         return
     if as_json:
         print(json.dumps(res, sort_keys=True))
         return
     out.print(f"[bold green]published[/] {escape(res['pipeline'])}/{res['version']} in {escape(str(res['store']))} ({res['seconds']} s)")
-    _print_ledger(res["ledger"])
+    print_ledger(res["ledger"])
     if res.get("metrics"):
         owner_only = None
         if res.get("private_record") and show_private:
             owner_only = json.loads(Path(res["private_record"]).read_text()).get("private_evaluation")
-        _print_metrics(res["metrics"], owner_only)
+        print_metrics(res["metrics"], owner_only)
     elif res.get("not_evaluated"):
         why = res["not_evaluated"]
         out.print("not evaluated: " + escape("run without --no-evaluate to train and report utility" if why == "--no-evaluate"
@@ -86,23 +86,23 @@ def evaluate(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
     structure_plot: Path | None = typer.Option(
         None, "--structure-plot", help="also write the graph-utility report as a PNG here (private evaluation)"),
-    show_private: bool = typer.Option(False, "--show-private", help=_SHOW_PRIVATE_HELP),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help=_VERBOSE_HELP),
+    show_private: bool = typer.Option(False, "--show-private", help=SHOW_PRIVATE_HELP),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Train the GNN on a published version (shareable accuracy) and on the clean graph (the
     owner's private evaluation); print both."""
-    with _errors():
+    with exit_on_failure():
         from privgraph.publish.storage import open_store  # lazy: CLI start-up (the store loads pyarrow)
 
         if structure_plot is not None and not structure_plot.parent.is_dir():
             raise ConfigError(f"--structure-plot: directory {structure_plot.parent} does not exist")
-        store_uri = store or _default_store()
+        store_uri = store or default_store()
         pipeline, version = open_store(store_uri).find_version(version)
         from flows.evaluate import evaluate_flow  # lazy: torch and prefect, only where a model trains
         from flows.server import prefect_api  # lazy: CLI start-up
         from privgraph.evaluate.progress import rich_progress  # lazy: CLI start-up
 
-        _quiet_prefect(verbose)
+        quiet_prefect(verbose)
         with prefect_api(), rich_progress(err, status=f"evaluating {escape(pipeline)}/{escape(version)}", transient=True):
             res = evaluate_flow(pipeline=pipeline, version=version, config_path=str(config), store=store_uri)
         if structure_plot is not None:
@@ -119,7 +119,7 @@ def evaluate(
     if as_json:
         print(json.dumps({k: v for k, v in res.items() if k != "private_evaluation"}, sort_keys=True))
         return
-    _print_metrics(res["metrics"], res.get("private_evaluation") if show_private else None)
+    print_metrics(res["metrics"], res.get("private_evaluation") if show_private else None)
     if not show_private:
         out.print("the owner's private evaluation (clean graph, structure, attacks) is not printed: --show-private")
     out.print(f"input check: {res.get('input_check')}")
@@ -130,12 +130,12 @@ def compare(
     config: Path = typer.Option(Path("pipelines.yaml"), "--config", "-c", help="pipelines file"),
     store: str | None = typer.Option(None, "--store", help="artifact store URI (default: the pipeline's storage)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (version, summary)"),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help=_VERBOSE_HELP),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ) -> None:
     """Compare mechanisms: privatize one scope with each at each epsilon, train on each, and store
     the table (mean +- std, t-test of the target against the best other) and the plots as a
     PRIVATE report (scored on raw data) under the pipeline's private_records directory."""
-    with _errors():
+    with exit_on_failure():
         from privgraph.config.loader import load_config  # lazy: CLI start-up
 
         cfg = load_config(config)
@@ -183,7 +183,7 @@ def _run_comparison_flow(status: str, flow: Any, verbose: bool, **kwargs: Any) -
     from flows.server import prefect_api  # lazy: CLI start-up
     from privgraph.evaluate.progress import rich_progress  # lazy: CLI start-up
 
-    _quiet_prefect(verbose)
+    quiet_prefect(verbose)
     t0 = time.perf_counter()
     with prefect_api(), rich_progress(err, status=status, transient=True):
         res = flow(**kwargs)
@@ -234,7 +234,7 @@ def serve(
     says what the store holds of it (the version it published, once its manifest was written, or
     nothing), claimed runs go back to the schedule, and the schedules are paused until the next
     ``serve``."""
-    with _errors():
+    with exit_on_failure():
         from privgraph.config.loader import load_config  # lazy: CLI start-up
 
         cfg = load_config(config)

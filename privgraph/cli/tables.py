@@ -13,7 +13,8 @@ from privgraph.evaluate.report import (PAIRED_TESTS, POST_PROCESSING, UTILITY_RO
                                       graph_utility_rows, paired_test_line, scale_note)
 
 
-def _print_ledger(ledger: dict[str, Any]) -> None:
+def print_ledger(ledger: dict[str, Any]) -> None:
+    """Print the privacy ledger (a manifest's ``ledger``) as one table on stdout."""
     t = Table("stage", "mechanism", "scope", "kind", "epsilon", "in scope unit", title="privacy ledger")
     for e in ledger.get("entries", []):
         g = e["guarantee"]
@@ -22,7 +23,9 @@ def _print_ledger(ledger: dict[str, Any]) -> None:
     out.print(t)
 
 
-def _print_metrics(m: dict[str, Any], owner_only: dict[str, Any] | None = None) -> None:
+def print_metrics(m: dict[str, Any], owner_only: dict[str, Any] | None = None) -> None:
+    """Print the shareable utility metrics ``m``; ``owner_only`` (the private evaluation) adds its
+    rows and tables, each marked as not published."""
     t = Table("model", "test acc (mean)", "std", title=f"utility, {m.get('runs')} runs{ensemble_note(m)} on {m.get('device')}")
     for key, label in UTILITY_ROWS:
         if m.get(key):

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-__all__ = ["Float", "Int"]
+__all__ = ["Float", "Int", "StrictModel", "finite_positive"]
 
 
 def _not_bool(v: Any) -> Any:
@@ -23,11 +23,14 @@ Int = Annotated[int, BeforeValidator(_not_bool)]
 Float = Annotated[float, BeforeValidator(_not_bool)]
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """A section's base: unknown keys are errors and a loaded section is frozen."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _finite_positive(v: Any, what: str = "epsilon") -> float:
+def finite_positive(v: Any, what: str = "epsilon") -> float:
+    """``v`` as a float when it is a finite number > 0 (not a boolean); else ``ValueError`` naming ``what``."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ValueError(f"{what} must be a number, got {v!r}")
     f = float(v)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from privgraph.config.base import Float, Int, _Strict
+from privgraph.config.base import Float, Int, StrictModel as _Strict
 from privgraph.errors import ConfigError
 
 __all__ = ["AttackConfig", "EvaluateConfig"]

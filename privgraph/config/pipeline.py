@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from privgraph.config.base import Float, Int, _finite_positive, _Strict
+from privgraph.config.base import Float, Int, StrictModel as _Strict, finite_positive as _finite_positive
 from privgraph.config.evaluate import EvaluateConfig
 from privgraph.errors import ConfigError
 from privgraph.guarantee.redaction import redact_uri

@@ -2,7 +2,7 @@
 
 :class:`VersionPartsSource` is a :class:`~privgraph.evaluate.minibatch_source.ClusterSource` over a
 partitioned version of an artifact store (local or S3; written by
-:func:`~privgraph.privatize.partitioned.write_release_parts`, e.g. by ``flows/privatize_at_scale.py``):
+:func:`~privgraph.publish.release_parts.write_release_parts`, e.g. by ``flows/privatize_at_scale.py``):
 cluster ``i`` is the version's part ``i``, whose nodes the partitioning made from the PUBLIC edges
 (METIS over them, or a hash of the node id), so the clusters are the release's own public
 partitioning. Every object is read through :meth:`~privgraph.publish.storage.base.ArtifactStore.read_object`

@@ -74,6 +74,13 @@ class Guarantee:
         unit_epsilon: the same promise in the scope's ledger unit (:data:`SCOPE_UNITS`), required
             when ``kind`` is not that unit (e.g. an ``edge_ldp`` guarantee states the ``edge_dp``
             figure it implies); ``None`` when ``kind`` is the unit (default: ``None``).
+
+    A per-node edge guarantee states the edge-level figure the ledger composes (an edge is
+    reported by both its endpoints):
+
+    >>> g = Guarantee(GuaranteeKind.EDGE_LDP, 1.0, Scope.EDGES, unit_epsilon=2.0)
+    >>> g.ledger_epsilon
+    2.0
     """
 
     kind: GuaranteeKind

@@ -267,11 +267,17 @@ class PrivacyLedger:
     Args:
         entries (iterable of LedgerEntry, optional): entries to start with (default: none).
 
-    Example::
+    Entries on disjoint partitions compose in parallel, entries on the same partition add up:
 
-        ledger = PrivacyLedger()
-        ledger.record(LedgerEntry("features", "feature_rr", mech.guarantee, partitions=(0, 1)))
-        ledger.spent(Scope.FEATURES)
+    >>> g = Guarantee(GuaranteeKind.FEATURE_LDP, 1.0, Scope.FEATURES)
+    >>> ledger = PrivacyLedger()
+    >>> _ = ledger.record(LedgerEntry("features", "feature_rr", g, partitions=(0,)))
+    >>> _ = ledger.record(LedgerEntry("features", "feature_rr", g, partitions=(1,)))
+    >>> ledger.spent(Scope.FEATURES)
+    1.0
+    >>> _ = ledger.record(LedgerEntry("features.again", "feature_rr", g, partitions=(1,)))
+    >>> ledger.spent("features")
+    2.0
     """
 
     def __init__(self, entries: Iterable[LedgerEntry] = ()) -> None:
@@ -457,6 +463,10 @@ class BudgetPolicy:
     A cap applies to the composed spend of its scope (:meth:`PrivacyLedger.spent`); a scope
     holding entries of several kinds cannot be checked against one cap, and the checks raise
     :class:`UnsupportedCompositionError` for it.
+
+    >>> g = Guarantee(GuaranteeKind.EDGE_DP, 1.5, Scope.EDGES)
+    >>> BudgetPolicy({"edges": 1.0}).check(PrivacyLedger([LedgerEntry("edges", "edge_rand", g)]))
+    ["scope 'edges': spent epsilon 1.5 exceeds the cap 1.0"]
     """
 
     def __init__(

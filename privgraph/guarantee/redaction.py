@@ -26,6 +26,11 @@ def redact_uri(uri: str | os.PathLike[str]) -> str:
     the last ``@`` (a secret holding ``?``, or an ``@`` in the query) the two cannot be told apart
     and ``scheme://(redacted)`` is returned. Never under-redacts: a path holding ``@`` loses what
     comes before it. Idempotent.
+
+    >>> redact_uri("s3://KEY:SECRET@bucket/graphs?versionId=3")
+    's3://bucket/graphs'
+    >>> redact_uri("/data/graph")
+    '/data/graph'
     """
     text = os.fspath(uri)
     scheme, sep, rest = text.partition("://")

@@ -38,7 +38,8 @@ from privgraph.errors import ConfigError
 from privgraph.guarantee.private_files import write_private_file
 from privgraph.ingest.partitioned_destination import RemoteDestination, claim_local
 from privgraph.guarantee.redaction import redact_uri
-from privgraph.ingest.partitioned_graph import GRAPH_FILE, _filesystem
+from privgraph.ingest.filesystems import filesystem_of
+from privgraph.ingest.partitioned_graph import GRAPH_FILE
 
 __all__ = ["CLAIMS_DIR", "StaleIngest", "claim_ingest", "open_destination", "release_claim", "sweep_ingests"]
 
@@ -160,7 +161,7 @@ def _gone(body: dict[str, Any]) -> bool:
 def _range_objects(destination: str) -> tuple[pafs.FileSystem, str, list[str]] | None:
     """The file system, root and range objects under a URI destination; None when it holds
     ``graph.json`` (a graph: never touched)."""
-    fs, root = _filesystem(destination)
+    fs, root = filesystem_of(destination)
     if fs.get_file_info(f"{root}/{GRAPH_FILE}").type != pafs.FileType.NotFound:
         return None
     found = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True, recursive=True))

@@ -18,8 +18,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from privgraph.errors import GraphValidationError
-from privgraph.ingest.datasets.generic import _columns, _npy_header
-from privgraph.ingest.datasets.table import _suffix, _Table
+from privgraph.ingest.datasets.input_files import npy_header
+from privgraph.ingest.datasets.table import Table, file_suffix, header_columns
 
 __all__ = ["BATCH_ROWS", "CSV_BLOCK_BYTES", "EdgeBatch", "NpyRows", "edge_batches"]
 
@@ -33,7 +33,7 @@ class NpyRows:
     demand at their file offset: no memory map, so finished ranges leave no resident pages."""
 
     def __init__(self, path: Path) -> None:
-        _npy_header(path)  # an empty file, a .npz or a pickle: the loader's one-line errors
+        npy_header(path)  # an empty file, a .npz or a pickle: the loader's one-line errors
         mm = np.load(path, mmap_mode="r", allow_pickle=False)
         self.path, self.shape, self.dtype = path, tuple(mm.shape), mm.dtype
         self._offset, self._c_order = int(mm.offset), bool(mm.flags.c_contiguous)
@@ -59,7 +59,7 @@ class EdgeBatch:
     rows: np.ndarray
 
 
-class _OffsetTable(_Table):
+class _OffsetTable(Table):
     """A batch of a Parquet file whose messages name the file's rows (the batch starts at ``offset``)."""
 
     def __init__(self, path: Path, df: pd.DataFrame, offset: int) -> None:
@@ -70,7 +70,7 @@ class _OffsetTable(_Table):
         return np.asarray(rows, dtype=np.int64) + self.offset
 
 
-def _table_batch(tab: _Table, flag: str, rows: np.ndarray) -> EdgeBatch:
+def _table_batch(tab: Table, flag: str, rows: np.ndarray) -> EdgeBatch:
     """A batch's columns checked and typed by the generic loader's table (its messages)."""
     e = np.stack([tab.int_column("src"), tab.int_column("dst")]) if len(tab.df) else np.zeros((2, 0), np.int64)
     private = tab.bool_column(flag) if flag in tab.df.columns else None
@@ -104,7 +104,7 @@ def _csv_fast(path: Path, flag: str) -> Iterator[EdgeBatch | None]:
     """Arrow's streaming CSV read, typed; row ``i`` is line ``i + 2``. Yields None (and stops) at
     anything it cannot type or place exactly (an empty cell, a blank line, a value to report, a
     quoted line break): the exact read takes over."""
-    cols = ["src", "dst"] + ([flag] if flag in _columns(path) else [])
+    cols = ["src", "dst"] + ([flag] if flag in header_columns(path) else [])
     types = {"src": pa.int64(), "dst": pa.int64(), flag: pa.bool_()}
     line = 2
     try:
@@ -158,11 +158,11 @@ def _csv_exact(path: Path, flag: str) -> Iterator[EdgeBatch]:
 
 def _csv_batch(path: Path, flag: str, cols: list[str], records: list[list[str]], lines: list[int]) -> EdgeBatch:
     rows = np.asarray(lines, dtype=np.int64)
-    return _table_batch(_Table(path, pd.DataFrame(records, columns=cols, dtype=object), rows), flag, rows)
+    return _table_batch(Table(path, pd.DataFrame(records, columns=cols, dtype=object), rows), flag, rows)
 
 
 def edge_batches(path: Path, flag: str, *, exact: bool) -> Iterator[EdgeBatch | None]:
     """The edge list ``path`` in batches; None from the fast CSV read means: read again with ``exact``."""
-    if _suffix(path) != ".csv":
+    if file_suffix(path) != ".csv":
         return _parquet_batches(path, flag)
     return _csv_exact(path, flag) if exact else _csv_fast(path, flag)

@@ -20,7 +20,7 @@ import pyarrow.fs as pafs
 from privgraph.errors import ConfigError, DestinationUnavailableError, DiskFullError, PrivgraphError
 from privgraph.guarantee.private_files import mkdir_private
 from privgraph.guarantee.redaction import redact_uri
-from privgraph.ingest.partitioned_graph import _filesystem
+from privgraph.ingest.filesystems import filesystem_of
 
 __all__ = ["RemoteDestination", "claim_local", "refuse_existing", "resolve_destination"]
 
@@ -40,7 +40,7 @@ def resolve_destination(destination: Path | str) -> Path | str:
     if "://" not in text:
         return Path(text).expanduser().absolute()
     if text.split("://", 1)[0].lower() in _LOCAL_SCHEMES:
-        return Path(_filesystem(text)[1])
+        return Path(filesystem_of(text)[1])
     return text
 
 
@@ -77,7 +77,7 @@ class RemoteDestination:
 
     def __init__(self, uri: str) -> None:
         self.uri, self.shown = uri, redact_uri(uri).rstrip("/")
-        self.fs, self.root = _filesystem(uri)  # a URI pyarrow refuses: a ConfigError naming it redacted
+        self.fs, self.root = filesystem_of(uri)  # a URI pyarrow refuses: a ConfigError naming it redacted
         self.written: list[str] = []
         self.deleted = False  # whether a deletion here may have left S3 directory markers behind
         try:

@@ -35,9 +35,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from privgraph.errors import ConfigError, DatasetNotFoundError, GraphValidationError, data_refusal
+from privgraph.errors import DatasetNotFoundError, GraphValidationError, data_refusal
 from privgraph.graph import MAX_CLASSES, MAX_NODES, SPLIT_MASKS, UNLABELLED, GraphData
 from privgraph.guarantee.redaction import redact_uri
+from privgraph.ingest.filesystems import filesystem_of
 
 __all__ = [
     "DEFAULT_RANGE_SIZE",
@@ -124,35 +125,6 @@ class PartitionedGraph:
         return {"format": FORMAT, **meta}
 
 
-#: what pyarrow's refusals of a URI mean, by the start of its message (which quotes the whole URI,
-#: credentials included, and is never shown)
-_FROM_URI_REFUSALS = {
-    "Cannot parse URI": "not a valid URI (a '/', '@', ':', '?' or '%' in credentials must be percent-encoded; "
-                        "better, leave them to the environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)",
-    "Unrecognized filesystem type": "pyarrow.fs knows no file system of this scheme (s3://, gs://, hdfs://, file://)",
-    "Unexpected query parameter": "a query parameter pyarrow.fs does not take (its S3 options: region, scheme, "
-                                  "endpoint_override, ...)",
-}
-
-
-def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
-    """The file system of ``path`` (a local path, or a URI such as ``file://`` or ``s3://``) and the
-    graph's root inside it.
-
-    Raises:
-        ConfigError: pyarrow refuses the URI; one line naming it redacted (exit code 2).
-    """
-    if "://" in path:
-        try:
-            fs, root = pafs.FileSystem.from_uri(path)
-        except (pa.ArrowException, ValueError, TypeError) as exc:
-            why = next((w for k, w in _FROM_URI_REFUSALS.items() if str(exc).startswith(k)),
-                       f"pyarrow.fs cannot open it ({type(exc).__name__})")
-            raise ConfigError(f"{redact_uri(path)}: {why}") from None
-        return fs, root.rstrip("/")
-    return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(path))
-
-
 def _file_of(path: str, name: str) -> str:
     """``name`` inside the graph at ``path``, for a message (the path redacted)."""
     return f"{redact_uri(path).rstrip('/')}/{name}"
@@ -160,7 +132,7 @@ def _file_of(path: str, name: str) -> str:
 
 def _read_metadata(path: str) -> dict[str, Any]:
     """``graph.json`` of the graph at ``path``, parsed (one-line errors naming the file)."""
-    fs, root = _filesystem(path)
+    fs, root = filesystem_of(path)
     where = _file_of(path, GRAPH_FILE)
     info = fs.get_file_info(root)
     if info.type == pafs.FileType.NotFound:
@@ -253,7 +225,7 @@ def open_partitioned_graph(path: str | os.PathLike[str]) -> PartitionedGraph:
 
 def _read_range_table(graph: PartitionedGraph, kind: str, i: int, columns: Sequence[str]) -> tuple[pa.Table, str]:
     """Range ``i``'s ``kind`` file as a table of ``columns`` (read on this thread), and its name."""
-    fs, root = _filesystem(graph.path)
+    fs, root = filesystem_of(graph.path)
     name = range_file(kind, i)
     where = _file_of(graph.path, name)
     try:

@@ -1,12 +1,13 @@
-"""A partitioned graph privatized and written into the store's parts area by tasks, the calling
-process holding metadata only: the privatize stage of a graph larger than one machine.
+"""A partitioned graph privatized by tasks, the calling process holding metadata only: the
+privatize stage of a graph larger than one machine.
 
 :func:`privatize_partitioned_graph` chains, in a staging directory of the owner's:
 :func:`~privgraph.ingest.partitioned_stage.partitioned_input_from_graph` (the partition over the
 public edges and the privatize stage's partitioned input, on tasks),
 :func:`~privgraph.privatize.partitioned.privatize_partitioned` (each partition's mechanisms in its
-own task) and :func:`~privgraph.privatize.partitioned.write_release_parts` (each task writes its
-part of the version into the store's parts area). What comes back is the ledger, the public run
+own task) and the caller's ``write_parts`` (with
+:func:`~privgraph.publish.release_parts.parts_writer`, each task writes its part of the version
+into the store's parts area). What comes back is the ledger, the public run
 facts, per-partition checksums and checkpoint summaries, and the released graph's counts: the same
 ledger, stats, stored objects and counts as
 :func:`~privgraph.privatize.partitioned.privatize_through_files` on
@@ -18,18 +19,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from privgraph.guarantee.ledger import PrivacyLedger
-from privgraph.guarantee.private_files import mkdir_private
 from privgraph.ingest.partitioned_graph import PartitionedGraph
 from privgraph.ingest.partitioned_stage import partitioned_input_from_graph
 from privgraph.privatize.parallel import Executor
-from privgraph.privatize.partitioned import _staging_owner, privatize_partitioned, sweep_staging, write_release_parts
+from privgraph.privatize.partitioned import WriteParts, privatize_partitioned, staging_directory
 
 __all__ = ["PartitionedGraphRelease", "privatize_partitioned_graph"]
 
@@ -38,15 +36,16 @@ __all__ = ["PartitionedGraphRelease", "privatize_partitioned_graph"]
 class PartitionedGraphRelease:
     """What the privatize stage of a partitioned graph hands on: the ``ledger``; ``stats`` and
     ``release`` as :class:`~privgraph.privatize.release.PrivatizationResult` holds them; ``parts``,
-    the version's objects in the store's parts area (``{"sha256", "size"}`` by name, for
-    :func:`~privgraph.privatize.partitioned.commit_release_parts`); ``summaries``, the validation
-    checkpoint's per partition; ``graph_summary``, the released graph's counts as
-    :meth:`~privgraph.graph.GraphData.summary` gives them (functions of the stored objects)."""
+    the version's objects that ``write_parts`` stored (``{"sha256", "size"}`` by name, for
+    :func:`~privgraph.publish.release_parts.commit_release_parts`; None without a writer);
+    ``summaries``, the validation checkpoint's per partition; ``graph_summary``, the released
+    graph's counts as :meth:`~privgraph.graph.GraphData.summary` gives them (functions of the
+    release's parts)."""
 
     ledger: PrivacyLedger
     stats: dict[str, Any]
     release: dict[str, dict[str, Any]]
-    parts: dict[str, dict[str, Any]]
+    parts: dict[str, dict[str, Any]] | None
     summaries: list[dict[str, Any]]
     graph_summary: dict[str, Any]
 
@@ -80,31 +79,27 @@ def privatize_partitioned_graph(
     edges: Any | None,
     labels: Any | None = None,
     root_seed: np.random.SeedSequence,
-    parts_area: Any,
+    write_parts: WriteParts | None = None,
     executor: Executor | None = None,
     stage: str = "privatize",
 ) -> PartitionedGraphRelease:
-    """Privatize ``graph`` partition by partition and write the version's objects into
-    ``parts_area`` (see the module). The guarantees are the mechanisms' own, recorded as
+    """Privatize ``graph`` partition by partition and hand the input and release directories to
+    ``write_parts`` while they exist (see the module; None: nothing is written to a store). The guarantees are the mechanisms' own, recorded as
     :func:`~privgraph.privatize.release.privatize_graph` records them (disjoint partitions from the
     public edges). ``staging`` is the owner's directory for the raw partitioned input (removed at
     the end; a killed run's is swept by the next, as for ``privatize_through_files``); the tasks
-    must see it and the parts area.
+    must see it and where ``write_parts`` writes.
 
     Raises:
         ConfigError / ValueError: a mechanism the partitioned layout cannot run, or a field the
-            graph lacks (before any row is privatized); the parts area is aborted on any failure.
+            graph lacks (before any row is privatized). What ``write_parts`` wrote is the
+            caller's to remove on a failure (:func:`~privgraph.publish.release_parts.parts_writer`
+            does).
     """
-    mkdir_private(Path(staging))
-    sweep_staging(staging)  # a killed run's raw input (kill -9 skips the cleanup below)
-    try:
-        with tempfile.TemporaryDirectory(dir=staging, prefix=f"{_staging_owner()}{os.getpid()}-") as tmp:
-            source = partitioned_input_from_graph(graph, num_parts, method, Path(tmp) / "input", executor=executor)
-            res = privatize_partitioned(source, Path(tmp) / "release", features=features, edges=edges, labels=labels,
-                                        root_seed=root_seed, executor=executor, stage=stage)
-            parts = write_release_parts(source, res.directory, parts_area, executor=executor)
-    except BaseException:
-        parts_area.abort()
-        raise
+    with staging_directory(staging) as tmp:
+        source = partitioned_input_from_graph(graph, num_parts, method, tmp / "input", executor=executor)
+        res = privatize_partitioned(source, tmp / "release", features=features, edges=edges, labels=labels,
+                                    root_seed=root_seed, executor=executor, stage=stage)
+        parts = None if write_parts is None else write_parts(source, res.directory)
     return PartitionedGraphRelease(ledger=res.ledger, stats=res.stats, release=res.release, parts=parts,
                                    summaries=res.summaries, graph_summary=_graph_summary(graph, res.parts, res.summaries))

@@ -41,7 +41,7 @@ from privgraph.ingest.partitioned_graph import (SPLIT_COLUMNS, PartitionedGraph,
                                                 read_node_range)
 from privgraph.privatize.parallel import Executor, map_partitions
 from privgraph.privatize.partition import check_partition_arguments, ldg_parts, partition_assignment, upper_csr
-from privgraph.privatize.partitioned import _ROW_FIELDS, FORMAT, _part_dir, _save
+from privgraph.privatize.part_files import FORMAT, ROW_FIELDS, load_part_array, part_dir, save_part_array
 from privgraph.seeding import partition_seeds
 
 __all__ = ["partition_partitioned_graph", "partitioned_input_from_graph"]
@@ -55,16 +55,12 @@ _COLUMN = {"x": "x", "y": "y", **{mask: col for col, mask in SPLIT_COLUMNS.items
 def _fields(graph: PartitionedGraph) -> list[str]:
     """The row fields the graph has, in ``write_partitioned_input``'s order."""
     columns = graph.node_columns()
-    return [f for f in _ROW_FIELDS if _COLUMN[f] in columns]
+    return [f for f in ROW_FIELDS if _COLUMN[f] in columns]
 
 
 def _seeds(k: int) -> list[np.random.SeedSequence]:
     """Seeds for ``k`` tasks that draw nothing (map_partitions wants one per task)."""
     return partition_seeds(np.random.SeedSequence(0), k)
-
-
-def _load(path: Path, mmap: bool = False) -> np.ndarray:
-    return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
 
 
 # -- (a) the partition -----------------------------------------------------------------------------
@@ -99,7 +95,7 @@ def _partition_task(_: int, seed: np.random.SeedSequence, *, graph: PartitionedG
         assignment, used = ldg_parts(graph.num_nodes, p, _ldg_blocks(graph, seen)), method
     if method != "ldg" or p == 1 or not seen[0]:  # no public edge: hash, as partition_assignment decides
         assignment, used = partition_assignment(graph.num_nodes, num_parts, method, lambda: _public_edges(graph))
-    _save(Path(out) / "assignment.npy", assignment.astype(np.int64))
+    save_part_array(Path(out) / "assignment.npy", assignment.astype(np.int64))
     count = int(assignment.max()) + 1 if assignment.size else 0
     return {"method": used, "num_parts": count, "sizes": np.bincount(assignment, minlength=count).tolist()}
 
@@ -139,20 +135,20 @@ def _range_task(i: int, seed: np.random.SeedSequence, *, graph: PartitionedGraph
     root = Path(out)
     frag = root / _FRAGMENTS
     start, _ = graph.node_range(i)
-    assignment = _load(root / "assignment.npy", mmap=True)
+    assignment = load_part_array(root / "assignment.npy", mmap=True)
     rows = read_node_range(graph, i)
     part = np.asarray(assignment[start : start + rows["id"].size])
     for j, sel in _groups(part):
         d = frag / f"part-{j:05d}"
-        _save(d / f"nodes-{i:05d}.npy", rows["id"][sel])
+        save_part_array(d / f"nodes-{i:05d}.npy", rows["id"][sel])
         for f in fields:
-            _save(d / f"{f}-{i:05d}.npy", rows[_COLUMN[f]][sel])
+            save_part_array(d / f"{f}-{i:05d}.npy", rows[_COLUMN[f]][sel])
     del rows
     edges, private = read_edge_range(graph, i)
     public = edges[:, ~private]
     for j, sel in _groups(part[public[0] - start]):
-        _save(frag / f"part-{j:05d}" / f"edges_public-{i:05d}.npy", public[:, sel])
-    _save(frag / f"private-{i:05d}.npy", edges[:, private])
+        save_part_array(frag / f"part-{j:05d}" / f"edges_public-{i:05d}.npy", public[:, sel])
+    save_part_array(frag / f"private-{i:05d}.npy", edges[:, private])
     return {"nodes": int(part.size), "public_edges": int(public.shape[1]), "private_edges": int(private.sum())}
 
 
@@ -164,12 +160,13 @@ def _global_task(_: int, seed: np.random.SeedSequence, *, num_nodes: int, num_ra
     from privgraph.privatize.mechanisms.edges.dprr import private_csr  # lazy: scipy via the registry (~0.7 s)
 
     root = Path(out)
-    private = np.concatenate([_load(root / _FRAGMENTS / f"private-{i:05d}.npy") for i in range(num_ranges)], axis=1)
+    private = np.concatenate([load_part_array(root / _FRAGMENTS / f"private-{i:05d}.npy") for i in range(num_ranges)],
+                             axis=1)
     candidates = sorted_unique(private.ravel())
-    _save(root / "candidates.npy", candidates)
+    save_part_array(root / "candidates.npy", candidates)
     indptr, indices = private_csr(private, num_nodes)
-    _save(root / "private_indptr.npy", indptr)
-    _save(root / "private_indices.npy", indices)
+    save_part_array(root / "private_indptr.npy", indptr)
+    save_part_array(root / "private_indices.npy", indices)
     return {"private_nodes": int(candidates.size)}
 
 
@@ -192,12 +189,12 @@ def _part_task(j: int, seed: np.random.SeedSequence, *, out: str, num_ranges: in
     nodes = 0
     for name in ["nodes", *fields, "edges_public"]:
         files = [src / f"{name}-{i:05d}.npy" for i in range(num_ranges)]
-        arrays = [_load(f) for f in files if f.is_file()]
+        arrays = [load_part_array(f) for f in files if f.is_file()]
         if not arrays:
             array = _empty(name, num_features)
         else:
             array = np.concatenate(arrays, axis=1 if name == "edges_public" else 0)
-        _save(_part_dir(root, j) / f"{name}.npy", array)
+        save_part_array(part_dir(root, j) / f"{name}.npy", array)
         nodes = array.shape[0] if name == "nodes" else nodes
     shutil.rmtree(src, ignore_errors=True)
     return {"nodes": int(nodes)}

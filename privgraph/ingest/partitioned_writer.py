@@ -2,13 +2,14 @@
 bounded memory: :func:`write_partitioned_graph`.
 
 The edge list is read in batches (:mod:`privgraph.ingest.input_batches`), each edge routed by its
-smaller end to a spill fragment of its range on disk, with its source row; then each range's
-fragment is checked (duplicates in either direction, named by source rows), sorted, given the
-dataset options (:mod:`privgraph.ingest.partitioned_options`: cut edges dropped, rho's marking)
-and written beside the range's node rows, which are read from the ``.npy`` files at their offsets.
-Peak memory: one batch plus one range's nodes and edges (with ``--rho``, 8 bytes per edge while
-the private edges are drawn). Every check and message is the generic
-loader's (:mod:`privgraph.ingest.datasets.generic`); a problem found in one batch or range lists
+smaller end to a spill fragment of its range on disk, with its source row
+(:mod:`privgraph.ingest.edge_spill`); then each range's fragment is checked (duplicates in either
+direction, named by source rows), sorted, given the dataset options
+(:mod:`privgraph.ingest.partitioned_options`: cut edges dropped, rho's marking) and written beside
+the range's node rows, which are read from the ``.npy`` files at their offsets. Peak memory: one
+batch plus one range's nodes and edges (with ``--rho``, 8 bytes per edge while the private edges
+are drawn). Every check and message is the generic loader's
+(:mod:`privgraph.ingest.datasets.generic`, :mod:`privgraph.ingest.datasets.input_files`); a problem found in one batch or range lists
 the rows of that batch or range. All or nothing: the graph is written into ``.<name>.tmp`` beside
 the destination, ``graph.json`` last, and renamed; any failure removes it. A destination URI
 (``s3://bucket/prefix``, any file system pyarrow opens) must hold no object yet: each range is
@@ -41,14 +42,15 @@ from privgraph.errors import ConfigError, DiskFullError, GraphValidationError
 from privgraph.graph import MAX_NODES, UNLABELLED, check_edge_list
 from privgraph.guarantee.private_files import mkdir_private, write_private_file
 from privgraph.guarantee.redaction import redact_uri
-from privgraph.ingest.datasets.generic import (
-    INFERRED_COUNT_CHECKED_ABOVE, _check_exists, _check_finite_features, _check_ids_number_nodes,
-    _check_load_arguments, _check_row_counts, _columns, _npy_label_rows, _place_labels, _read_features,
-    _read_labels, check_generic_files)
+from privgraph.ingest.datasets.generic import check_generic_files
+from privgraph.ingest.datasets.input_files import (
+    INFERRED_COUNT_CHECKED_ABOVE, check_exists, check_finite_features, check_ids_number_nodes, check_load_arguments,
+    check_row_counts, npy_label_rows, place_labels, read_features, read_labels)
 from privgraph.ingest.datasets.split import node_parts, read_node_split
-from privgraph.ingest.datasets.table import _suffix, _Table
+from privgraph.ingest.datasets.table import Table, file_suffix, header_columns
+from privgraph.ingest.edge_spill import EdgeSpill
 from privgraph.ingest.ingest_claims import open_destination, release_claim
-from privgraph.ingest.input_batches import EdgeBatch, NpyRows, edge_batches
+from privgraph.ingest.input_batches import NpyRows, edge_batches
 from privgraph.ingest.partitioned_destination import RemoteDestination, refuse_existing, resolve_destination
 from privgraph.ingest.partitioned_graph import (
     DEFAULT_RANGE_SIZE, EDGE_SCHEMA, GRAPH_FILE, PartitionedGraph, node_schema, range_file)
@@ -62,9 +64,8 @@ __all__ = ["MAX_RANGES", "write_partitioned_graph"]
 MAX_RANGES = 100_000
 #: a disk or quota that filled under a write: the ingest ends (exit 4), never retried
 _FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
-#: one spilled edge: both ends as the file gives them, its source row (CSV line or Parquet row), the flag
-SPILL = np.dtype([("u", "<i8"), ("v", "<i8"), ("row", "<i8"), ("p", "?")])
-INVALID = "invalid"  # the fragment of edges out of range or self-loops, checked once n is known
+
+
 @dataclasses.dataclass
 class _Inputs:
     """The checked arguments of one ingest."""
@@ -80,64 +81,6 @@ class _Inputs:
     options: IngestOptions  # the dataset options applied while writing (checked)
 
 
-@dataclasses.dataclass
-class _Spill:
-    """Edges routed to per-range fragment files under ``root``, and what the pass learnt."""
-
-    root: Path
-    range_size: int
-    known_n: int | None
-    max_id: tuple[int, int, int] | None = None  # (largest id, column 0 src / 1 dst, its first source row)
-    invalid: int = 0
-
-    def fragment(self, r: int | str) -> Path:
-        return self.root / f"{r}.bin"
-
-    def _append(self, r: int | str, rec: np.ndarray) -> None:
-        fd = os.open(self.fragment(r), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(fd, "wb") as f:  # not ndarray.tofile: its short write on a full disk loses the errno
-            f.write(np.ascontiguousarray(rec).view(np.uint8))
-
-    def add(self, batch: EdgeBatch) -> None:
-        """Route one batch: invalid edges (negative ids, ids beyond the node count or
-        :data:`MAX_NODES`, self-loops) to one fragment, the others to their smaller end's range."""
-        u, v = batch.edges
-        rec = np.empty(u.size, SPILL)
-        rec["u"], rec["v"], rec["row"] = u, v, batch.rows
-        rec["p"] = False if batch.private is None else batch.private
-        if not u.size:
-            return
-        self._track_max(u, v, batch.rows)
-        lo, hi = np.minimum(u, v), np.maximum(u, v)
-        bad = (lo < 0) | (u == v) | (hi >= (MAX_NODES if self.known_n is None else self.known_n))
-        if bad.any():
-            self.invalid += int(bad.sum())
-            self._append(INVALID, rec[bad])
-            rec, lo = rec[~bad], lo[~bad]
-            if not rec.size:
-                return
-        r = lo // self.range_size
-        order = np.argsort(r, kind="stable")
-        rec, r = rec[order], r[order]
-        cuts = np.flatnonzero(np.diff(r)) + 1
-        for part, key in zip(np.split(rec, cuts), r[np.concatenate([[0], cuts])], strict=True):
-            self._append(int(key), part)
-
-    def _track_max(self, u: np.ndarray, v: np.ndarray, rows: np.ndarray) -> None:
-        """The largest id and its first place, as ``np.argmax`` over ``[src; dst]`` finds it."""
-        for col, a in ((0, u), (1, v)):
-            j = int(np.argmax(a))
-            cand = (int(a[j]), col, int(rows[j]))
-            best = self.max_id
-            if best is None or cand[0] > best[0] or (cand[0] == best[0] and col < best[1]):
-                self.max_id = cand
-
-    def read(self, r: int | str) -> np.ndarray:
-        """Fragment ``r`` (its edges in source order); empty when no edge went there."""
-        path = self.fragment(r)
-        return np.fromfile(path, SPILL) if path.exists() else np.empty(0, SPILL)
-
-
 # -- arguments, destination -----------------------------------------------------------------------
 def _check_arguments(edges: Any, features: Any, labels: Any, split: Any, num_nodes: Any, private_column: Any,
                      destination: Any, range_size: Any, options: IngestOptions | None) -> _Inputs:
@@ -146,19 +89,19 @@ def _check_arguments(edges: Any, features: Any, labels: Any, split: Any, num_nod
     :func:`check_generic_files`; all before any row is read or anything is written."""
     _check_layout(num_nodes, range_size)
     ins = _Inputs(
-        edges=_check_exists(Path(edges), "edges"),
-        features=None if features is None else _check_exists(Path(features), "features"),
-        labels=None if labels is None else _check_exists(Path(labels), "labels"),
-        split=None if split is None else _check_exists(Path(split), "split"),
+        edges=check_exists(Path(edges), "edges"),
+        features=None if features is None else check_exists(Path(features), "features"),
+        labels=None if labels is None else check_exists(Path(labels), "labels"),
+        split=None if split is None else check_exists(Path(split), "split"),
         num_nodes=num_nodes, private_column=private_column,
         destination=resolve_destination(destination),
         range_size=int(range_size),
         options=(options or IngestOptions()).checked(split_file=split is not None),
     )
-    _check_load_arguments(num_nodes, private_column)
+    check_load_arguments(num_nodes, private_column)
     check_generic_files(ins.edges, features=ins.features, labels=ins.labels, num_nodes=num_nodes,
                         private_column=private_column)
-    if ins.options.rho is not None and (private_column or "private") in _columns(ins.edges):
+    if ins.options.rho is not None and (private_column or "private") in header_columns(ins.edges):
         raise ConfigError(f"--rho: {ins.edges} marks its private edges itself (column "
                           f"{private_column or 'private'!r}); give --rho or the column, not both")
     return ins
@@ -203,7 +146,7 @@ class _Nodes:
 
     features: NpyRows | np.ndarray | None = None
     labels: NpyRows | np.ndarray | None = None
-    keyed: tuple[_Table, np.ndarray, np.ndarray] | None = None  # an id,label table, placed once n is known
+    keyed: tuple[Table, np.ndarray, np.ndarray] | None = None  # an id,label table, placed once n is known
     num_classes: int | None = None
 
     @property
@@ -223,12 +166,12 @@ def _open_nodes(ins: _Inputs) -> _Nodes:
     (the generic loader's messages) and counted; row counts checked against each other."""
     nodes = _Nodes()
     if ins.features is not None:
-        nodes.features = NpyRows(ins.features) if _suffix(ins.features) == ".npy" else _read_features(ins.features)
+        nodes.features = NpyRows(ins.features) if file_suffix(ins.features) == ".npy" else read_features(ins.features)
     if ins.labels is not None:
-        if _suffix(ins.labels) == ".npy":
+        if file_suffix(ins.labels) == ".npy":
             nodes.labels = NpyRows(ins.labels)
         else:
-            y = _read_labels(ins.labels)
+            y = read_labels(ins.labels)
             if isinstance(y, tuple):
                 nodes.keyed = y
             else:
@@ -238,7 +181,7 @@ def _open_nodes(ins: _Inputs) -> _Nodes:
                                    "format holds one label per node ([n]), not multi-label [n, C]")
     rows = {what: (p, int(a.shape[0])) for what, a, p in (("features", nodes.features, ins.features),
                                                           ("labels", nodes.labels, ins.labels)) if a is not None}
-    _check_row_counts(rows, ins.num_nodes)
+    check_row_counts(rows, ins.num_nodes)
     if nodes.labels is not None:
         nodes.num_classes = _check_labels(ins.labels, nodes.labels, ins.range_size)
     return nodes
@@ -247,7 +190,7 @@ def _open_nodes(ins: _Inputs) -> _Nodes:
 def _label_rows(path: Path, labels: NpyRows | np.ndarray, start: int, stop: int) -> np.ndarray:
     """Labels ``start .. stop - 1`` as int64, checked as the generic loader checks them."""
     if isinstance(labels, NpyRows):
-        return _npy_label_rows(path, labels.rows(start, stop), first_row=start)
+        return npy_label_rows(path, labels.rows(start, stop), first_row=start)
     return labels[start:stop]
 
 
@@ -271,14 +214,14 @@ def _labelled(nodes: _Nodes, path: Path | None, n: int, step: int) -> np.ndarray
 
 
 # -- edges ----------------------------------------------------------------------------------------
-def _spill_edges(ins: _Inputs, root: Path, known_n: int | None) -> tuple[_Spill, Callable[[np.ndarray], str]]:
+def _spill_edges(ins: _Inputs, root: Path, known_n: int | None) -> tuple[EdgeSpill, Callable[[np.ndarray], str]]:
     """Read the edge list in batches into per-range fragments under ``root`` (restarted on the
     exact path when the fast CSV read cannot name lines); returns the spill and ``where(rows)``."""
     flag = ins.private_column or "private"
     for exact in (False, True):
         shutil.rmtree(root, ignore_errors=True)
         mkdir_private(root)
-        spill = _Spill(root, ins.range_size, known_n)
+        spill = EdgeSpill(root, ins.range_size, known_n)
         batches = edge_batches(ins.edges, flag, exact=exact)
         for batch in batches:
             if batch is None:  # the fast read gave up: read again on the exact path
@@ -291,12 +234,12 @@ def _spill_edges(ins: _Inputs, root: Path, known_n: int | None) -> tuple[_Spill,
 
 def _where(path: Path) -> Callable[[np.ndarray], str]:
     """``where(rows)``: source rows (CSV lines or Parquet rows) worded as the generic loader does."""
-    if _suffix(path) == ".csv":
-        return lambda rows: _Table(path, None, np.asarray(rows, np.int64)).where(np.arange(np.size(rows)))
-    return _Table(path, None, None).where
+    if file_suffix(path) == ".csv":
+        return lambda rows: Table(path, None, np.asarray(rows, np.int64)).where(np.arange(np.size(rows)))
+    return Table(path, None, None).where
 
 
-def _node_count(ins: _Inputs, nodes: _Nodes, spill: _Spill, where: Callable[[np.ndarray], str]) -> int:
+def _node_count(ins: _Inputs, nodes: _Nodes, spill: EdgeSpill, where: Callable[[np.ndarray], str]) -> int:
     """The node count as the generic loader finds it (``num_nodes``, the features', the labels', or
     the largest id + 1, refused when the ids do not number the nodes)."""
     if ins.num_nodes is not None:
@@ -307,31 +250,9 @@ def _node_count(ins: _Inputs, nodes: _Nodes, spill: _Spill, where: Callable[[np.
     if nodes.keyed is not None and nodes.keyed[1].size:
         n = max(n, int(nodes.keyed[1].max()) + 1)
     if spill.max_id is not None and n > INFERRED_COUNT_CHECKED_ABOVE:
-        used = _distinct_ids(spill, n) if n <= MAX_NODES else 0
-        _check_ids_number_nodes(n, used, ("src", "dst")[spill.max_id[1]], where(np.array([spill.max_id[2]])))
+        used = spill.distinct_ids(n) if n <= MAX_NODES else 0
+        check_ids_number_nodes(n, used, ("src", "dst")[spill.max_id[1]], where(np.array([spill.max_id[2]])))
     return n
-
-
-def _distinct_ids(spill: _Spill, n: int) -> int:
-    """How many distinct ids the edges use (a bitmap of ``n`` bits, one fragment at a time)."""
-    bits = np.zeros((n + 7) // 8, np.uint8)
-    negative: set[int] = set()
-    for path in spill.root.iterdir():
-        rec = np.fromfile(path, SPILL)
-        ids = np.concatenate([rec["u"], rec["v"]])
-        negative.update(ids[ids < 0].tolist())
-        ids = ids[(ids >= 0) & (ids < n)]
-        np.bitwise_or.at(bits, ids >> 3, (1 << (ids & 7)).astype(np.uint8))
-    return int(np.bitwise_count(bits).sum(dtype=np.int64)) + len(negative)
-
-
-def _check_invalid(spill: _Spill, n: int, where: Callable[[np.ndarray], str]) -> None:
-    """Ids out of ``[0, n)`` and self-loops, over the whole edge list, with the loader's message."""
-    if not spill.invalid:
-        return
-    rec = spill.read(INVALID)
-    check_edge_list(np.stack([rec["u"], rec["v"]]), n, prefix="", where=lambda idx: where(rec["row"][idx]))
-    raise AssertionError("an invalid edge passed the check")  # pragma: no cover
 
 
 def _check_empty(ins: _Inputs, n: int) -> None:
@@ -355,7 +276,7 @@ def _node_table(ins: _Inputs, nodes: _Nodes, part: np.ndarray | None, start: int
     if nodes.features is not None:
         if isinstance(nodes.features, NpyRows):
             x = np.ascontiguousarray(nodes.features.rows(start, stop), dtype=np.float32)
-            _check_finite_features(ins.features, x, first_row=start)
+            check_finite_features(ins.features, x, first_row=start)
         else:
             x = nodes.features[start:stop]
         cols["x"] = pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), x.shape[1])
@@ -368,7 +289,7 @@ def _node_table(ins: _Inputs, nodes: _Nodes, part: np.ndarray | None, start: int
     return pa.Table.from_arrays(list(cols.values()), schema=schema)
 
 
-def _edge_table(spill: _Spill, i: int, n: int, where: Callable[[np.ndarray], str], plan: EdgePlan) -> pa.Table:
+def _edge_table(spill: EdgeSpill, i: int, n: int, where: Callable[[np.ndarray], str], plan: EdgePlan) -> pa.Table:
     """Range ``i``'s edges: duplicates (either direction) refused with their source rows, then
     each as ``src = min < dst = max``, sorted, then the dataset options' ``plan`` applied (cut
     edges dropped, rho's marking)."""
@@ -379,12 +300,6 @@ def _edge_table(spill: _Spill, i: int, n: int, where: Callable[[np.ndarray], str
     order = np.lexsort((hi, lo))
     lo, hi, private = plan.apply(i, lo[order], hi[order], rec["p"][order])
     return pa.Table.from_arrays([pa.array(lo), pa.array(hi), pa.array(private)], schema=EDGE_SCHEMA)
-
-
-def _range_ends(spill: _Spill, i: int) -> np.ndarray:
-    """Range ``i``'s spilled edges as ``[2, k]`` (either order: for counts and the cut rule)."""
-    rec = spill.read(i)
-    return np.stack([rec["u"], rec["v"]])
 
 
 def _split_parts(ins: _Inputs, nodes: _Nodes, n: int) -> np.ndarray | None:
@@ -425,14 +340,14 @@ def _write_ranges(ins: _Inputs, tmp: Path, remote: RemoteDestination | None, say
     if not known:
         _check_node_count(n, ins.range_size, None)
     if nodes.keyed is not None:
-        nodes.labels = _place_labels(nodes.keyed[0], nodes.keyed[2], n)
+        nodes.labels = place_labels(nodes.keyed[0], nodes.keyed[2], n)
         nodes.num_classes = _check_labels(ins.labels, nodes.labels, ins.range_size)
     _check_empty(ins, n)
-    _check_invalid(spill, n, where)
+    spill.check_invalid(n, where)
     part = _split_parts(ins, nodes, n)
-    has_flag = (ins.private_column or "private") in _columns(ins.edges)
+    has_flag = (ins.private_column or "private") in header_columns(ins.edges)
     graph = _metadata(ins, nodes, n, has_flag, part is not None)
-    plan = plan_edges(ins.options, part, graph.num_ranges, lambda i: _range_ends(spill, i))
+    plan = plan_edges(ins.options, part, graph.num_ranges, spill.range_ends)
     for sub in ("nodes", "edges"):
         mkdir_private(tmp / sub)
     for i in range(graph.num_ranges):
@@ -502,15 +417,7 @@ def write_partitioned_graph(
         raise full from None
     try:
         graph = _write_ranges(ins, tmp, remote, say)
-        meta = (json.dumps(graph.metadata(), indent=2) + "\n").encode()
-        if remote is not None:
-            remote.put_bytes(GRAPH_FILE, meta)  # the graph exists from here on: nothing below may abort it
-            shutil.rmtree(tmp, ignore_errors=True)
-            return graph
-        write_private_file(tmp / GRAPH_FILE, meta)
-        if os.path.lexists(ins.destination):
-            refuse_existing(ins.destination)
-        os.rename(tmp, ins.destination)
+        _put_in_place(ins, graph, tmp, remote)
     except BaseException as exc:
         if remote is not None:
             remote.abort()
@@ -522,6 +429,20 @@ def write_partitioned_graph(
     finally:
         release_claim(claim)
     return graph
+
+
+def _put_in_place(ins: _Inputs, graph: PartitionedGraph, tmp: Path, remote: RemoteDestination | None) -> None:
+    """``graph.json`` last: uploaded (a URI; the local ranges in ``tmp`` removed), or written into
+    ``tmp``, which is then renamed to the destination (refused if something appeared there)."""
+    meta = (json.dumps(graph.metadata(), indent=2) + "\n").encode()
+    if remote is not None:
+        remote.put_bytes(GRAPH_FILE, meta)  # the graph exists from here on: nothing below may abort it
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    write_private_file(tmp / GRAPH_FILE, meta)
+    if os.path.lexists(ins.destination):
+        refuse_existing(ins.destination)
+    os.rename(tmp, ins.destination)
 
 
 def _full_disk(exc: OSError, ins: _Inputs) -> DiskFullError | None:

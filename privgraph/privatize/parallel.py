@@ -62,7 +62,12 @@ def map_partitions(
     executor: Executor | None = None,
     **shared: Any,
 ) -> list[T]:
-    """Call ``fn(payloads[i], seeds[i], **shared)`` for each partition; results in partition order."""
+    """Call ``fn(payloads[i], seeds[i], **shared)`` for each partition; results in partition order.
+
+    >>> seeds = [np.random.SeedSequence(0, spawn_key=(i,)) for i in range(3)]
+    >>> map_partitions(lambda part, seed, *, scale: part * scale, [1, 2, 3], seeds, scale=10)
+    [10, 20, 30]
+    """
     if len(payloads) != len(seeds):
         raise ValueError(f"{len(payloads)} payloads but {len(seeds)} seeds")
     return (executor or SerialExecutor()).map(fn, payloads, seeds, shared)

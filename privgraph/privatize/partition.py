@@ -340,6 +340,11 @@ def partition_graph(
             of the node id; no dependency on edges at all).
 
     Runtime: O(n + m_pub) for hash and METIS (near-linear); O(n P + m_pub) for LDG.
+
+    >>> path = GraphData(num_nodes=6, edges_public=[[0, 1, 3, 4], [1, 2, 4, 5]])
+    >>> p = partition_graph(path, 2, "ldg")
+    >>> p.sizes(), sorted(sorted(part.tolist()) for part in p.parts)
+    ([3, 3], [[0, 1, 2], [3, 4, 5]])
     """
     check_partition_arguments(num_parts, method)
     return Partitioning(*partition_assignment(graph.num_nodes, num_parts, method, lambda: graph.edges_public))

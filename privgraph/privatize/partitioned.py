@@ -39,16 +39,16 @@ worker sees (a LocalCluster's, or a shared mount on a cluster).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
-import hashlib
-import io
 import json
 import os
 import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,7 @@ from privgraph.graph import GraphData, in_sorted
 from privgraph.guarantee import Scope
 from privgraph.privatize.parallel import Executor, map_partitions
 from privgraph.privatize.partition import Partitioning
+from privgraph.privatize.part_files import FORMAT, ROW_FIELDS, load_part_array, part_dir, read_layout, save_part_array
 from privgraph.guarantee.private_files import mkdir_private, write_private_file
 from privgraph.privatize.summary import SUMMARY_FIELDS, release_summary
 from privgraph.privatize.node_rows import label_selection, privatize_feature_rows, privatize_label_rows
@@ -72,38 +73,14 @@ __all__ = [
     "privatize_partitioned",
     "privatize_through_files",
     "sweep_staging",
-    "commit_release_parts",
-    "store_partitioned_release",
-    "write_release_parts",
+    "staging_directory",
+    "WriteParts",
     "write_partitioned_input",
 ]
 
-FORMAT = "privgraph-partitioned-input/1"
-_ROW_FIELDS = ("x", "y", "train_mask", "val_mask", "test_mask")
-
-
-def _part_dir(root: Path, i: int) -> Path:
-    return root / f"part-{i:05d}"
-
-
-def _save(path: Path, array: np.ndarray, *, hashed: bool = False) -> str | None:
-    """Write ``array`` as ``.npy`` at ``path`` (private, atomic, no fsync: a staging file); with
-    ``hashed`` (the release's parts) return the file's sha256. The array's bytes are written and
-    hashed in place, not copied."""
-    array = np.ascontiguousarray(array)
-    header = io.BytesIO()
-    np.lib.format.write_array_header_1_0(header, np.lib.format.header_data_from_array_1_0(array))
-    body = memoryview(array.reshape(-1)).cast("B")
-    write_private_file(path, [header.getvalue(), body], durable=False)
-    if not hashed:
-        return None
-    digest = hashlib.sha256(header.getvalue())
-    digest.update(body)
-    return digest.hexdigest()
-
-
-def _load(path: Path, mmap: bool = False) -> np.ndarray:
-    return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+#: what writes a release's parts into a store: ``write_parts(input_dir, release_dir)`` returns the
+#: stored objects' ``{"sha256", "size"}`` by name (:func:`privgraph.publish.release_parts.parts_writer`)
+WriteParts = Callable[[Path, Path], dict[str, dict[str, Any]]]
 
 
 def write_partitioned_input(graph: GraphData, partitioning: Partitioning, directory: str | Path) -> Path:
@@ -128,11 +105,11 @@ def write_partitioned_input(graph: GraphData, partitioning: Partitioning, direct
     shutil.rmtree(tmp, ignore_errors=True)
     mkdir_private(tmp)
     n = graph.num_nodes
-    _save(tmp / "assignment.npy", partitioning.assignment.astype(np.int64))
-    _save(tmp / "candidates.npy", graph.private_nodes())
+    save_part_array(tmp / "assignment.npy", partitioning.assignment.astype(np.int64))
+    save_part_array(tmp / "candidates.npy", graph.private_nodes())
     indptr, indices = private_csr(graph.edges_private, n)
-    _save(tmp / "private_indptr.npy", indptr)
-    _save(tmp / "private_indices.npy", indices)
+    save_part_array(tmp / "private_indptr.npy", indptr)
+    save_part_array(tmp / "private_indices.npy", indices)
     del indptr, indices
     pub = graph.edges_public
     pub_order = np.argsort(pub[0] * np.int64(n) + pub[1], kind="stable")
@@ -140,13 +117,13 @@ def write_partitioned_input(graph: GraphData, partitioning: Partitioning, direct
     pub_part = partitioning.assignment[pub[0]]
     pub_by_part = np.argsort(pub_part, kind="stable")  # within a part: (u, v) order kept
     pub_bounds = np.searchsorted(pub_part[pub_by_part], np.arange(partitioning.num_parts + 1))
-    fields = [f for f in _ROW_FIELDS if getattr(graph, f) is not None]
+    fields = [f for f in ROW_FIELDS if getattr(graph, f) is not None]
     for i, nodes in enumerate(partitioning.parts):
-        d = _part_dir(tmp, i)
-        _save(d / "nodes.npy", nodes)
+        d = part_dir(tmp, i)
+        save_part_array(d / "nodes.npy", nodes)
         for f in fields:
-            _save(d / f"{f}.npy", getattr(graph, f)[nodes])
-        _save(d / "edges_public.npy", pub[:, pub_by_part[pub_bounds[i] : pub_bounds[i + 1]]])
+            save_part_array(d / f"{f}.npy", getattr(graph, f)[nodes])
+        save_part_array(d / "edges_public.npy", pub[:, pub_by_part[pub_bounds[i] : pub_bounds[i + 1]]])
     layout = {
         "format": FORMAT, "num_nodes": n, "num_parts": partitioning.num_parts,
         "partition_method": partitioning.method, "partition_sizes": partitioning.sizes(),
@@ -158,48 +135,41 @@ def write_partitioned_input(graph: GraphData, partitioning: Partitioning, direct
     return root
 
 
-def _layout(source: Path) -> dict[str, Any]:
-    path = source / "layout.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: not a partitioned input (write one with write_partitioned_input)")
-    layout = json.loads(path.read_text())
-    if layout.get("format") != FORMAT:
-        raise ValueError(f"{path}: format {layout.get('format')!r}, expected {FORMAT!r}")
-    return layout
-
-
 def _features_file_part(i: int, seed: np.random.SeedSequence, *, mechanism: Any, source: str, out: str) -> dict[str, Any]:
-    rows = _load(_part_dir(Path(source), i) / "x.npy")
+    rows = load_part_array(part_dir(Path(source), i) / "x.npy")
     released = privatize_feature_rows(rows, seed, mechanism=mechanism)
-    return {"rows": int(released.shape[0]), "x_sha256": _save(_part_dir(Path(out), i) / "x.npy", released, hashed=True)}
+    return {"rows": int(released.shape[0]),
+            "x_sha256": save_part_array(part_dir(Path(out), i) / "x.npy", released, hashed=True)}
 
 
 def _labels_file_part(i: int, seed: np.random.SeedSequence, *, mechanism: Any, source: str, out: str) -> dict[str, Any]:
-    d = _part_dir(Path(source), i)
-    y = _load(d / "y.npy")
-    masks = {m: _load(d / f"{m}.npy") for m in (mechanism.mask or ()) if (d / f"{m}.npy").is_file()}
+    d = part_dir(Path(source), i)
+    y = load_part_array(d / "y.npy")
+    masks = {m: load_part_array(d / f"{m}.npy") for m in (mechanism.mask or ()) if (d / f"{m}.npy").is_file()}
     released = privatize_label_rows((y, label_selection(mechanism, y, masks)), seed, mechanism=mechanism,
                                     num_classes=mechanism.num_classes)
-    return {"y_sha256": _save(_part_dir(Path(out), i) / "y.npy", released, hashed=True)}
+    return {"y_sha256": save_part_array(part_dir(Path(out), i) / "y.npy", released, hashed=True)}
 
 
 def _reports_file_part(i: int, seed: np.random.SeedSequence, *, mechanism: Any, source: str, out: str) -> dict[str, Any]:
     """Phase 1 of the edges: partition ``i``'s reporters randomize their neighbour lists; each
     report about ``{u, v}`` is written to the inbox of ``u``'s partition (``u = min``)."""
     src = Path(source)
-    candidates = _load(src / "candidates.npy", mmap=True)
-    nodes = _load(_part_dir(src, i) / "nodes.npy")
+    candidates = load_part_array(src / "candidates.npy", mmap=True)
+    nodes = load_part_array(part_dir(src, i) / "nodes.npy")
     reporters = nodes[in_sorted(nodes, candidates)]
     arcs = mechanism.privatize_nodes(
-        reporters, _load(src / "private_indptr.npy", mmap=True), _load(src / "private_indices.npy", mmap=True),
+        reporters, load_part_array(src / "private_indptr.npy", mmap=True),
+        load_part_array(src / "private_indices.npy", mmap=True),
         candidates, noise_generator(seed),
     )
-    dest = _load(src / "assignment.npy", mmap=True)[np.minimum(arcs[0], arcs[1])]
+    dest = load_part_array(src / "assignment.npy", mmap=True)[np.minimum(arcs[0], arcs[1])]
     order = np.argsort(dest, kind="stable")  # within an inbox the reports keep their order
     targets, starts = np.unique(dest[order], return_index=True)
     bounds = np.append(starts, order.size)
     for k, j in enumerate(targets.tolist()):
-        _save(Path(out) / "shuffle" / f"to-{j:05d}" / f"from-{i:05d}.npy", arcs[:, order[bounds[k] : bounds[k + 1]]])
+        save_part_array(Path(out) / "shuffle" / f"to-{j:05d}" / f"from-{i:05d}.npy",
+                        arcs[:, order[bounds[k] : bounds[k + 1]]])
     return {"reports": int(arcs.shape[1])}
 
 
@@ -211,11 +181,11 @@ def _combine_file_part(j: int, seed: np.random.SeedSequence, *, mechanism: Any, 
 
     inbox = Path(out) / "shuffle" / f"to-{j:05d}"
     files = sorted(inbox.glob("from-*.npy")) if inbox.is_dir() else []
-    arcs = np.concatenate([_load(f) for f in files], axis=1) if files else np.zeros((2, 0), np.int64)
+    arcs = np.concatenate([load_part_array(f) for f in files], axis=1) if files else np.zeros((2, 0), np.int64)
     released = merge_with_public(mechanism.combine_reports(arcs, num_nodes),
-                                 _load(_part_dir(Path(source), j) / "edges_public.npy"))
+                                 load_part_array(part_dir(Path(source), j) / "edges_public.npy"))
     return {"edges": int(released.shape[1]),
-            "edges_sha256": _save(_part_dir(Path(out), j) / "edges_private.npy", released, hashed=True)}
+            "edges_sha256": save_part_array(part_dir(Path(out), j) / "edges_private.npy", released, hashed=True)}
 
 
 def _summary_file_part(i: int, seed: np.random.SeedSequence, *, source: str, out: str, num_nodes: int) -> dict[str, Any]:
@@ -223,13 +193,13 @@ def _summary_file_part(i: int, seed: np.random.SeedSequence, *, source: str, out
     (:func:`~privgraph.privatize.summary.release_summary`): its public and released edges, its
     released feature rows (rows not privatized have no range to check), the labels the version
     holds. ``seed`` is unused."""
-    src, rel = _part_dir(Path(source), i), _part_dir(Path(out), i)
-    edges = [_load(src / "edges_public.npy")]
+    src, rel = part_dir(Path(source), i), part_dir(Path(out), i)
+    edges = [load_part_array(src / "edges_public.npy")]
     if (rel / "edges_private.npy").is_file():
-        edges.append(_load(rel / "edges_private.npy"))
-    x = _load(rel / "x.npy", mmap=True) if (rel / "x.npy").is_file() else None
+        edges.append(load_part_array(rel / "edges_private.npy"))
+    x = load_part_array(rel / "x.npy", mmap=True) if (rel / "x.npy").is_file() else None
     y_dir = rel if (rel / "y.npy").is_file() else src
-    y = _load(y_dir / "y.npy") if (y_dir / "y.npy").is_file() else None
+    y = load_part_array(y_dir / "y.npy") if (y_dir / "y.npy").is_file() else None
     return release_summary(np.concatenate(edges, axis=1), x, num_nodes, y)
 
 
@@ -311,7 +281,7 @@ def privatize_partitioned(
             raised before any row is read. On any failure ``out`` is removed: nothing half-written.
     """
     src, dst = Path(source), Path(out)
-    layout = _layout(src)
+    layout = read_layout(src)
     _check_mechanisms(layout, features, edges, labels)
     if dst.exists():
         raise FileExistsError(f"{dst}: a release is never overwritten; choose a new directory")
@@ -361,25 +331,25 @@ def load_partitioned_release(source: str | Path, release: str | Path) -> GraphDa
     privatized fields from the release, the public ones (public edges in ``(u, v)`` order, the
     splits, unprivatized labels) from the input; ``meta["privatized"]`` is set."""
     src, rel = Path(source), Path(release)
-    layout = _layout(src)
+    layout = read_layout(src)
     n, num_parts = int(layout["num_nodes"]), int(layout["num_parts"])
-    nodes = [_load(_part_dir(src, i) / "nodes.npy") for i in range(num_parts)]
+    nodes = [load_part_array(part_dir(src, i) / "nodes.npy") for i in range(num_parts)]
 
     def rows(field: str) -> np.ndarray | None:
-        base = rel if (_part_dir(rel, 0) / f"{field}.npy").is_file() else src
+        base = rel if (part_dir(rel, 0) / f"{field}.npy").is_file() else src
         if field not in layout["fields"] and base is src:
             return None
-        parts = [_load(_part_dir(base, i) / f"{field}.npy") for i in range(num_parts)]
+        parts = [load_part_array(part_dir(base, i) / f"{field}.npy") for i in range(num_parts)]
         full = np.empty((n, *parts[0].shape[1:]), dtype=parts[0].dtype)
         for p, r in zip(nodes, parts, strict=True):
             full[p] = r
         return full
 
     def edges(base: Path, name: str) -> np.ndarray:
-        e = np.concatenate([_load(_part_dir(base, i) / f"{name}.npy") for i in range(num_parts)], axis=1)
+        e = np.concatenate([load_part_array(part_dir(base, i) / f"{name}.npy") for i in range(num_parts)], axis=1)
         return np.ascontiguousarray(e[:, np.argsort(e[0] * np.int64(n) + e[1], kind="stable")])
 
-    private = edges(rel, "edges_private") if (_part_dir(rel, 0) / "edges_private.npy").is_file() \
+    private = edges(rel, "edges_private") if (part_dir(rel, 0) / "edges_private.npy").is_file() \
         else np.zeros((2, 0), np.int64)
     meta = dict(layout["meta"])
     meta["privatized"] = True
@@ -387,66 +357,6 @@ def load_partitioned_release(source: str | Path, release: str | Path) -> GraphDa
         num_nodes=n, x=rows("x"), y=rows("y"), edges_public=edges(src, "edges_public"), edges_private=private,
         train_mask=rows("train_mask"), val_mask=rows("val_mask"), test_mask=rows("test_mask"), meta=meta,
     )
-
-
-def _store_file_part(i: int, seed: np.random.SeedSequence, *, source: str, out: str, area: Any) -> dict[str, Any]:
-    """Partition ``i`` of the release, written by its task into the store's parts area as the
-    version's objects (:func:`~privgraph.publish.storage.graph_io.part_to_objects`): the released rows
-    and edges from ``out``, the rest (public edges, splits, unprivatized fields) from ``source``.
-    Returns the objects' ``{"sha256", "size"}`` by name. ``seed`` is unused (no randomness)."""
-    from privgraph.publish.storage.graph_io import GraphPart, part_to_objects  # lazy: pyarrow, the store's format
-
-    src, rel = _part_dir(Path(source), i), _part_dir(Path(out), i)
-    fields = {f: _load(rel / f"{f}.npy" if (rel / f"{f}.npy").is_file() else src / f"{f}.npy")
-              for f in _ROW_FIELDS if (src / f"{f}.npy").is_file()}
-    private = _load(rel / "edges_private.npy") if (rel / "edges_private.npy").is_file() else np.zeros((2, 0), np.int64)
-    part = GraphPart(index=i, nodes=_load(src / "nodes.npy"), fields=fields,
-                     edges_public=_load(src / "edges_public.npy"), edges_private=private)
-    return {name: area.put(name, blob) for name, blob in part_to_objects(part).items()}
-
-
-def write_release_parts(source: str | Path, release: str | Path, area: Any, *,
-                        executor: Executor | None = None) -> dict[str, dict[str, Any]]:
-    """Each partition's task writes its part of the release under ``release`` into ``area`` (a
-    :class:`~privgraph.publish.storage.parts.PartsArea`, local or S3) as a partitioned version's objects;
-    returns their ``{"sha256", "size"}`` by name (a few bytes per partition: what the client
-    holds). On any failure the area is removed."""
-    num_parts = int(_layout(Path(source))["num_parts"])
-    try:
-        written = map_partitions(_store_file_part, list(range(num_parts)),
-                                 partition_seeds(np.random.SeedSequence(0), num_parts), executor=executor,
-                                 source=str(source), out=str(release), area=area)
-    except BaseException:
-        area.abort()
-        raise
-    return {name: meta for objects in written for name, meta in objects.items()}
-
-
-def commit_release_parts(area: Any, parts: dict[str, dict[str, Any]], num_nodes: int) -> Any:
-    """The staged version (:class:`~privgraph.publish.storage.staging.PendingVersion`) of the parts the
-    tasks wrote: ``graph.json`` written by the client, the parts copied into the version without
-    being read (:meth:`~privgraph.publish.storage.parts.PartsArea.commit`; a failed commit keeps the
-    area, for a retry)."""
-    from privgraph.publish.storage.graph_io import GRAPH_INFO, NODES, partitioned_graph_info  # lazy: pyarrow, as above
-
-    num_parts = sum(name.endswith("." + NODES) for name in parts)
-    return area.commit(parts, {GRAPH_INFO: partitioned_graph_info(num_nodes, num_parts, sorted(parts))})
-
-
-def store_partitioned_release(source: str | Path, release: PartitionedRelease, area: Any, *,
-                              executor: Executor | None = None) -> Any:
-    """Write ``release`` into the store as a PARTITIONED version and return it staged (a
-    :class:`~privgraph.publish.storage.staging.PendingVersion`: publish its manifest, or abort it):
-    :func:`write_release_parts`, then :func:`commit_release_parts`. The version loads
-    (:meth:`~privgraph.publish.storage.base.ArtifactStore.load_graph`) to the same graph as
-    :func:`load_partitioned_release`; :meth:`~privgraph.publish.storage.base.ArtifactStore.iter_parts`
-    streams it partition by partition. On any failure the area is removed."""
-    parts = write_release_parts(source, release.directory, area, executor=executor)
-    try:
-        return commit_release_parts(area, parts, int(_layout(Path(source))["num_nodes"]))
-    except BaseException:
-        area.abort()
-        raise
 
 
 def _staging_owner() -> str:
@@ -489,6 +399,17 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def staging_directory(staging: str | os.PathLike[str]) -> Iterator[Path]:
+    """A fresh directory of this process under ``staging`` (the owner's, 0700: what it holds are
+    raw private rows), removed when the block ends; the directories killed runs left there are
+    swept first (:func:`sweep_staging`: kill -9 skips the removal)."""
+    mkdir_private(Path(staging))
+    sweep_staging(staging)
+    with tempfile.TemporaryDirectory(dir=staging, prefix=f"{_staging_owner()}{os.getpid()}-") as tmp:
+        yield Path(tmp)
+
+
 def privatize_through_files(
     graph: GraphData,
     *,
@@ -500,7 +421,7 @@ def privatize_through_files(
     root_seed: np.random.SeedSequence,
     executor: Executor | None = None,
     stage: str = "privatize",
-    parts_area: Any | None = None,
+    write_parts: WriteParts | None = None,
 ) -> PrivatizationResult:
     """:func:`~privgraph.privatize.release.privatize_graph`'s result, computed in the partitioned layout:
     the graph written as a partitioned input in a fresh directory under ``staging`` (the owner's:
@@ -508,23 +429,22 @@ def privatize_through_files(
     read back, and the directory removed. The same bytes, ledger and stats as ``privatize_graph``
     on the same partitioning and seed (public edges and meta kept as they are).
 
-    With ``parts_area`` (a :class:`~privgraph.publish.storage.parts.PartsArea` of the version's store)
-    the tasks also write their part of the release there, as a partitioned version's objects
-    (:func:`write_release_parts`), and ``parts`` of the result holds their checksums, for the
-    stage step to commit (:func:`commit_release_parts`) once the release is validated.
+    With ``write_parts`` (:func:`privgraph.publish.release_parts.parts_writer`: a store's parts
+    area), called with the input and release directories while they exist, the tasks also write
+    their part of the release into the store as a partitioned version's objects, and ``parts`` of
+    the result holds their checksums, for the stage step to commit once the release is validated;
+    None: nothing is written to a store (``parts`` is None).
 
     Used by the privatize stage when a pipeline sets ``partitions.layout: files``; the mechanisms
     are checked before anything is written.
     """
-    fields = [f for f in _ROW_FIELDS if getattr(graph, f) is not None]
+    fields = [f for f in ROW_FIELDS if getattr(graph, f) is not None]
     _check_mechanisms({"fields": fields, "private_nodes": int(graph.private_nodes().size)}, features, edges, labels)
-    mkdir_private(Path(staging))
-    sweep_staging(staging)  # a killed run's raw input (kill -9 skips the cleanup below)
-    with tempfile.TemporaryDirectory(dir=staging, prefix=f"{_staging_owner()}{os.getpid()}-") as tmp:
-        source = write_partitioned_input(graph, partitioning, Path(tmp) / "input")
-        res = privatize_partitioned(source, Path(tmp) / "release", features=features, edges=edges, labels=labels,
+    with staging_directory(staging) as tmp:
+        source = write_partitioned_input(graph, partitioning, tmp / "input")
+        res = privatize_partitioned(source, tmp / "release", features=features, edges=edges, labels=labels,
                                     root_seed=root_seed, executor=executor, stage=stage)
-        parts = None if parts_area is None else write_release_parts(source, res.directory, parts_area, executor=executor)
+        parts = None if write_parts is None else write_parts(source, res.directory)
         loaded = load_partitioned_release(source, res.directory)
     changes: dict[str, Any] = {"meta": {**graph.meta, "privatized": True}}
     if features is not None:

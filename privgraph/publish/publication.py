@@ -58,6 +58,15 @@ def _mechanism_rows(ledger: Any) -> list[dict[str, Any]]:
     ]
 
 
+def _check_manifest_inputs(graph_in: GraphData | None, input_fingerprint: str | None,
+                           metrics: Mapping[str, Any] | None) -> None:
+    """The input graph or its fingerprint (exactly one), and no metric computed from raw data."""
+    if metrics is not None and any(k in metrics for k in ("clean", "owner_only")):
+        raise ValueError("build_manifest: metrics computed from raw data belong to the private record")
+    if (graph_in is None) == (input_fingerprint is None):
+        raise ValueError("build_manifest: give the input graph or its public fingerprint, not both")
+
+
 def build_manifest(
     *,
     pipeline: str,
@@ -101,13 +110,8 @@ def build_manifest(
         embed: what produced an image graph's features (model, layer, the weights' SHA-256 or
             ``random_weights: true``, preprocessing): configuration and public weights only.
     """
-    if metrics is not None and any(k in metrics for k in ("clean", "owner_only")):
-        raise ValueError("build_manifest: metrics computed from raw data belong to the private record")
-    if (graph_in is None) == (input_fingerprint is None):
-        raise ValueError("build_manifest: give the input graph or its public fingerprint, not both")
+    _check_manifest_inputs(graph_in, input_fingerprint, metrics)
     counts = dict(result.graph_summary) if hasattr(result, "graph_summary") else dict(result.graph.summary())
-    mechanisms = _mechanism_rows(result.ledger)
-    privatized = sorted({e.scope.value for e in result.ledger.entries})
     dataset = config.dataset
     manifest: dict[str, Any] = {
         "pipeline": pipeline,
@@ -117,10 +121,10 @@ def build_manifest(
         "public": disclosure.manifest_section(),
         "num_nodes": counts["num_nodes"],
         "graph": _plain(counts),
-        "mechanisms": _plain(mechanisms),
+        "mechanisms": _plain(_mechanism_rows(result.ledger)),
         "ledger": result.ledger.to_dict(),
         "budget": _plain(dict(config.budget)),
-        "privatized": privatized,
+        "privatized": sorted({e.scope.value for e in result.ledger.entries}),
         "stats": _plain(result.stats),
         "validation": _plain(dict(validation)),
         "metrics": None if metrics is None else _plain(dict(metrics)),

@@ -89,7 +89,17 @@ def _budget_rows(ledger: PrivacyLedger, policy: BudgetPolicy) -> list[dict[str, 
 def budget_failures(ledger: PrivacyLedger, policy: BudgetPolicy) -> list[str]:
     """What the checkpoint's ``budget`` suite would refuse in ``ledger`` under ``policy`` (a scope
     that spends without a cap, over its cap, or delta over its delta cap), in its words; no
-    great-expectations context, so that a run can check its configuration before reading data."""
+    great-expectations context, so that a run can check its configuration before reading data.
+
+    >>> from privgraph.guarantee import Guarantee, Scope
+    >>> from privgraph.guarantee.ledger import LedgerEntry
+    >>> g = Guarantee("feature_ldp", 2.0, Scope.FEATURES)
+    >>> ledger = PrivacyLedger([LedgerEntry("features", "piecewise", g)])
+    >>> budget_failures(ledger, BudgetPolicy({"features": 4.0}))
+    []
+    >>> len(budget_failures(ledger, BudgetPolicy({"features": 1.0})))
+    1
+    """
     rows = _budget_rows(ledger, policy)
     for r in rows:
         for k in ("cap", "spent", "delta_cap", "delta_spent"):

@@ -13,11 +13,11 @@ import pytest
 from PIL import Image
 
 from privgraph.ingest.datasets import check_dataset_options, load_dataset
-from privgraph.ingest.datasets.image_graph import (
+from privgraph.ingest.datasets.image_graph import load_image_graph
+from privgraph.ingest.datasets.photo_graph import (
     PHOTO_CLASSES,
     PHOTO_GRAPH_MARKER,
     PHOTO_GRAPH_VERSION,
-    load_image_graph,
     photo_graph_dir,
     read_photo_graph_marker,
     write_photo_graph,

@@ -7,6 +7,7 @@ source reads one part at a time through the store's verified reads, and a tamper
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import shutil
 
 import numpy as np
@@ -19,7 +20,8 @@ from privgraph.evaluate.minibatch_parts import VersionPartsSource, _cluster_byte
 from privgraph.graph import SPLIT_MASKS
 from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.privatize.partition import partition_graph
-from privgraph.privatize.partitioned import commit_release_parts, privatize_through_files
+from privgraph.privatize.partitioned import privatize_through_files
+from privgraph.publish.release_parts import commit_release_parts, write_release_parts
 from privgraph.publish.storage import LocalStore, graph_to_objects, put_version
 from privgraph.publish.storage.parts import open_parts_area
 from tests.storage.conftest import make_manifest
@@ -45,7 +47,7 @@ def stored(cora, tmp_path_factory):
         g, partitioning=partition_graph(g, PARTS, "metis"), staging=tmp / "staging", features=None,
         edges=build_mechanism("dprr", {"epsilon": 2.0}),
         labels=build_mechanism("label_rr", {"epsilon": 1.0, "num_classes": 7, "mask": ["train_mask"]}),
-        root_seed=np.random.SeedSequence(5), parts_area=area)
+        root_seed=np.random.SeedSequence(5), write_parts=functools.partial(write_release_parts, area=area))
     version = commit_release_parts(area, res.parts, g.num_nodes).publish(make_manifest(PIPE, num_nodes=g.num_nodes))
     loaded, _ = store.load_graph(PIPE, version)
     assert loaded.edges_private.shape[1] > 0 and not np.array_equal(loaded.y, cora.y)  # privatized

@@ -8,6 +8,7 @@ does not implement are refused in one line."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import shutil
 
 import numpy as np
@@ -28,7 +29,8 @@ from privgraph.evaluate.scale_metrics import EdgelessSource, version_metrics_at_
 from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.privatize.parallel import SerialExecutor
 from privgraph.privatize.partition import partition_graph
-from privgraph.privatize.partitioned import commit_release_parts, privatize_through_files
+from privgraph.privatize.partitioned import privatize_through_files
+from privgraph.publish.release_parts import commit_release_parts, write_release_parts
 from privgraph.publish.storage import LocalStore
 from privgraph.publish.storage.parts import open_parts_area
 from privgraph.seeding import as_seed_sequence, partition_seeds, stage_seed
@@ -65,7 +67,7 @@ def staged(cora, tmp_path_factory):
         g, partitioning=partition_graph(g, PARTS, "metis"), staging=tmp / "staging",
         features=build_mechanism("feature_rr", cfgs.get(PIPE).features.params()),
         edges=build_mechanism("dprr", {"epsilon": 2.0}), labels=None,
-        root_seed=np.random.SeedSequence(5), parts_area=area)
+        root_seed=np.random.SeedSequence(5), write_parts=functools.partial(write_release_parts, area=area))
     pending = commit_release_parts(area, res.parts, g.num_nodes)
     loaded, _ = store.load_graph(PIPE, pending.version, staged=True)
     return store, pending, loaded, disclosure_of(cfgs, PIPE), cfgs.get(PIPE)

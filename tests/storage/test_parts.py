@@ -12,11 +12,8 @@ import pytest
 
 from privgraph.errors import ArtifactError, ArtifactIntegrityError
 from privgraph.privatize.mechanisms import build_mechanism
-from privgraph.privatize.partitioned import (
-    load_partitioned_release,
-    privatize_partitioned,
-    store_partitioned_release,
-)
+from privgraph.privatize.partitioned import load_partitioned_release, privatize_partitioned
+from privgraph.publish.release_parts import parts_writer, store_partitioned_release
 from privgraph.publish.storage.graph_io import (
     GRAPH_INFO,
     GraphPart,
@@ -89,18 +86,30 @@ def test_the_client_never_reads_a_part(backend, source, release, monkeypatch):
 
 def test_a_failing_task_leaves_nothing(backend, source, release, monkeypatch):
     """A task that fails after others wrote their parts: the area is removed, no version exists."""
-    from privgraph.publish.storage import graph_io
+    from privgraph.publish import release_parts
 
-    real = graph_io.part_to_objects
+    real = release_parts.part_to_objects
 
     def failing(part):
         if part.index == 2:
             raise OSError("disk gone")
         return real(part)
 
-    monkeypatch.setattr(graph_io, "part_to_objects", failing)
+    monkeypatch.setattr(release_parts, "part_to_objects", failing)
     with pytest.raises(OSError, match="disk gone"):
         store_partitioned_release(source, release, open_parts_area(backend.store, PIPE, WHEN))
+    assert backend.raw_keys() == []
+    assert backend.store.list_versions() == []
+
+
+def test_a_failure_after_the_parts_are_written_leaves_nothing(backend, source, release):
+    """The privatize stage's writer (parts_writer): every part written, then the block fails (a
+    refusal, a crash before the commit): the area is removed, no version exists."""
+    with pytest.raises(RuntimeError, match="after the parts"):
+        with parts_writer(open_parts_area(backend.store, PIPE, WHEN)) as write_parts:
+            parts = write_parts(source, release.directory)
+            assert len(parts) == 4 * 5 and len(backend.raw_keys()) == 4 * 5
+            raise RuntimeError("after the parts")
     assert backend.raw_keys() == []
     assert backend.store.list_versions() == []
 

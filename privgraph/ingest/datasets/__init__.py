@@ -18,8 +18,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from privgraph.ingest.datasets.generic import load_generic
-from privgraph.ingest.datasets.image_graph import load_image_graph, load_photo_graph
+from privgraph.ingest.datasets.image_graph import load_image_graph
 from privgraph.ingest.datasets.musae import load_musae_facebook
+from privgraph.ingest.datasets.photo_graph import load_photo_graph
 from privgraph.ingest.datasets.planetoid import load_planetoid
 from privgraph.ingest.datasets.split import (
     node_parts, random_node_split, read_node_split, split_public_private, uncut_edges)
@@ -312,16 +313,7 @@ def load_dataset(
         if fractions is not None:
             options["train"], options["val"] = fractions
     graph = DATASETS[key](root, **options)
-    if split_file is not None:
-        masks = read_node_split(split_file, graph.num_nodes, graph.labelled())
-        meta = {**graph.meta, "split": f"split file {split_file.name}"}
-        graph = graph.replace(train_mask=masks[0], val_mask=masks[1], test_mask=masks[2], meta=meta)
-    elif fractions is not None and key != "facebook":
-        train, val = fractions
-        masks = random_node_split(graph.num_nodes, train=train, val=val, seed=node_split_seed,
-                                  labelled=graph.labelled())
-        meta = {**graph.meta, "split": f"random node split {train:g}/{val:g}/{1 - train - val:g} (seeded)"}
-        graph = graph.replace(train_mask=masks[0], val_mask=masks[1], test_mask=masks[2], meta=meta)
+    graph = _replaced_split(graph, split_file, None if key == "facebook" else fractions, node_split_seed)
     if drop_cut:
         graph = drop_cut_edges(graph)
     if rho is not None:
@@ -333,6 +325,23 @@ def load_dataset(
                 f"marks itself (a private column): give rho or the column, not both"
             )
         graph = split_public_private(graph, rho, seed=split_seed)
+    return graph
+
+
+def _replaced_split(graph: GraphData, split_file: Path | None, fractions: tuple[float, float] | None,
+                    node_split_seed: int) -> GraphData:
+    """``graph`` with the split of ``split_file``, else a seeded random node split of the
+    labelled nodes by ``fractions`` (train, val), else as loaded; ``meta["split"]`` says which."""
+    if split_file is not None:
+        masks = read_node_split(split_file, graph.num_nodes, graph.labelled())
+        meta = {**graph.meta, "split": f"split file {split_file.name}"}
+        return graph.replace(train_mask=masks[0], val_mask=masks[1], test_mask=masks[2], meta=meta)
+    if fractions is not None:
+        train, val = fractions
+        masks = random_node_split(graph.num_nodes, train=train, val=val, seed=node_split_seed,
+                                  labelled=graph.labelled())
+        meta = {**graph.meta, "split": f"random node split {train:g}/{val:g}/{1 - train - val:g} (seeded)"}
+        return graph.replace(train_mask=masks[0], val_mask=masks[1], test_mask=masks[2], meta=meta)
     return graph
 
 

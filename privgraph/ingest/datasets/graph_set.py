@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from privgraph.ingest.datasets.split import _fraction
+from privgraph.ingest.datasets.split import check_fraction
 from privgraph.errors import GraphValidationError, data_refusal
 from privgraph.graph import GraphData
 from privgraph.seeding import as_generator, as_seed_sequence, partition_seeds
@@ -160,7 +160,7 @@ def mark_private_users(graph: GraphData, private_fraction: float, *, seed: Any) 
     ``seed``: an int >= 0, a ``SeedSequence`` or a ``Generator`` (public randomness, PCG64).
     ``meta`` gets ``private_user_fraction`` and ``num_private_users`` (never the seed).
     """
-    f = _fraction(private_fraction, "private_fraction")
+    f = check_fraction(private_fraction, "private_fraction")
     n = graph.num_nodes
     k = int(round(f * n))
     private_user = np.zeros(n, dtype=bool)
@@ -186,7 +186,7 @@ def split_private_users(graph_set: GraphSet, private_fraction: float, *, seed: A
 
     ``seed``: an int >= 0 or a ``SeedSequence`` (a split is a dataset definition: reproducible).
     """
-    f = _fraction(private_fraction, "private_fraction")
+    f = check_fraction(private_fraction, "private_fraction")
     seeds = partition_seeds(as_seed_sequence(seed), len(graph_set))
     graphs = [mark_private_users(g, f, seed=s) for g, s in zip(graph_set.graphs, seeds, strict=True)]
     return graph_set.replace_graphs(

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from privgraph.ingest.datasets.table import _list, _Table
+from privgraph.ingest.datasets.table import Table, short_list
 from privgraph.ingest.datasets.split import random_node_split
 from privgraph.errors import DatasetNotFoundError, GraphValidationError, data_refusal
 from privgraph.graph import GraphData
@@ -20,8 +20,8 @@ FACEBOOK_FILES = ("facebook_edges.csv", "facebook_features.json", "facebook_targ
 _BINARY = "dataset definition (binary bag-of-words)"
 
 
-def _read_labels(path: Path) -> tuple[int, np.ndarray, list[str]]:
-    tab = _Table.read(path, typed={"id": "int"})
+def read_labels(path: Path) -> tuple[int, np.ndarray, list[str]]:
+    tab = Table.read(path, typed={"id": "int"})
     tab.require("id", "page_type")
     ids = tab.int_column("id")
     n = len(ids)
@@ -48,7 +48,7 @@ def _read_labels(path: Path) -> tuple[int, np.ndarray, list[str]]:
     return n, y, [str(s) for s in names]
 
 
-def _read_features(path: Path, n: int) -> np.ndarray:
+def read_features(path: Path, n: int) -> np.ndarray:
     try:
         with path.open("rb") as f:
             d = json.load(f)
@@ -65,11 +65,11 @@ def _read_features(path: Path, n: int) -> np.ndarray:
         nodes = np.array([int(k) for k in keys], dtype=np.int64)
     except ValueError:
         bad = [j for j, k in enumerate(keys) if not k.strip().lstrip("+-").isdigit()]
-        raise data_refusal(f"{path}: non-integer node ids (keys) at entries {_list(bad)} (0-based, in file order)",
+        raise data_refusal(f"{path}: non-integer node ids (keys) at entries {short_list(bad)} (0-based, in file order)",
                            file=str(path), entries=bad, keys=[keys[j] for j in bad]) from None
     out = np.flatnonzero((nodes < 0) | (nodes >= n))
     if out.size:
-        raise data_refusal(f"{path}: node ids (keys) out of range [0, {n}) at entries {_list(out.tolist())} (0-based, "
+        raise data_refusal(f"{path}: node ids (keys) out of range [0, {n}) at entries {short_list(out.tolist())} (0-based, "
                            "in file order)", file=str(path), entries=out, ids=nodes[out])
     if len(np.unique(nodes)) != len(nodes):  # json keeps the last of repeated keys
         raise GraphValidationError(f"{path}: repeated node ids")
@@ -77,7 +77,7 @@ def _read_features(path: Path, n: int) -> np.ndarray:
         present = np.zeros(n, dtype=bool)
         present[nodes] = True
         raise GraphValidationError(
-            f"{path}: no feature list for nodes {_list(np.flatnonzero(~present).tolist())}"
+            f"{path}: no feature list for nodes {short_list(np.flatnonzero(~present).tolist())}"
         )
     values = list(d.values())
     bad_nodes = [
@@ -88,7 +88,7 @@ def _read_features(path: Path, n: int) -> np.ndarray:
     ]
     if bad_nodes:
         raise GraphValidationError(
-            f"{path}: expected a list of non-negative integer feature ids for nodes {_list(bad_nodes)}"
+            f"{path}: expected a list of non-negative integer feature ids for nodes {short_list(bad_nodes)}"
         )
     lens = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
     fids = np.fromiter(itertools.chain.from_iterable(values), dtype=np.int64, count=int(lens.sum()))
@@ -97,6 +97,20 @@ def _read_features(path: Path, n: int) -> np.ndarray:
     x = np.zeros((n, len(vocab)), dtype=np.float32)
     x[rows, cols] = 1.0
     return x
+
+
+def read_edges(path: Path, n: int, target: Path) -> np.ndarray:
+    """``facebook_edges.csv``'s ``id_1,id_2`` rows as ``[2, rows]``, refusing ids outside the
+    ``n`` nodes of ``target`` (its file named, with the lines)."""
+    tab = Table.read(path, typed={"id_1": "int", "id_2": "int"})
+    tab.require("id_1", "id_2")
+    e = np.stack([tab.int_column("id_1"), tab.int_column("id_2")])
+    out = np.flatnonzero(((e < 0) | (e >= n)).any(0))
+    if out.size:
+        raise GraphValidationError(
+            f"node ids out of range [0, {n}) ({target.name} has {n} nodes) at {tab.where(out)}"
+        )
+    return e
 
 
 def load_musae_facebook(
@@ -132,20 +146,13 @@ def load_musae_facebook(
         )
     edges_path, feat_path, target_path = (folder / f for f in FACEBOOK_FILES)
 
-    n, y, label_names = _read_labels(target_path)
+    n, y, label_names = read_labels(target_path)
 
-    tab = _Table.read(edges_path, typed={"id_1": "int", "id_2": "int"})
-    tab.require("id_1", "id_2")
-    e = np.stack([tab.int_column("id_1"), tab.int_column("id_2")])
-    out = np.flatnonzero(((e < 0) | (e >= n)).any(0))
-    if out.size:
-        raise GraphValidationError(
-            f"node ids out of range [0, {n}) ({target_path.name} has {n} nodes) at {tab.where(out)}"
-        )
+    e = read_edges(edges_path, n, target_path)
     num_rows = int(e.shape[1])
     num_loops = int((e[0] == e[1]).sum())
 
-    x = _read_features(feat_path, n)
+    x = read_features(feat_path, n)
     train_mask, val_mask, test_mask = random_node_split(n, train=train, val=val, seed=node_split_seed)
     meta: dict[str, Any] = {
         "name": "facebook",

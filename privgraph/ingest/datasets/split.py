@@ -19,11 +19,11 @@ import numpy as np
 
 from privgraph.errors import DatasetNotFoundError, GraphValidationError, data_refusal
 from privgraph.graph import GraphData
-from privgraph.ingest.datasets.table import _Table
+from privgraph.ingest.datasets.table import Table
 from privgraph.seeding import as_generator
 
 __all__ = ["split_public_private", "private_edge_positions", "random_node_split", "read_node_split", "SPLIT_PARTS",
-           "node_parts", "uncut_edges"]
+           "node_parts", "uncut_edges", "check_fraction"]
 
 #: the parts of a node split, in mask order (``train_mask``, ``val_mask``, ``test_mask``)
 SPLIT_PARTS = ("train", "val", "test")
@@ -34,7 +34,7 @@ PRIVATE_EDGE_SELECTION = (
 )
 
 
-def _fraction(value: Any, name: str) -> float:
+def check_fraction(value: Any, name: str) -> float:
     """``value`` as a float in [0, 1]; ValueError naming ``name`` otherwise (NaN, bool, str, ...)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number in [0, 1], got {value!r}")
@@ -64,7 +64,7 @@ def split_public_private(graph: GraphData, rho: float, *, seed: Any) -> GraphDat
     Raises:
         ValueError: ``rho`` is not a number in ``[0, 1]``.
     """
-    rho = _fraction(rho, "rho")
+    rho = check_fraction(rho, "rho")
     e = graph.edges("all")
     m = e.shape[1]
     if m:
@@ -94,7 +94,7 @@ def private_edge_positions(m: int, rho: float, *, seed: Any) -> np.ndarray:
     Raises:
         ValueError: ``rho`` is not a number in ``[0, 1]``, or ``m`` is negative.
     """
-    rho = _fraction(rho, "rho")
+    rho = check_fraction(rho, "rho")
     if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 0:
         raise ValueError(f"m must be a non-negative int, got {m!r}")
     k = int(round(rho * int(m)))
@@ -142,8 +142,8 @@ def random_node_split(
     if isinstance(num_nodes, bool) or not isinstance(num_nodes, numbers.Integral) or num_nodes < 0:
         raise ValueError(f"num_nodes must be a non-negative int, got {num_nodes!r}")
     n = int(num_nodes)
-    train = _fraction(train, "train")
-    val = _fraction(val, "val")
+    train = check_fraction(train, "train")
+    val = check_fraction(val, "val")
     if train + val > 1.0 + 1e-12:
         raise ValueError(f"train + val must be <= 1, got train={train!r}, val={val!r}")
     perm = as_generator(seed).permutation(n)
@@ -252,7 +252,7 @@ def _json_part_ids(v: Any, n: int, where: str) -> np.ndarray:
 
 def _csv_parts(path: Path, n: int, labelled: np.ndarray | None) -> np.ndarray:
     """A ``.csv`` split file (``id,split`` or one column ``split``) as each node's part."""
-    tab = _Table.read(path, typed={"id": "int"})
+    tab = Table.read(path, typed={"id": "int"})
     cols = [str(c) for c in tab.df.columns]
     if sorted(cols) == ["id", "split"]:
         ids = tab.node_ids(n)

@@ -113,14 +113,15 @@ def _sample_between(
     return keys // n, keys % n
 
 
-def _sbm_edges(
-    rng: np.random.Generator, y: np.ndarray, members: np.ndarray, sizes: np.ndarray, starts: np.ndarray,
-    avg_degree: float, homophily: float,
-) -> np.ndarray:
-    """The SBM's edges ``[2, m]`` (``u < v``): per block, ``Binomial(pairs_k, p_in)`` distinct
-    within-class pairs, then ``Binomial(pairs_between, p_out)`` distinct between-class pairs, with
-    ``p_in``, ``p_out`` spreading the expected ``n * avg_degree / 2`` edges by ``homophily``."""
-    n, k = int(y.size), int(sizes.size)
+def _sbm_edges(rng: np.random.Generator, y: np.ndarray, k: int, avg_degree: float, homophily: float) -> np.ndarray:
+    """The SBM's edges ``[2, m]`` (``u < v``) over the ``k`` blocks of ``y``: per block,
+    ``Binomial(pairs_k, p_in)`` distinct within-class pairs, then ``Binomial(pairs_between, p_out)``
+    distinct between-class pairs, with ``p_in``, ``p_out`` spreading the expected
+    ``n * avg_degree / 2`` edges by ``homophily``."""
+    members = np.argsort(y, kind="stable")
+    sizes = np.bincount(y, minlength=k).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    n = int(y.size)
     within = int((sizes * (sizes - 1) // 2).sum())
     between = (n * (n - 1) // 2) - within
     expected = n * avg_degree / 2.0
@@ -213,11 +214,7 @@ def sbm_graph(
     rng_labels, rng_edges, rng_features, rng_split = as_generator(seed).spawn(4)
 
     y = rng_labels.permutation(np.arange(n, dtype=np.int64) % k)
-    members = np.argsort(y, kind="stable")
-    sizes = np.bincount(y, minlength=k).astype(np.int64)
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-
-    edges = _sbm_edges(rng_edges, y, members, sizes, starts, avg_degree, homophily)
+    edges = _sbm_edges(rng_edges, y, k, avg_degree, homophily)
 
     x = _sbm_features(rng_features, y, k, d, feature_signal) if d else None
     train_mask, val_mask, test_mask = random_node_split(n, train=train, val=val, seed=rng_split)

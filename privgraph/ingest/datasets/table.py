@@ -1,7 +1,9 @@
 """A CSV or Parquet table read for the generic loader, with the file line (CSV) or row (Parquet) of
 each row, so that every problem is reported in one line naming the file and the offending rows:
-1-based *line numbers* for CSV files (the header is line 1), 0-based *row indices* for Parquet.
-A message never quotes a cell (:meth:`_Table.refuse`: the cells go to the owner's refusal record).
+1-based *line numbers* for CSV files (the header is line 1), 0-based *row indices* for Parquet;
+and what the readers of such files share: a file's type (:func:`file_suffix`), its column names
+read without the data (:func:`header_columns`) and rows listed in a message (:func:`short_list`).
+A message never quotes a cell (:meth:`Table.refuse`: the cells go to the owner's refusal record).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from privgraph.ingest.arrow_io import read_parquet_bytes
 from privgraph.errors import DETAIL_LIMIT, GraphValidationError, data_refusal
@@ -20,24 +23,49 @@ from privgraph.errors import DETAIL_LIMIT, GraphValidationError, data_refusal
 if TYPE_CHECKING:  # pandas is imported where a table is read: a config check reads none
     import pandas as pd
 
+__all__ = ["Table", "file_suffix", "header_columns", "short_list"]
+
 _MAX_SHOWN = 5
 _INT_RE = r"\s*[+-]?\d{1,18}\s*"
 _TRUE = {"true", "1"}
 _FALSE = {"false", "0"}
 
 
-def _list(values: Sequence[Any] | np.ndarray) -> str:
+def short_list(values: Sequence[Any] | np.ndarray) -> str:
+    """``values`` for a message: the first five and how many more (``[1, 2, 3, 4, 5] (and 7 more)``)."""
     values = list(values)
     shown = ", ".join(str(v) for v in values[:_MAX_SHOWN])
     more = f" (and {len(values) - _MAX_SHOWN} more)" if len(values) > _MAX_SHOWN else ""
     return f"[{shown}]{more}"
 
 
-def _suffix(path: Path) -> str:
+def file_suffix(path: Path) -> str:
+    """``path``'s suffix in lower case (``.csv``, ``.parquet``, ``.npy``): the file type a reader takes."""
     return path.suffix.lower()
 
 
-class _Table:
+def header_columns(path: Path) -> list[str]:
+    """The column names of a ``.csv`` (its header line) or ``.parquet`` file (its schema), read
+    without the data."""
+    suffix = file_suffix(path)
+    if suffix == ".csv":
+        with open(path, "rb") as fh:
+            first = fh.readline(1 << 20)
+        if not first.strip():
+            raise GraphValidationError(f"{path}: empty file; expected a header row and data rows")
+        try:
+            return next(csv.reader([first.decode("utf-8-sig").rstrip("\r\n")]))
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise GraphValidationError(f"{path}: line 1: cannot read the header: {exc}") from exc
+    if suffix in (".parquet", ".pq"):
+        try:
+            return list(pq.ParquetFile(path, pre_buffer=False).schema_arrow.names)
+        except Exception as exc:  # pyarrow raises several unrelated types
+            raise GraphValidationError(f"{path}: cannot read as Parquet: {exc}") from exc
+    raise GraphValidationError(f"{path}: unsupported file type {suffix or '(none)'!r}; expected .csv or .parquet")
+
+
+class Table:
     """A CSV or Parquet table plus the mapping from its rows to what an error message names."""
 
     def __init__(self, path: Path, df: pd.DataFrame, lines: np.ndarray | None) -> None:
@@ -47,9 +75,9 @@ class _Table:
 
     # -- reading ------------------------------------------------------------------------------
     @classmethod
-    def read(cls, path: Path, *, typed: dict[str, str] | None = None) -> _Table:
+    def read(cls, path: Path, *, typed: dict[str, str] | None = None) -> Table:
         """Read ``path`` (``.csv`` or ``.parquet``/``.pq``). ``typed``: column -> "int" | "bool"."""
-        suffix = _suffix(path)
+        suffix = file_suffix(path)
         if suffix == ".csv":
             return cls._read_csv(path, typed or {})
         if suffix in (".parquet", ".pq"):
@@ -63,7 +91,7 @@ class _Table:
         )
 
     @classmethod
-    def _read_csv(cls, path: Path, typed: dict[str, str]) -> _Table:
+    def _read_csv(cls, path: Path, typed: dict[str, str]) -> Table:
         import pandas as pd
         raw = path.read_bytes()
         if not raw.strip():
@@ -118,8 +146,8 @@ class _Table:
     def where(self, rows: np.ndarray) -> str:
         pos = self.positions(rows).tolist()
         if self.lines is not None:
-            return f"{self.path}: lines {_list(pos)} (1-based line numbers)"
-        return f"{self.path}: rows {_list(pos)} (0-based row indices)"
+            return f"{self.path}: lines {short_list(pos)} (1-based line numbers)"
+        return f"{self.path}: rows {short_list(pos)} (0-based row indices)"
 
     def refuse(self, col: str, rule: str, rows: np.ndarray, hint: str = "") -> GraphValidationError:
         """``column <col>: <rule> at <where(rows)><hint>``, one line without the cells' values (the user's
@@ -178,7 +206,7 @@ class _Table:
                 empty = empty | (s.astype(str).str.strip() == "").to_numpy()
             if empty.any():
                 out = np.full(len(s), missing, dtype=np.int64)
-                rest = _Table(self.path, self.df.loc[~empty, [col]].reset_index(drop=True),
+                rest = Table(self.path, self.df.loc[~empty, [col]].reset_index(drop=True),
                               None if self.lines is None else self.lines[~empty])
                 if pd.api.types.is_float_dtype(rest.df[col]):  # Parquet: NaN made the column float
                     v = rest.df[col].to_numpy()

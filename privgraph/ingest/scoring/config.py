@@ -23,13 +23,15 @@ __all__ = [
     "SensitivityConfig",
     "ScoresConfig",
     "as_scores_config",
+    "finite_real",
 ]
 
 
 # -- configuration ----------------------------------------------------------------------------------
 
 
-def _real(v: Any, name: str) -> float:
+def finite_real(v: Any, name: str) -> float:
+    """``v`` as a float when it is a finite real number (not a boolean); else ``ValueError`` naming ``name``."""
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise ValueError(f"{name} must be a number, got {v!r}")
     f = float(v)
@@ -77,7 +79,7 @@ class PublicNodesConfig(_Strict):
     def _fraction(cls, v: Any) -> Any:
         if v is None:
             return v
-        f = _real(v, "fraction")
+        f = finite_real(v, "fraction")
         if not 0.0 < f <= 1.0:
             raise ValueError(f"fraction must be in (0, 1], got {f}")
         return f
@@ -87,7 +89,7 @@ class PublicNodesConfig(_Strict):
     def _charge(cls, v: Any) -> Any:
         if v is None:
             return v
-        f = _real(v, "charge_epsilon")
+        f = finite_real(v, "charge_epsilon")
         if not 0.0 < f <= MAX_COORDINATE_EPSILON:
             raise ValueError(f"charge_epsilon must be in (0, {MAX_COORDINATE_EPSILON:g}], got {f}")
         return f
@@ -119,7 +121,7 @@ class ImportanceConfig(_Strict):
     @field_validator("C", mode="before")
     @classmethod
     def _c(cls, v: Any) -> float:
-        f = _real(v, "C")
+        f = finite_real(v, "C")
         if f <= 0:
             raise ValueError(f"C must be > 0, got {f}")
         return f
@@ -183,7 +185,7 @@ class SensitivityConfig(_Strict):
     def _mask(cls, v: Any) -> Any:
         if isinstance(v, str):
             return v
-        return _real(v, "mask_value")
+        return finite_real(v, "mask_value")
 
 
 class ScoresConfig(_Strict):
@@ -197,7 +199,7 @@ class ScoresConfig(_Strict):
     @field_validator("gamma", mode="before")
     @classmethod
     def _gamma(cls, v: Any) -> float:
-        f = _real(v, "gamma")
+        f = finite_real(v, "gamma")
         if not 0.0 <= f <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {f}")
         return f

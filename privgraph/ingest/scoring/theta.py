@@ -38,7 +38,7 @@ from privgraph.guarantee.ledger import LedgerEntry
 from privgraph.ingest.scoring import importance as _imp, sensitivity as _sens
 from privgraph.guarantee.params import check_real_vector
 from privgraph.ingest.scoring.cache import ScoreCache, fingerprint
-from privgraph.ingest.scoring.config import ScoresConfig, _real, as_scores_config
+from privgraph.ingest.scoring.config import ScoresConfig, as_scores_config, finite_real
 from privgraph.ingest.scoring.public_subset import PublicRows, PublicSubset, public_rows, randomize_private_labels
 from privgraph.seeding import as_generator, as_seed_sequence, noise_generator, stage_seed
 
@@ -78,7 +78,7 @@ def theta_from_scores(alpha: Any, beta: Any, gamma: float) -> np.ndarray:
         ValueError: gamma outside [0, 1] or not finite; a score not 1-D, negative, non-finite,
             all zero or not summing to 1; alpha and beta of different lengths.
     """
-    g = _real(gamma, "gamma")
+    g = finite_real(gamma, "gamma")
     if not 0.0 <= g <= 1.0:
         raise ValueError(f"gamma must be in [0, 1], got {g}")
     a = None if (alpha is None and g == 0.0) else _check_score(alpha, "alpha")
@@ -162,6 +162,23 @@ def _resolve_cache(cache: Any) -> ScoreCache | None:
     if isinstance(cache, (str, os.PathLike)):
         return ScoreCache(cache)
     raise TypeError(f"cache must be None (default directory), False (off), a path or a ScoreCache, got {cache!r}")
+
+
+def _cache_key(cfg: ScoresConfig, x_rows: np.ndarray, y_used: Any, y_eval: Any, shap_rows: list[Any],
+               model_sha: str | None, embed_id: str | None, masked_id: str | None) -> str:
+    """The cache key of a computation: a fingerprint of everything the scores depend on (the code,
+    the settings, the public rows and labels used, the SHAP rows, the model file, the embeddings)."""
+    return fingerprint({
+        "code": _code_version(), "config": cfg.model_dump(mode="json"), "x_rows": np.ascontiguousarray(x_rows),
+        "y_used": y_used, "y_eval": y_eval, "shap_rows": shap_rows, "model_sha256": model_sha,
+        "embed_id": embed_id, "masked_id": masked_id,
+    })
+
+
+def _cached(store: ScoreCache, key: str) -> ScoreResult | None:
+    """The result stored under ``key``, or None (absent, or not a result this code reads)."""
+    payload = store.get(key)
+    return None if payload is None else _from_payload(payload, key)
 
 
 def _from_payload(payload: Mapping[str, Any], key: str) -> ScoreResult | None:
@@ -299,17 +316,11 @@ def compute_scores(
     _check_sensitive_columns(cfg, rows, faces)
     y_used, y_eval, guarantee = _surrogate_labels(rows, subset, cfg, as_seed_sequence(seed))
     bg, ex, model_sha = _importance_inputs(cfg, subset)
-    key = None
-    if store is not None:
-        key = fingerprint({
-            "code": _code_version(), "config": cfg.model_dump(mode="json"), "x_rows": np.ascontiguousarray(rows.x),
-            "y_used": y_used, "y_eval": y_eval, "shap_rows": [bg, ex], "model_sha256": model_sha,
-            "embed_id": embed_id, "masked_id": masked_id if faces else None,
-        })
-        payload = store.get(key)
-        hit = None if payload is None else _from_payload(payload, key)
-        if hit is not None:
-            return hit
+    key = None if store is None else _cache_key(cfg, rows.x, y_used, y_eval, [bg, ex], model_sha, embed_id,
+                                                masked_id if faces else None)
+    hit = None if store is None or key is None else _cached(store, key)
+    if hit is not None:
+        return hit
 
     embedded = _Embedded(rows.x, embed)
     alpha, imp_prov = _alpha(cfg, embedded, y_used, y_eval, bg, ex, charged=guarantee is not None)

@@ -15,17 +15,11 @@ from urllib.parse import unquote, urlparse
 
 from privgraph.errors import ConfigError
 from privgraph.guarantee.redaction import redact_uri
-from privgraph.publish.storage.base import (
-    MANIFEST_NAME,
-    ArtifactNameError,
-    ArtifactStore,
-    VersionInfo,
-    check_name,
-    check_version_id,
-)
+from privgraph.publish.storage.base import MANIFEST_NAME, ArtifactStore, VersionInfo
 from privgraph.publish.storage.graph_io import graph_to_objects, objects_to_graph
 from privgraph.publish.storage.local import LocalStore
 from privgraph.publish.storage.manifest import REQUIRED_KEYS, code_version, validate_manifest
+from privgraph.publish.storage.names import ArtifactNameError, check_name, check_version_id
 from privgraph.publish.storage.staging import PendingVersion, gc_staged, put_version, stage_version
 
 __all__ = [

@@ -31,7 +31,6 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-import re
 from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -49,73 +48,15 @@ from privgraph.publish.storage.graph_io import (
     read_graph_info,
 )
 from privgraph.publish.storage.manifest import MANIFEST_FORMAT, READABLE_MANIFEST_FORMATS, manifest_bytes
+from privgraph.publish.storage.names import NAME_RE, VERSION_RE, check_name, check_version_id, content_hash, version_id
 from privgraph.publish.storage.seal import SEAL_FIELD, check_seal
 
 if TYPE_CHECKING:
     from privgraph.graph import GraphData
 
-__all__ = [
-    "ArtifactStore",
-    "VersionInfo",
-    "ArtifactNameError",
-    "MANIFEST_NAME",
-    "check_name",
-    "check_version_id",
-    "canonical_json",
-    "content_digest",
-]
+__all__ = ["ArtifactStore", "VersionInfo", "MANIFEST_NAME"]
 
 MANIFEST_NAME = "manifest.json"
-
-_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_NAME_MAX = 128
-_VERSION_RE = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{12}$")
-_TIME_FORMAT = "%Y%m%dT%H%M%S%fZ"
-_ISO_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-_HASH_LEN = 12
-
-
-class ArtifactNameError(ArtifactError, ValueError):
-    """A pipeline, object or version name that a store does not accept."""
-
-
-def check_name(name: Any, what: str) -> str:
-    """Validate a pipeline or object name: lowercase letters, digits, ``-``, ``_``, ``.``.
-
-    It must start with a letter or digit, be at most 128 characters, and hold no ``/`` and no
-    ``..``, so that it is one safe path component and one safe S3 key component.
-    """
-    if not isinstance(name, str):
-        raise ArtifactNameError(f"{what} name must be a str, got {type(name).__name__} {name!r}")
-    if not _NAME_RE.match(name) or ".." in name or len(name) > _NAME_MAX:
-        raise ArtifactNameError(
-            f"invalid {what} name {name!r}: use lowercase letters, digits, '-', '_' and '.', "
-            f"starting with a letter or digit, no '/' and no '..', at most {_NAME_MAX} characters"
-        )
-    return name
-
-
-def check_version_id(version: Any) -> str:
-    """Validate a version id (``YYYYMMDDTHHMMSSffffffZ-<12 hex>``)."""
-    if not isinstance(version, str) or not _VERSION_RE.match(version):
-        raise ArtifactNameError(
-            f"{version!r} is not a privgraph version id (expected YYYYMMDDTHHMMSSffffffZ-<12 hex>, "
-            f"e.g. 20240131T120000123456Z-0123456789ab)"
-        )
-    return version
-
-
-def canonical_json(obj: Any) -> bytes:
-    """``obj`` as compact, key-sorted UTF-8 JSON (no NaN): the bytes that digests are taken over."""
-    return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
-
-
-def content_digest(pipeline: str, checksums: Mapping[str, str]) -> str:
-    """sha256 (hex) over the pipeline name and the sorted ``name -> sha256`` of the objects."""
-    payload = {"pipeline": pipeline, "objects": dict(sorted(checksums.items()))}
-    return hashlib.sha256(canonical_json(payload)).hexdigest()
 
 
 def _is_manifest_bytes(manifest: Mapping[str, Any], raw: bytes) -> bool:
@@ -238,7 +179,7 @@ class ArtifactStore(abc.ABC):
     def _make_version_id(
         self, created: dt.datetime, pipeline: str, checksums: Mapping[str, str]
     ) -> str:
-        return created.strftime(_TIME_FORMAT) + "-" + content_digest(pipeline, checksums)[:_HASH_LEN]
+        return version_id(created, pipeline, checksums)
 
     @staticmethod
     def _key(pipeline: str, version: str, name: str) -> str:
@@ -308,8 +249,7 @@ class ArtifactStore(abc.ABC):
             isinstance(o, dict) and isinstance(o.get("sha256"), str) for o in objects.values()
         ):
             raise ArtifactIntegrityError(f"manifest of {pipeline}/{version} has a broken 'objects'")
-        digest = content_digest(pipeline, {n: o["sha256"] for n, o in objects.items()})
-        if digest[:_HASH_LEN] != version.rsplit("-", 1)[1]:
+        if content_hash(pipeline, {n: o["sha256"] for n, o in objects.items()}) != version.rsplit("-", 1)[1]:
             raise ArtifactIntegrityError(
                 f"the object checksums in the manifest of {pipeline}/{version} do not match the "
                 f"content hash in its version id (the manifest was changed after it was written)"
@@ -466,7 +406,7 @@ class ArtifactStore(abc.ABC):
             raise ArtifactError(f"staged {pipeline}/{version}: {one_line(exc)}") from None
 
     def iter_parts(self, pipeline: str, version: str) -> Iterator[GraphPart]:
-        """A partitioned version (:func:`~privgraph.privatize.partitioned.store_partitioned_release`) one
+        """A partitioned version (:func:`~privgraph.publish.release_parts.store_partitioned_release`) one
         partition at a time: each :class:`~privgraph.publish.storage.graph_io.GraphPart` read and
         verified against the manifest when it is reached, so a reader holds one partition's
         rows and edges at once. The version's whole graph is :meth:`load_graph`.
@@ -501,13 +441,13 @@ class ArtifactStore(abc.ABC):
 
     # -- listing --------------------------------------------------------------------------------
     def _pipelines(self) -> list[str]:
-        return sorted(p for p in self._list_prefixes("") if _NAME_RE.match(p) and ".." not in p)
+        return sorted(p for p in self._list_prefixes("") if NAME_RE.match(p) and ".." not in p)
 
     def _versions(self, pipeline: str) -> list[str]:
         """Version ids of ``pipeline`` that have a manifest (complete versions only)."""
         return sorted(
             v for v in self._list_prefixes(f"{pipeline}/")
-            if _VERSION_RE.match(v) and self._exists(self._key(pipeline, v, MANIFEST_NAME))
+            if VERSION_RE.match(v) and self._exists(self._key(pipeline, v, MANIFEST_NAME))
         )
 
     def list_versions(self, pipeline: str | None = None, *, broken: list[str] | None = None) -> list[VersionInfo]:

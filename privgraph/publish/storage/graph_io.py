@@ -23,7 +23,7 @@ Objects written by :func:`graph_to_objects`:
 The bytes depend only on the graph (no timestamps), so the same graph always gives the same
 content hash. ``GraphData.meta`` is not written: public metadata belongs in the manifest.
 
-A PARTITIONED version (written by the partitions' tasks, :func:`privgraph.privatize.partitioned.write_release_parts`)
+A PARTITIONED version (written by the partitions' tasks, :func:`privgraph.publish.release_parts.write_release_parts`)
 holds per partition ``i`` the objects of :func:`part_to_objects` under the prefix ``part-<i>.``:
 ``nodes.npy`` (its node ids, sorted: a function of the public edges), ``features.npy``,
 ``labels.npy``, ``splits.npz`` (its rows) and ``edges.parquet`` (the edges whose smaller end it

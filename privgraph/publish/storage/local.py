@@ -22,7 +22,8 @@ from privgraph.errors import (
     StoreFullError,
     StoreUnavailableError,
 )
-from privgraph.publish.storage.base import ArtifactNameError, ArtifactStore
+from privgraph.publish.storage.base import ArtifactStore
+from privgraph.publish.storage.names import ArtifactNameError
 
 __all__ = ["LocalStore"]
 

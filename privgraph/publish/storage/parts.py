@@ -34,15 +34,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from privgraph.errors import ArtifactError
-from privgraph.publish.storage.base import (
-    _ISO_FORMAT,
-    _TIME_FORMAT,
-    MANIFEST_NAME,
-    ArtifactNameError,
-    ArtifactStore,
-    check_name,
-    check_version_id,
-)
+from privgraph.publish.storage.base import MANIFEST_NAME, ArtifactStore
+from privgraph.publish.storage.names import (ISO_FORMAT, VERSION_TIME_FORMAT, ArtifactNameError, check_name,
+                                             check_version_id)
 from privgraph.publish.storage.staging import PARTS_AREA_RE, PendingVersion, put_resumable, refuse_published
 
 __all__ = ["PartsArea", "open_parts_area", "PARTS_AREA_RE"]
@@ -109,7 +103,7 @@ class PartsArea:
         self.abort()  # the area's objects are in the version now
         return PendingVersion(
             store=self.store, pipeline=self.pipeline, version=version,
-            created=self.created.strftime(_ISO_FORMAT),
+            created=self.created.strftime(ISO_FORMAT),
             objects={n: {"sha256": checksums[n], "size": sizes[n]} for n in sorted(checksums)},
         )
 
@@ -128,5 +122,5 @@ def open_parts_area(store: ArtifactStore, pipeline: str, created: dt.datetime | 
     elif not isinstance(created, dt.datetime) or created.tzinfo is None:
         raise TypeError(f"created must be a timezone-aware datetime, got {created!r}")
     created = created.astimezone(dt.timezone.utc)
-    area = f"parts-{created.strftime(_TIME_FORMAT)}-{secrets.token_hex(8)}"
+    area = f"parts-{created.strftime(VERSION_TIME_FORMAT)}-{secrets.token_hex(8)}"
     return PartsArea(store=store, pipeline=pipeline, area=area, created=created)

@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from privgraph.errors import ConfigError, PrivgraphError
 from privgraph.guarantee.private_files import mkdir_private, write_private_file
-from privgraph.publish.storage.base import check_name, check_version_id
+from privgraph.publish.storage.names import check_name, check_version_id
 from privgraph.publish.storage.seal import public_key_hex
 
 __all__ = [

@@ -36,18 +36,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from privgraph.errors import ArtifactError, ArtifactExistsError
-from privgraph.publish.storage.base import (
-    _ISO_FORMAT,
-    _TIME_FORMAT,
-    _VERSION_RE,
-    MANIFEST_NAME,
-    ArtifactNameError,
-    ArtifactStore,
-    canonical_json,
-    check_name,
-    check_version_id,
-)
+from privgraph.publish.storage.base import MANIFEST_NAME, ArtifactStore
 from privgraph.publish.storage.manifest import MANIFEST_FORMAT, manifest_bytes, validate_manifest
+from privgraph.publish.storage.names import (ISO_FORMAT, VERSION_RE, VERSION_TIME_FORMAT, ArtifactNameError,
+                                             canonical_json, check_name, check_version_id)
 from privgraph.publish.storage.seal import seal_manifest
 
 if TYPE_CHECKING:
@@ -177,7 +169,7 @@ def stage_version(
         store=store,
         pipeline=pipeline,
         version=version,
-        created=created.strftime(_ISO_FORMAT),
+        created=created.strftime(ISO_FORMAT),
         objects={n: {"sha256": checksums[n], "size": len(data[n])} for n in checksums},
     )
 
@@ -217,10 +209,10 @@ def gc_staged(store: ArtifactStore, min_age: dt.timedelta, *, dry_run: bool = Fa
     for p in store._pipelines():
         for v in store._list_prefixes(f"{p}/"):
             area = PARTS_AREA_RE.match(v)  # a parts area (privgraph.publish.storage.parts) never committed
-            if area is None and (not _VERSION_RE.match(v) or store._exists(store._key(p, v, MANIFEST_NAME))):
+            if area is None and (not VERSION_RE.match(v) or store._exists(store._key(p, v, MANIFEST_NAME))):
                 continue
             stamp = area.group(1) if area else v.split("-", 1)[0]
-            staged = dt.datetime.strptime(stamp, _TIME_FORMAT).replace(tzinfo=dt.timezone.utc)
+            staged = dt.datetime.strptime(stamp, VERSION_TIME_FORMAT).replace(tzinfo=dt.timezone.utc)
             if staged > cutoff:
                 continue
             if not dry_run:

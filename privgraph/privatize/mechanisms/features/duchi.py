@@ -35,6 +35,7 @@ __all__ = [
     "DuchiMechanism",
     "as_epsilon_array",
     "as_unit_input",
+    "duchi_1d_probabilities",
     "duchi_1d_transform",
     "duchi_1d_sample",
     "duchi_1d_pmf",
@@ -76,8 +77,10 @@ def as_unit_input(t: Any, name: str = "t") -> np.ndarray:
 
 
 # -- one dimension (Wang et al., Algorithm 1) -----------------------------------------------------
-def _duchi_1d_probabilities(t: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(Pr(-b), Pr(+b))`` as sums of non-negative terms (no cancellation for large eps)."""
+def duchi_1d_probabilities(t: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(Pr(-b), Pr(+b))`` of Duchi's one-dimensional mechanism at inputs ``t`` (checked, in
+    ``[-1, 1]``) and budgets ``e`` (checked, > 0), as sums of non-negative terms (no cancellation
+    for large eps)."""
     q = np.exp(-e)
     denom = 2.0 * (1.0 + q)
     return ((1.0 - t) + (1.0 + t) * q) / denom, ((1.0 + t) + (1.0 - t) * q) / denom
@@ -110,7 +113,7 @@ def duchi_1d_transform(t: Any, epsilon: Any, u: Any) -> np.ndarray:
     t = as_unit_input(t)
     e = as_epsilon_array(epsilon)
     b = 1.0 / np.tanh(e / 2.0)
-    p_minus, p_plus = _duchi_1d_probabilities(t, e)
+    p_minus, p_plus = duchi_1d_probabilities(t, e)
     u = np.asarray(u)
     plus = np.where(p_plus < p_minus, u < p_plus, u >= p_minus)
     return np.where(plus, b, -b)
@@ -130,7 +133,7 @@ def duchi_1d_pmf(t: Any, epsilon: Any) -> tuple[np.ndarray, np.ndarray]:
     e = as_epsilon_array(epsilon)
     t, e = np.broadcast_arrays(t, e)
     b = 1.0 / np.tanh(e / 2.0)
-    p_minus, p_plus = _duchi_1d_probabilities(t, e)
+    p_minus, p_plus = duchi_1d_probabilities(t, e)
     return np.stack([-b, b], axis=-1), np.stack([p_minus, p_plus], axis=-1)
 
 

@@ -20,13 +20,13 @@ import numpy as np
 from privgraph.guarantee.params import check_epsilon
 from privgraph.privatize.mechanisms.base import EpsilonRange, check_generator
 from privgraph.privatize.mechanisms.features.duchi import (
-    _duchi_1d_probabilities,
     as_epsilon_array,
     as_unit_input,
     duchi_1d_pmf,
+    duchi_1d_probabilities,
     duchi_1d_variance,
 )
-from privgraph.privatize.mechanisms.features.piecewise import _KSampledMechanism, pm_grid
+from privgraph.privatize.mechanisms.features.piecewise import KSampledMechanism, pm_grid
 from privgraph.privatize.mechanisms.features.piecewise_grid import GRID_CELLS, UNIFORMS_PER_ENTRY
 from privgraph.privatize.mechanisms.sampling import bernoulli_exact
 from privgraph.privatize.mechanisms.registry import register_mechanism
@@ -82,7 +82,7 @@ def hm_transform(t: Any, epsilon: float, u: np.ndarray, rng: np.random.Generator
     if u.shape != t.shape + (HM_UNIFORMS,):
         raise ValueError(f"u must have shape {list(t.shape) + [HM_UNIFORMS]}, got {list(u.shape)}")
     alpha = float(hm_alpha(eps))
-    p_minus, p_plus = _duchi_1d_probabilities(t, np.float64(eps))
+    p_minus, p_plus = duchi_1d_probabilities(t, np.float64(eps))
     small_plus = p_plus < p_minus
     hit = bernoulli_exact(np.where(small_plus, p_plus, p_minus), u[..., 1], u[..., 2])
     b = 1.0 / math.tanh(eps / 2.0)
@@ -138,7 +138,7 @@ def hm_variance(t: Any, epsilon: float) -> np.ndarray:
 
 
 @register_mechanism
-class HybridMechanism(_KSampledMechanism):
+class HybridMechanism(KSampledMechanism):
     r"""Wang et al.'s Hybrid Mechanism with their k-dimension sampling (ICDE 2019, Section III-C
     and Algorithm 4), a feature-LDP baseline of the HeteroRR and LPGNN comparisons.
 

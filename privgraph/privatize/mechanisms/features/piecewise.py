@@ -40,6 +40,7 @@ from privgraph.privatize.mechanisms.features.scaled import (
 from privgraph.privatize.mechanisms.registry import register_mechanism
 
 __all__ = [
+    "KSampledMechanism",
     "PiecewiseMechanism",
     "pm_bound",
     "pm_grid",
@@ -200,7 +201,7 @@ def k_sampling_variance(t: np.ndarray, k: int, variance_1d: np.ndarray) -> np.nd
     return (d / k) * (variance_1d + t * t) - t * t
 
 
-class _KSampledMechanism(KSampledMixin, ScaledFeatureMechanism):
+class KSampledMechanism(KSampledMixin, ScaledFeatureMechanism):
     """Wang et al.'s Algorithm 4 around a one-dimensional mechanism on ``[-1, 1]`` (PM, HM).
 
     A subclass sets ``_draws`` (uniforms per reported entry) and implements
@@ -248,7 +249,7 @@ class _KSampledMechanism(KSampledMixin, ScaledFeatureMechanism):
 
 
 @register_mechanism
-class PiecewiseMechanism(_KSampledMechanism):
+class PiecewiseMechanism(KSampledMechanism):
     r"""Wang et al.'s Piecewise Mechanism with their k-dimension sampling (ICDE 2019,
     Algorithms 2 and 4), a feature-LDP baseline of the HeteroRR and LPGNN comparisons, released
     on a fixed public grid.

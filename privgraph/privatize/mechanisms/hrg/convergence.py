@@ -284,10 +284,7 @@ def convergence_check(
     chains = check_int(chains, "chains", minimum=2)
     min_steps = check_int(min_steps_per_leaf, "min_steps_per_leaf", minimum=1)
     max_steps = check_int(max_steps_per_leaf, "max_steps_per_leaf", minimum=min_steps)
-    if isinstance(rhat_threshold, bool) or not isinstance(rhat_threshold, (int, float)) or not rhat_threshold > 1.0:
-        raise ValueError(f"rhat_threshold must be a number > 1, got {rhat_threshold!r}")
-    if isinstance(safety_factor, bool) or not isinstance(safety_factor, (int, float)) or not safety_factor >= 1.0:
-        raise ValueError(f"safety_factor must be a number >= 1, got {safety_factor!r}")
+    _check_thresholds(rhat_threshold, safety_factor)
     threads = min(chains, os.cpu_count() or 1) if threads is None else check_int(threads, "threads", minimum=1)
     key = _check_key(proxy, kernel, seed, chains, min_steps, max_steps, rhat_threshold, safety_factor, schedule_info)
     cached = _kept(key) if keep else None
@@ -302,6 +299,14 @@ def convergence_check(
     if keep:
         _keep(key, record)
     return record
+
+
+def _check_thresholds(rhat_threshold: Any, safety_factor: Any) -> None:
+    """The bar on R-hat a number > 1 and the safety factor a number >= 1 (``ValueError`` naming them)."""
+    if isinstance(rhat_threshold, bool) or not isinstance(rhat_threshold, (int, float)) or not rhat_threshold > 1.0:
+        raise ValueError(f"rhat_threshold must be a number > 1, got {rhat_threshold!r}")
+    if isinstance(safety_factor, bool) or not isinstance(safety_factor, (int, float)) or not safety_factor >= 1.0:
+        raise ValueError(f"safety_factor must be a number >= 1, got {safety_factor!r}")
 
 
 #: How many convergence-check records a process keeps (:func:`convergence_check`).

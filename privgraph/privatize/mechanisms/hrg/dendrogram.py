@@ -50,12 +50,12 @@ import numpy as np
 from privgraph.graph import in_sorted, sorted_unique
 from privgraph.privatize.mechanisms.base import check_generator
 from privgraph.privatize.mechanisms.hrg.dendrogram_kernels import (
-    _build_random,
-    _inorder_ranges,
-    _preorder,
-    _recompute,
-    _run_chunk,
-    _step,
+    build_random,
+    inorder_ranges,
+    mcmc_step,
+    preorder,
+    recompute_counts,
+    run_chunk,
 )
 
 __all__ = [
@@ -101,6 +101,28 @@ def log_likelihood_terms(d: Dendrogram, which: str) -> np.ndarray:
 
 
 # -- the structure --------------------------------------------------------------------------------
+def _leaf_flags(flags: Any, default: np.ndarray, edges: np.ndarray, kind: str) -> np.ndarray:
+    """``flags`` (``default`` when None) as bool ``[n]``, true at every endpoint of the ``kind``
+    (public or private) ``edges``; ``ValueError`` otherwise."""
+    n = default.shape[0]
+    flags = np.asarray(default if flags is None else flags, dtype=bool)
+    if flags.shape != (n,):
+        raise ValueError(f"{kind}_leaf must have shape [{n}], got {list(flags.shape)}")
+    if edges.size and not flags[edges.ravel()].all():
+        raise ValueError(f"every endpoint of a {kind} edge must be a {kind} leaf")
+    return flags
+
+
+def _incidence(edges: np.ndarray, deg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR of incident edge ids per leaf: ``(adj, indptr)``, leaf ``v``'s edges being
+    ``adj[indptr[v]:indptr[v + 1]]`` in edge-id order."""
+    ids = np.tile(np.arange(edges.shape[1], dtype=np.int64), 2)
+    order = np.argsort(edges.ravel(), kind="stable")
+    indptr = np.zeros(deg.size + 1, dtype=np.int64)
+    np.cumsum(deg, out=indptr[1:])
+    return np.ascontiguousarray(ids[order]), indptr
+
+
 def _local_edges(edges: Any, leaf_nodes: np.ndarray, name: str) -> np.ndarray:
     e = np.asarray(edges)
     if e.ndim != 2 or e.shape[0] != 2:
@@ -181,31 +203,13 @@ class Dendrogram:
         self.m_pub = int(pub.shape[1])
         self.edges = np.ascontiguousarray(both)
         m = int(both.shape[1])
-        if private_leaf is None:
-            private_leaf = np.ones(n, dtype=bool)
-        private_leaf = np.asarray(private_leaf, dtype=bool)
-        if private_leaf.shape != (n,):
-            raise ValueError(f"private_leaf must have shape [{n}], got {list(private_leaf.shape)}")
-        if pri.size and not private_leaf[pri.ravel()].all():
-            raise ValueError("every endpoint of a private edge must be a private leaf")
+        private_leaf = _leaf_flags(private_leaf, np.ones(n, dtype=bool), pri, "private")
+        public_leaf = _leaf_flags(public_leaf, np.bincount(pub.ravel(), minlength=n) > 0, pub, "public")
         deg = np.bincount(both.ravel(), minlength=n).astype(np.int64)
-        if public_leaf is None:
-            public_leaf = np.bincount(pub.ravel(), minlength=n) > 0
-        public_leaf = np.asarray(public_leaf, dtype=bool)
-        if public_leaf.shape != (n,):
-            raise ValueError(f"public_leaf must have shape [{n}], got {list(public_leaf.shape)}")
-        if pub.size and not public_leaf[pub.ravel()].all():
-            raise ValueError("every endpoint of a public edge must be a public leaf")
         self.w_pub = public_leaf.astype(np.int64)
         self.w_pri = private_leaf.astype(np.int64)
         self.w_work = 1 + deg
-        # CSR of incident edge ids per leaf
-        ends = both.ravel()
-        ids = np.tile(np.arange(m, dtype=np.int64), 2)
-        order = np.argsort(ends, kind="stable")
-        self.adj = np.ascontiguousarray(ids[order])
-        self.indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(deg, out=self.indptr[1:])
+        self.adj, self.indptr = _incidence(both, deg)
         n_int = max(n - 1, 0)
         left = np.ascontiguousarray(left, dtype=np.int64)
         right = np.ascontiguousarray(right, dtype=np.int64)
@@ -256,7 +260,7 @@ class Dendrogram:
             sizes = np.arange(n, 1, -1, dtype=np.int64)
             pick_a = rng.integers(0, sizes)
             pick_b = rng.integers(0, sizes - 1)
-            _build_random(np.int64(n), pick_a.astype(np.int64), pick_b.astype(np.int64), parent, left, right)
+            build_random(np.int64(n), pick_a.astype(np.int64), pick_b.astype(np.int64), parent, left, right)
         root = 2 * n - 2 if n >= 1 else -1
         return cls(num_nodes, leaf_nodes, edges_public, edges_private, left, right, root,
                    private_leaf=private_leaf, allow_shared=allow_shared, public_leaf=public_leaf)
@@ -317,7 +321,7 @@ class Dendrogram:
         """Height of the tree (edges on the longest root-leaf path)."""
         if self.n <= 1:
             return 0
-        _, depth = _preorder(np.int64(self.n), np.int64(self.root), self.left, self.right)
+        _, depth = preorder(np.int64(self.n), np.int64(self.root), self.left, self.right)
         return int(depth.max())
 
     # -- consistency --------------------------------------------------------------------------------
@@ -345,7 +349,7 @@ class Dendrogram:
             np.arange(2 * n - 1) != root
         ].min() != 1 or np.any(ch == root):
             raise ValueError("left/right do not form a binary tree: every non-root node needs exactly one parent")
-        ok = _recompute(
+        ok = recompute_counts(
             np.int64(n), np.int64(root), self.left, self.right, self.parent, self.w_pub, self.w_pri,
             self.w_work, self.edges[0].copy(), self.edges[1].copy(), np.int64(self.m_pub),
             self.cnt_pub, self.cnt_pri, self.work, self.e_pub, self.e_pri, self.lca,
@@ -396,7 +400,7 @@ class Dendrogram:
             raise ValueError(f"c must be a non-root internal index in [0, {self.num_internal}), got {c}")
         if kind not in (0, 1):
             raise ValueError(f"kind must be 0 or 1, got {kind!r}")
-        acc = _step(
+        acc = mcmc_step(
             np.int64(n), np.int64(n + int(c)), np.int64(kind), float(a_pub), float(a_pri), float(log_u),
             self._state, self.left, self.right, self.parent, self.cnt_pub, self.cnt_pri, self.work,
             self.e_pub, self.e_pri, self.lca, self.indptr, self.adj, np.int64(self.m_pub),
@@ -430,7 +434,7 @@ class Dendrogram:
             trace = (z, z.copy(), np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
         tp, tq, ts, pos = trace
         return int(
-            _run_chunk(
+            run_chunk(
                 np.int64(self.n), picks, moves, log_u, float(a_pub), float(a_pri), self._state,
                 self.left, self.right, self.parent, self.cnt_pub, self.cnt_pri, self.work,
                 self.e_pub, self.e_pri, self.lca, self.indptr, self.adj, np.int64(self.m_pub),
@@ -447,8 +451,8 @@ class Dendrogram:
         """
         if self.n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        return _inorder_ranges(np.int64(self.n), np.int64(self.root), self.left, self.right,
-                               self.w_pri.astype(np.bool_))
+        return inorder_ranges(np.int64(self.n), np.int64(self.root), self.left, self.right,
+                              self.w_pri.astype(np.bool_))
 
     def __repr__(self) -> str:
         return (

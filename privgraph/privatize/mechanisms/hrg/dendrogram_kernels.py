@@ -9,6 +9,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+__all__ = ["build_random", "inorder_ranges", "mcmc_step", "preorder", "recompute_counts", "run_chunk"]
+
 
 @numba.njit(cache=True)
 def _ll(e: float, pairs: float) -> float:
@@ -20,7 +22,7 @@ def _ll(e: float, pairs: float) -> float:
 
 
 @numba.njit(cache=True)
-def _build_random(n, pick_a, pick_b, parent, left, right):  # pragma: no cover - jitted
+def build_random(n, pick_a, pick_b, parent, left, right):  # pragma: no cover - jitted
     """Random coalescent: repeatedly join two uniformly chosen clusters (pre-drawn picks)."""
     active = np.arange(n, dtype=np.int64)
     size = n
@@ -45,7 +47,7 @@ def _build_random(n, pick_a, pick_b, parent, left, right):  # pragma: no cover -
 
 
 @numba.njit(cache=True)
-def _preorder(n, root, left, right):  # pragma: no cover - jitted
+def preorder(n, root, left, right):  # pragma: no cover - jitted
     """All node ids in pre-order (left subtree before right), and each node's depth."""
     total = 2 * n - 1
     order = np.empty(total, dtype=np.int64)
@@ -71,10 +73,10 @@ def _preorder(n, root, left, right):  # pragma: no cover - jitted
 
 
 @numba.njit(cache=True)
-def _recompute(n, root, left, right, parent, w_pub, w_pri, w_work, eu, ev, m_pub,
-               cnt_pub, cnt_pri, work, e_pub, e_pri, lca):  # pragma: no cover - jitted
+def recompute_counts(n, root, left, right, parent, w_pub, w_pri, w_work, eu, ev, m_pub,
+                     cnt_pub, cnt_pri, work, e_pub, e_pri, lca):  # pragma: no cover - jitted
     """Every count from the structure: leaf counts bottom-up, each edge's LCA by climbing."""
-    order, depth = _preorder(n, root, left, right)
+    order, depth = preorder(n, root, left, right)
     if order.size != 2 * n - 1:
         return False
     parent[root] = -1
@@ -234,8 +236,8 @@ def _swap_top(n, c, r, X, Y, C, nb, buf, lca, state, left, right, parent, cnt_pu
 
 
 @numba.njit(cache=True)
-def _step(n, c, move, a_pub, a_pri, logu, state, left, right, parent, cnt_pub, cnt_pri, work,
-          e_pub, e_pri, lca, indptr, adj, m_pub, stack, buf, ll):  # pragma: no cover - jitted
+def mcmc_step(n, c, move, a_pub, a_pri, logu, state, left, right, parent, cnt_pub, cnt_pri, work,
+              e_pub, e_pri, lca, indptr, adj, m_pub, stack, buf, ll):  # pragma: no cover - jitted
     """One proposal of Fig. 5 at non-root internal node id ``c``; returns 1 when accepted.
 
     ``move`` 0 pairs ``left[c]`` with c's sibling, 1 pairs ``right[c]`` with it. The step is
@@ -292,9 +294,9 @@ def _step(n, c, move, a_pub, a_pri, logu, state, left, right, parent, cnt_pub, c
 
 
 @numba.njit(cache=True, nogil=True)
-def _run_chunk(n, picks, moves, logu, a_pub, a_pri, state, left, right, parent, cnt_pub, cnt_pri,
-               work, e_pub, e_pri, lca, indptr, adj, m_pub, stack, buf, ll,
-               step0, trace_every, trace_pub, trace_pri, trace_step, trace_pos):  # pragma: no cover
+def run_chunk(n, picks, moves, logu, a_pub, a_pri, state, left, right, parent, cnt_pub, cnt_pri,
+              work, e_pub, e_pri, lca, indptr, adj, m_pub, stack, buf, ll,
+              step0, trace_every, trace_pub, trace_pri, trace_step, trace_pos):  # pragma: no cover
     """``picks.size`` MCMC steps; ``picks[k]`` uniform in ``[0, n - 2)`` indexes the non-root
     internal nodes. Records ``ll`` every ``trace_every`` global steps. Returns accepted count."""
     accepted = 0
@@ -302,9 +304,9 @@ def _run_chunk(n, picks, moves, logu, a_pub, a_pri, state, left, right, parent, 
         ci = picks[k]
         if ci >= state[0] - n:
             ci += 1
-        accepted += _step(n, n + ci, moves[k], a_pub, a_pri, logu[k], state, left, right, parent,
-                          cnt_pub, cnt_pri, work, e_pub, e_pri, lca, indptr, adj, m_pub, stack,
-                          buf, ll)
+        accepted += mcmc_step(n, n + ci, moves[k], a_pub, a_pri, logu[k], state, left, right, parent,
+                              cnt_pub, cnt_pri, work, e_pub, e_pri, lca, indptr, adj, m_pub, stack,
+                              buf, ll)
         t = step0 + k + 1
         if trace_every > 0 and t % trace_every == 0 and trace_pos[0] < trace_pub.size:
             trace_pub[trace_pos[0]] = ll[0]
@@ -315,7 +317,7 @@ def _run_chunk(n, picks, moves, logu, a_pub, a_pri, state, left, right, parent, 
 
 
 @numba.njit(cache=True)
-def _inorder_ranges(n, root, left, right, flag):  # pragma: no cover - jitted
+def inorder_ranges(n, root, left, right, flag):  # pragma: no cover - jitted
     """Flagged leaves in in-order, and for each internal node the position of its first one."""
     order = np.empty(n, dtype=np.int64)
     start = np.zeros(max(n - 1, 0), dtype=np.int64)

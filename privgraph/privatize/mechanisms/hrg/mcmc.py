@@ -232,26 +232,15 @@ def run_mcmc(
     tphase = np.zeros(cap, dtype=np.int64)
     steps = {k: 0 for k in kinds}
     accepted = {k: 0 for k in kinds}
-    n_int = dendrogram.num_internal
     step0 = 0
     for ph in phases:
         steps[ph.kind] += ph.steps
         if dendrogram.n < 3:
             step0 += ph.steps
             continue
-        done = 0
         before = int(pos[0])
-        while done < ph.steps:
-            k = min(CHUNK, ph.steps - done)
-            picks = rng.integers(0, n_int - 1, size=k, dtype=np.int64)
-            moves = rng.integers(0, 2, size=k, dtype=np.int64)
-            log_u = np.log(rng.random(k))
-            accepted[ph.kind] += dendrogram.run_moves(
-                picks, moves, log_u, ph.a_pub, ph.a_pri, step0=step0, trace_every=trace_every,
-                trace=(tp, tq, ts, pos),
-            )
-            done += k
-            step0 += k
+        accepted[ph.kind] += _run_phase(dendrogram, ph, rng, step0, trace_every, (tp, tq, ts, pos))
+        step0 += ph.steps
         tphase[before : int(pos[0])] = kinds.index(ph.kind)
     dendrogram.ll[:] = dendrogram.log_likelihood()  # drop the running sum's float drift
     k = int(pos[0])
@@ -266,6 +255,25 @@ def run_mcmc(
         phase_kinds=kinds,
         final_log_likelihood=dendrogram.log_likelihood(),
     )
+
+
+def _run_phase(dendrogram: Dendrogram, ph: Phase, rng: np.random.Generator, step0: int, trace_every: int,
+               trace: tuple[np.ndarray, ...]) -> int:
+    """The ``ph.steps`` steps of one phase, from global step ``step0``, in chunks of :data:`CHUNK`
+    (each chunk's proposals, moves and uniforms drawn at once); returns how many were accepted."""
+    n_int = dendrogram.num_internal
+    accepted = 0
+    done = 0
+    while done < ph.steps:
+        k = min(CHUNK, ph.steps - done)
+        picks = rng.integers(0, n_int - 1, size=k, dtype=np.int64)
+        moves = rng.integers(0, 2, size=k, dtype=np.int64)
+        log_u = np.log(rng.random(k))
+        accepted += dendrogram.run_moves(
+            picks, moves, log_u, ph.a_pub, ph.a_pri, step0=step0 + done, trace_every=trace_every, trace=trace,
+        )
+        done += k
+    return accepted
 
 
 def _batch_mean_var(x: np.ndarray, batches: int = 10) -> tuple[float, float]:
