@@ -25,7 +25,8 @@ from privgraph.evaluate.progress import ProgressCallback, ProgressTracker
 from privgraph.evaluate.public_reference import per_run_reference, public_only_reference
 from privgraph.seeding import as_seed_sequence, partition_seeds
 from privgraph.evaluate.selection import utility_summary
-from privgraph.evaluate.training import DENOISING_OPTIONS, _check_graph, choose_device, fit_ensemble, output_classes
+from privgraph.evaluate.training import DENOISING_OPTIONS, choose_device, fit_ensemble, output_classes
+from privgraph.evaluate.training_args import check_graph
 
 __all__ = [
     "evaluate_utility",
@@ -45,7 +46,7 @@ def _check_evaluation_inputs(private: GraphData, clean: GraphData | None, runs: 
                 "pass seed_sequence instead"
             )
     if clean is None:
-        _check_graph(private)
+        check_graph(private)
     elif private.num_nodes != clean.num_nodes:
         raise ValueError(
             f"evaluate_utility: private graph has {private.num_nodes} nodes, clean graph "
@@ -64,8 +65,8 @@ def _check_evaluation_inputs(private: GraphData, clean: GraphData | None, runs: 
                 f"{int(np.count_nonzero(a != b))} nodes; both must use the same split"
             )
     if clean is not None:
-        _check_graph(clean)
-        _check_graph(private)
+        check_graph(clean)
+        check_graph(private)
 
 
 def evaluate_utility(
