@@ -24,7 +24,8 @@ from privgraph.evaluate.minibatch_source import SampledSource, sampled_parts
 from privgraph.evaluate.models.kprop import LPGNN_KPROP
 from privgraph.evaluate.models.kprop import KProp
 from privgraph.evaluate.public_reference import public_only_reference
-from privgraph.evaluate.scale_metrics import EdgelessSource, version_metrics_at_scale
+from privgraph.evaluate.minibatch_source import EdgelessSource
+from privgraph.evaluate.scale_metrics import version_metrics_at_scale
 from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.privatize.parallel import SerialExecutor
 from privgraph.privatize.partition import partition_graph
