@@ -252,7 +252,7 @@ def fit_node_classifier(
         hidden, epochs, lr, weight_decay, dropout, patience: the hidden width, the epoch cap, Adam's
             rate and L2 penalty, the dropout before each layer (the first: sparse input only,
             :func:`_model_input`), the patience (``None``: no early stop) (64, 200, 0.01, 5e-4, 0.5, 25).
-        aggr (str, optional): the model's aggregation (:class:`~privgraph.evaluate.models.gcn.NodeGNN`;
+        aggr (str, optional): the model's aggregation (:class:`~privgraph.evaluate.models.basic.NodeGNN`;
             ``None``: the model's own).
         device (str): see :func:`choose_device` (default: ``"auto"``).
         eval_y (np.ndarray, optional): labels ``[n]`` that ``test_acc`` is scored against instead

@@ -98,13 +98,12 @@ def evaluate_utility(
             :data:`DENOISING_OPTIONS` to the private graph's models only).
 
     Returns:
-        dict: ``runs``, ``device``, ``private`` (the GNN), ``feature_only`` (the floor),
-        ``public_edges``, ``public_only``, ``value_of_release``, ``release_propagation``,
-        ``correct_and_smooth`` (each where a candidate), ``selected`` (with ``models``: which
-        candidate each run chose), ``gnn_vs_feature_only`` (:func:`paired_test`), ``ensemble``
-        (when > 1), all on the version's own test labels; with ``clean``, under :data:`OWNER_ONLY`
-        ``clean`` and each again on the raw labels. Each summary has ``test_acc_mean``,
-        ``test_acc_std`` (``ddof=1``; ``0.0`` for one run) and the per-run ``test_acc``.
+        dict: :func:`~privgraph.evaluate.selection.utility_summary` of the candidates: ``runs``,
+        ``device``, each candidate's summary under its key where it is one (``private``: the GNN),
+        ``selected`` (with ``models``), the paired tests and ``ensemble`` (when > 1), on the
+        version's own test labels; with ``clean``, under :data:`OWNER_ONLY` ``clean`` and each
+        again on the raw labels. Each summary has ``test_acc_mean``, ``test_acc_std``
+        (``ddof=1``; ``0.0`` for one run) and the per-run ``test_acc``.
 
     Raises:
         ValueError: different node counts or splits, or ``runs`` < 1.
@@ -131,13 +130,9 @@ def evaluate_utility(
                                                  input_cache=inputs[0], **kwargs)
             results[c.name].append(result)
             tracker.advance(detail=f"{c.detail}, run {i + 1}/{runs}")
-        for c in CANDIDATES:
-            r = c.per_run(ctx, bases)
-            if r is not None:
-                results[c.name].append(r)
-    for c in CANDIDATES:
-        after = c.after_runs(ctx, results)
-        if after is not None:
-            results[c.name] = after
+        for c in CANDIDATES:  # post-processing of the run's trained models
+            results[c.name] += [r for r in (c.per_run(ctx, bases),) if r is not None]
+    for c in CANDIDATES:  # once, after the runs
+        results[c.name] = c.after_runs(ctx, results) or results[c.name]
     summary = utility_summary(int(runs), results, clean_res)
     return {**summary, "ensemble": ensemble} if ensemble > 1 else summary

@@ -83,7 +83,7 @@ class GAT(NodeGNN):
     The constructor and :meth:`forward` take the same arguments as :class:`~privgraph.evaluate.models.GCN`,
     so that the two can be swapped by name.
 
-    Args: as :class:`~privgraph.evaluate.models.gcn.NodeGNN` (``hidden_channels``: each hidden layer's
+    Args: as :class:`~privgraph.evaluate.models.basic.NodeGNN` (``hidden_channels``: each hidden layer's
     output, all heads together, a multiple of ``heads``); ``aggr``: ``"mean"`` only (the
     attention-weighted mean; the argument exists so that the GCN's keywords are accepted);
     ``cached`` keeps ``edge_index`` with its self-loops; and

@@ -89,7 +89,7 @@ class GIN(NodeGNN):
     The constructor and :meth:`forward` take the same arguments as :class:`~privgraph.evaluate.models.GCN`,
     so that the two can be swapped by name.
 
-    Args: as :class:`~privgraph.evaluate.models.gcn.NodeGNN` (``hidden_channels``: the width of every MLP's
+    Args: as :class:`~privgraph.evaluate.models.basic.NodeGNN` (``hidden_channels``: the width of every MLP's
     hidden layer and of each hidden GIN layer's output); ``aggr``: ``"sum"`` only (see above);
     ``cached`` also keeps the sum operator.
     """

@@ -78,7 +78,7 @@ class GraphSAGE(NodeGNN):
     The constructor and :meth:`forward` take the same arguments as :class:`~privgraph.evaluate.models.GCN`,
     so that the two can be swapped by name.
 
-    Args: as :class:`~privgraph.evaluate.models.gcn.NodeGNN`; ``aggr``: ``"mean"`` only (GraphSAGE-mean; the
+    Args: as :class:`~privgraph.evaluate.models.basic.NodeGNN`; ``aggr``: ``"mean"`` only (GraphSAGE-mean; the
     argument exists so that the GCN's keywords are accepted); ``cached`` also keeps the mean operator.
     """
 
