@@ -286,10 +286,10 @@ def fit_node_classifier(
                             patience=patience, eval_y=eval_y, model=model, drop=drop, label_epsilon=label_epsilon,
                             label_classes=label_classes, feature_dim=feature_dim, progress=progress,
                             input_cache=input_cache)
-    eval_y = check_fit_args(graph, edges=edges, model=model, hidden=hidden, epochs=epochs, lr=lr,
-                             weight_decay=weight_decay, patience=patience, kprop_features=kprop_features, kprop_labels=kprop_labels, drop=drop,
-                             propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
-                             label_classes=label_classes, feature_dim=feature_dim, eval_y=eval_y)
+    eval_y = check_fit_args(graph, edges=edges, model=model, hidden=hidden, epochs=epochs, lr=lr, weight_decay=weight_decay,
+                            patience=patience, kprop_features=kprop_features, kprop_labels=kprop_labels, drop=drop,
+                            propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
+                            label_classes=label_classes, feature_dim=feature_dim, eval_y=eval_y)
     model_cls = MODELS[check_choice(model, "model", tuple(MODELS))]
     # the output layer is sized from the trained graph and public configuration only, never from
     # eval_y (issue 24, leak 4: docs/evaluation-cost.md, The evaluation's design)
@@ -300,8 +300,8 @@ def fit_node_classifier(
     y = inp.data.y.to(dev)
     idx = {name: torch.from_numpy(np.flatnonzero(getattr(inp.graph, name))).to(dev) for name in SPLIT_MASKS}
     targets = training_targets(y, idx, num_classes, inp, dev, kprop_labels=kprop_labels, drop=drop,
-                                propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
-                                label_classes=label_classes)
+                               propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
+                               label_classes=label_classes)
     net, g = _seeded_net(model_cls, inp, hidden, num_classes, dropout, seed, dev)
     best_epoch, epochs_run, stopped = _train_loop(net, inp.x, inp.edge_index, g, idx, y, targets, epochs=epochs,
                                                   lr=lr, weight_decay=weight_decay, patience=patience)

@@ -146,7 +146,7 @@ def test_a_model_defined_here_is_trained_by_name(linear_model):
     g = two_communities()
     trained = fit_node_classifier(g, seed=0, model="test_mlp", device="cpu", epochs=40)
     assert type(trained.net) is linear_model
-    assert trained.result["test_acc"] > 0.8  # the features separate the classes
+    assert trained.result["test_acc"] > 0.65  # the features separate the classes (chance: 0.5)
     again = fit_node_classifier(g, seed=0, model="test_mlp", device="cpu", epochs=40)
     assert again.result == trained.result  # seeded: the same parameters, the same masks
     del MODELS["test_mlp"]
