@@ -30,7 +30,7 @@ process at scale summarises results without it); the hooks import what they comp
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
@@ -78,9 +78,10 @@ class Candidate:
         ``version`` (``train_kwargs``: the evaluation's), or None: not trained."""
         return None
 
-    def scale_source(self, source: ClusterSource, features: ClusterSource) -> ClusterSource | None:
+    def scale_source(self, source: ClusterSource, features: Callable[[], ClusterSource]) -> ClusterSource | None:
         """What the evaluation at scale trains this candidate over (``source``: the version's
-        parts; ``features``: the same with the configured KProp on the features), or None."""
+        parts; ``features()``: the same with the configured KProp on the features, propagated
+        on the first call), or None: no candidate at scale."""
         return None
 
     def per_run(self, ctx: EvaluationContext, bases: Mapping[str, np.ndarray]) -> dict[str, Any] | None:
@@ -211,7 +212,7 @@ class FeatureOnly(Candidate):
     def training(self, version: GraphData, train_kwargs: dict[str, Any]) -> dict[str, Any] | None:
         return feature_only_kwargs(train_kwargs)
 
-    def scale_source(self, source: ClusterSource, features: ClusterSource) -> ClusterSource | None:
+    def scale_source(self, source: ClusterSource, features: Callable[[], ClusterSource]) -> ClusterSource | None:
         from privgraph.evaluate.minibatch_source import EdgelessSource
 
         return EdgelessSource(source)
@@ -264,8 +265,8 @@ class GNN(Candidate):
     def training(self, version: GraphData, train_kwargs: dict[str, Any]) -> dict[str, Any] | None:
         return version_kwargs(version, train_kwargs)
 
-    def scale_source(self, source: ClusterSource, features: ClusterSource) -> ClusterSource | None:
-        return features
+    def scale_source(self, source: ClusterSource, features: Callable[[], ClusterSource]) -> ClusterSource | None:
+        return features()
 
     def details(self, runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         # LPGNN's search: the [K_x, K_y] chosen per run on the version's own labels

@@ -89,8 +89,14 @@ def scale_evaluation_task(what: tuple[str, int], seed: np.random.SeedSequence, *
     with VersionPartsSource(store, pipeline, version, staged=staged) as whole:
         chosen = sampled_parts(whole.num_clusters, sample_parts)
         source = whole if chosen.size == whole.num_clusters else SampledSource(whole, chosen)
-        # LPGNN's KProp on the features, once per task, for the candidates that read them
-        with PropagatedSource(source, kprop_features) if kprop_features else contextlib.nullcontext(source) as features:
+        with contextlib.ExitStack() as stack:
+            propagated: list[Any] = []
+
+            def features() -> Any:  # LPGNN's KProp on the features, once per task, where a candidate reads them
+                if kprop_features and not propagated:
+                    propagated.append(stack.enter_context(PropagatedSource(source, kprop_features)))
+                return propagated[0] if propagated else source
+
             return {c.name: _scored(fit_cluster_gcn(view, seed=seed, **options)) for c in CANDIDATES
                     if (view := c.scale_source(source, features)) is not None}
 
