@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def old_evaluation() -> Iterator[None]:
     """The evaluation's training as before issue 43 (the reference implementation)."""
     from privgraph.evaluate import model_inputs
-    from privgraph.evaluate.models.gcn import NodeGNN
+    from privgraph.evaluate.models.basic import NodeGNN
 
     prepare, factored, get, shares, propagated = (model_inputs._prepare_inputs, model_inputs._factored_input, model_inputs.InputCache.get,
                                                   NodeGNN.shares_first_layer, model_inputs._propagated_input)

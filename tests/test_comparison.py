@@ -85,7 +85,7 @@ def test_every_cell_has_its_feature_only_floor(small):
     g, _ = small
     from privgraph.seeding import partition_seeds, stage_seed
     from privgraph.evaluate.training import fit_node_classifier
-    from privgraph.evaluate.utility import feature_only_kwargs
+    from privgraph.evaluate.candidates import feature_only_kwargs
 
     ts = partition_seeds(stage_seed(np.random.SeedSequence(5), "train"), 2)[0]
     ref = fit_node_classifier(g, seed=ts, eval_y=g.y, **feature_only_kwargs(dict(TRAIN))).result["test_acc"]

@@ -6,6 +6,7 @@ import torch
 
 import privgraph.evaluate.model_inputs as model_inputs
 from privgraph.evaluate.models import GCN, GIN, GraphSAGE, KProp
+from privgraph.evaluate.models.kprop import LPGNN_KPROP
 from privgraph.evaluate.models.sparse import FactoredInput, PropagatedInput
 from privgraph.evaluate.model_inputs import InputCache
 from privgraph.evaluate.training import fit_ensemble, fit_node_classifier
@@ -153,7 +154,7 @@ def test_a_propagated_input_multiplies_as_the_propagated_matrix(graph, monkeypat
     data = _one_coordinate_release(graph).to_pyg("all")
     form = model_inputs._propagated_input(data.x, data.edge_index, 3)
     assert isinstance(form, PropagatedInput) and form.base.left.layout == torch.sparse_csr
-    propagated = KProp(3, **model_inputs._KPROP)(data.x, data.edge_index)
+    propagated = KProp(3, **LPGNN_KPROP)(data.x, data.edge_index)
     x = propagated - propagated.mean(dim=0)
     assert torch.allclose(form.center, propagated.mean(dim=0), atol=1e-6)
     assert torch.allclose(form.dense(), x, atol=1e-5) and form.shape == x.shape

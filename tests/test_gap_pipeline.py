@@ -24,7 +24,8 @@ from privgraph.privatize.partition import partition_graph
 from privgraph.privatize.release import privatize_graph
 from privgraph.publish.storage.graph_io import graph_to_objects, objects_to_graph
 from privgraph.evaluate.training import fit_node_classifier
-from privgraph.evaluate.utility import evaluate_utility, version_kwargs
+from privgraph.evaluate.candidates import version_kwargs
+from privgraph.evaluate.utility import evaluate_utility
 
 
 def _sbm(rho: float = 0.5, n: int = 400) -> GraphData:

@@ -305,8 +305,8 @@ def test_evaluate_utility_reports_each_training_with_k_of_n(noisy_graph):
     assert all(e.eta is not None and e.eta >= 0 for e in events[1:])
     floor = "private graph without edges (feature-only floor)"
     assert [e.detail for e in events[1:]] == [
-        "clean graph, run 1/2", "private graph, run 1/2", f"{floor}, run 1/2",
-        "clean graph, run 2/2", "private graph, run 2/2", f"{floor}, run 2/2",
+        "clean graph, run 1/2", f"{floor}, run 1/2", "private graph, run 1/2",
+        "clean graph, run 2/2", f"{floor}, run 2/2", "private graph, run 2/2",
     ]
     assert len({e.key for e in events}) == 1
     assert events[-1].line().startswith("training 6/6, done in ")

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -12,7 +13,32 @@ from pydantic import BeforeValidator, Field, model_validator
 from privgraph.config.base import Float, Int, StrictModel as _Strict
 from privgraph.errors import ConfigError
 
-__all__ = ["AttackConfig", "EvaluateConfig"]
+__all__ = ["GNN_MODELS", "AttackConfig", "EvaluateConfig", "GNNModel"]
+
+
+@dataclasses.dataclass(frozen=True)
+class GNNModel:
+    """What ``evaluate.model`` may name, as the configuration checks it without torch: the
+    aggregations the model admits (``aggrs``; the first where ``evaluate.aggr`` is left out and
+    ``"mean"`` is not among them), how it aggregates (for a refusal), the multiple ``hidden`` must
+    be of, and a one-line description."""
+
+    what: str
+    aggrs: tuple[str, ...]
+    aggregates: str
+    hidden_multiple: int = 1
+
+
+#: the GNNs ``evaluate.model`` names: each is the model registered under that name in
+#: :data:`privgraph.evaluate.models.basic.MODELS` (its own module; checked by the tests)
+GNN_MODELS: dict[str, GNNModel] = {
+    "gcn": GNNModel("GCN", ("mean", "gcn"), "aggregates by mean or symmetric normalisation"),
+    "sage": GNNModel("GraphSAGE (mean)", ("mean",), "aggregates by mean"),
+    "gat": GNNModel("GAT (8 attention heads; hidden a multiple of 8)", ("mean",),
+                    "aggregates by attention-weighted mean", hidden_multiple=8),
+    "gin": GNNModel("GIN-0 (sum)", ("sum",), "sums (GIN-0)"),
+}
+_AGGRS = tuple(dict.fromkeys(a for m in GNN_MODELS.values() for a in m.aggrs))
 
 
 class LinkTellerAttack(_Strict):
@@ -84,13 +110,13 @@ class EvaluateConfig(_Strict):
     lr: Float = Field(default=0.01, gt=0)
     weight_decay: Float = Field(default=5e-4, ge=0)
     dropout: Float = Field(default=0.5, ge=0, lt=1)
-    aggr: Literal["mean", "gcn", "sum"] = Field(
-        default="mean", description="mean | gcn (GCN), mean (GraphSAGE, GAT), sum (GIN: its default)")
+    aggr: Literal[_AGGRS] = Field(  # type: ignore[valid-type]
+        default="mean", description="; ".join(f"{' | '.join(m.aggrs)} ({name})" for name, m in GNN_MODELS.items())
+        + " (left out: mean, or the model's own)")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     patience: Int | None = Field(default=25, ge=1)
-    model: Literal["gcn", "sage", "gat", "gin"] = Field(
-        default="gcn",
-        description="GNN: GCN, GraphSAGE (mean), GAT (8 attention heads; hidden a multiple of 8) or GIN-0 (sum)",
+    model: Literal[tuple(GNN_MODELS)] = Field(  # type: ignore[valid-type]
+        default="gcn", description="GNN: " + ", ".join(m.what for m in GNN_MODELS.values()),
     )
     kprop_features: int = Field(
         default=0, ge=0, strict=True,
@@ -174,28 +200,17 @@ class EvaluateConfig(_Strict):
 
     @model_validator(mode="after")
     def _aggr_fits_model(self) -> EvaluateConfig:
-        """Only the GCN takes aggr 'gcn', only GIN 'sum' (its default: GIN-0 sums); GAT splits
-        ``hidden`` over its 8 heads."""
-        if self.model == "gin":
-            if "aggr" in self.model_fields_set and self.aggr != "sum":
-                raise ValueError(f"model 'gin' sums (GIN-0): set aggr to 'sum' or leave it out (got {self.aggr!r})")
-            object.__setattr__(self, "aggr", "sum")
-            return self
-        if self.aggr == "sum":
-            raise ValueError(f"aggr 'sum' is GIN's (model 'gin'); model {self.model!r} takes 'mean'"
-                             + (" or 'gcn'" if self.model == "gcn" else ""))
-        takes_mean_only = {
-            "sage": "aggregates by mean",
-            "gat": "aggregates by attention-weighted mean",
-        }
-        if self.model in takes_mean_only and self.aggr != "mean":
-            raise ValueError(
-                f"model {self.model!r} {takes_mean_only[self.model]}: set aggr to 'mean' "
-                f"(got {self.aggr!r})"
-            )
-        if self.model == "gat" and self.hidden % 8:  # privgraph.evaluate.models.GAT's default heads
-            raise ValueError(
-                f"model 'gat' splits hidden over its 8 attention heads: set hidden to a multiple "
-                f"of 8 (got {self.hidden})"
-            )
+        """The model admits the aggregation (:data:`GNN_MODELS`; left out: ``"mean"``, or the
+        model's own where it does not admit the mean) and ``hidden`` is a multiple of what it splits
+        over (GAT's 8 heads)."""
+        spec = GNN_MODELS[self.model]
+        if self.aggr not in spec.aggrs:
+            if "aggr" in self.model_fields_set:
+                admitted = " or ".join(map(repr, spec.aggrs))
+                raise ValueError(f"model {self.model!r} {spec.aggregates}: set aggr to {admitted} or leave it out "
+                                 f"(got {self.aggr!r})")
+            object.__setattr__(self, "aggr", spec.aggrs[0])
+        if self.hidden % spec.hidden_multiple:
+            raise ValueError(f"model {self.model!r} splits hidden over {spec.hidden_multiple} parts (attention heads): "
+                             f"set hidden to a multiple of {spec.hidden_multiple} (got {self.hidden})")
         return self

@@ -48,7 +48,7 @@ from privgraph.evaluate.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import partition_seeds, stage_seed
 from privgraph.evaluate.training import choose_device, DENOISING_OPTIONS, fit_node_classifier, output_classes
 from privgraph.evaluate.selection import select_by_validation
-from privgraph.evaluate.utility import feature_only_kwargs, public_edges_kwargs, version_kwargs
+from privgraph.evaluate.candidates import CANDIDATES, in_tie_order, version_kwargs
 
 __all__ = [
     "ComparisonResult",
@@ -102,21 +102,10 @@ def _train(g: GraphData, seed: Any, probe: AttackProbe | None, refs: dict[str, d
     rec: dict[str, Any] = {"test_acc": float(gnn["test_acc"])}
     if cell:
         refs = _references(g, seed, kw) if refs is None else refs
-        rec["feature_only_acc"] = refs["feature_only"]["test_acc"]
-        if "public_only" in refs:
-            rec["public_only_acc"] = refs["public_only"]["test_acc"]
-        if "public_edges" in refs:
-            rec["public_edges_acc"] = refs["public_edges"]["test_acc"]
         post = _post_processed(g, refs, model, kw)
-        for key, r in post.items():
+        for key, r in in_tie_order({**refs, **post}):  # every candidate but the GNN: {name}_acc
             rec[f"{key}_acc"] = float(r["test_acc"])
-        candidates = [(k, v) for k, v in refs.items() if k != "bases"]
-        if "release_propagation" in post:
-            candidates.append(("release_propagation", post["release_propagation"]))
-        candidates.append(("gnn", gnn))
-        if "correct_and_smooth" in post:
-            candidates.append(("correct_and_smooth", post["correct_and_smooth"]))
-        name, chosen = select_by_validation(candidates)
+        name, chosen = select_by_validation(in_tie_order({**refs, **post, "gnn": gnn}))
         rec["selected_acc"], rec["selected"] = float(chosen["test_acc"]), name
     if probe is not None:
         rec["attack_auc"] = probe.aucs(model)
@@ -339,8 +328,8 @@ def _references(
     public-only reference, :func:`privgraph.evaluate.public_reference.public_only_reference`: label
     propagation of the training labels, which a comparison does not privatize, over the version's
     public edges; for a features comparison every edge), ``feature_only`` (the same model over no
-    edges) and, where it is a candidate, ``public_edges`` (over the version's public edges alone);
-    in the order :func:`select_by_validation` breaks ties by; under ``bases`` the trained models'
+    edges) and, where it is a candidate, ``public_edges`` (over the version's public edges alone):
+    every trained candidate but the GNN (:data:`~privgraph.evaluate.candidates.CANDIDATES`), in the order :func:`select_by_validation` breaks ties by; under ``bases`` the trained models'
     class probabilities (Correct and Smooth's base predictions). ``cache`` holds models already
     trained on the same features, labels, public edges and seed. ``public_features`` (an edges
     comparison, which leaves the features as they are): the floor is public-only too, and
@@ -356,8 +345,7 @@ def _references(
     if "public_only" in cache:
         out["public_only"] = cache["public_only"]
     bases = cache.setdefault("bases", {})
-    for name, kw in (("feature_only", feature_only_kwargs(dict(kwargs))),
-                     ("public_edges", public_edges_kwargs(version, dict(kwargs)))):
+    for name, kw in ((c.name, c.training(version, dict(kwargs))) for c in CANDIDATES if c.name != "gnn"):
         if kw is not None:
             if name not in cache:
                 trained = fit_node_classifier(version, seed=seed, **kw)

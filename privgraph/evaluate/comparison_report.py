@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from privgraph.config.pipeline import mechanism_entry
+from privgraph.evaluate.candidates import CANDIDATES
 from privgraph.evaluate.selection import paired_test
 from privgraph.publish.storage.manifest import code_version
 
@@ -147,19 +148,13 @@ def summarize(result: ComparisonResult) -> dict[str, Any]:
                 cell["selected_vs_feature_only"] = paired_test(sel.tolist(), floor.tolist())
                 cell["selected"]["models"] = [r["selected"] for r in sorted(result.records, key=lambda r: r["run"])
                                               if r["mechanism"] == name and r["epsilon"] == eps and "selected" in r]
-                pub = result.accuracies(name, eps, "public_edges_acc")
-                if pub.size == acc.size:
-                    pm, ps = _mean_std(pub)
-                    cell["public_edges"] = {"mean": pm, "std": ps}
-                for key in ("release_propagation", "correct_and_smooth"):
-                    post = result.accuracies(name, eps, f"{key}_acc")
-                    if post.size == acc.size:
-                        cell[key] = dict(zip(("mean", "std"), _mean_std(post)))
-                alone = result.accuracies(name, eps, "public_only_acc")
-                if alone.size == acc.size:
-                    am, as_ = _mean_std(alone)
-                    cell["public_only"] = {"mean": am, "std": as_}
-                    cell["value_of_release"] = paired_test(sel.tolist(), alone.tolist())
+                for c in CANDIDATES:  # every candidate but the GNN and the floor (above) where in every run
+                    post = result.accuracies(name, eps, f"{c.name}_acc") if c.name not in ("gnn", "feature_only") else None
+                    if post is not None and post.size == acc.size:
+                        cell[c.name] = dict(zip(("mean", "std"), _mean_std(post)))
+                if "public_only" in cell:
+                    cell["value_of_release"] = paired_test(
+                        sel.tolist(), result.accuracies(name, eps, "public_only_acc").tolist())
             cells[name][repr(eps)] = cell
     clean_mean, clean_std = _mean_std(result.accuracies(CLEAN, None))
     tests: dict[str, dict[str, Any]] = {}

@@ -9,7 +9,7 @@
   :func:`privgraph.privatize.release.privatize_graph` and :func:`privgraph.privatize.parallel.map_partitions`.
 
 Randomness: model parameters and dropout masks come from a :class:`torch.Generator` seeded from
-the ``numpy.random.Generator`` passed in (via :func:`privgraph.evaluate.model_inputs._torch_seed`), batch order
+the ``numpy.random.Generator`` passed in (via :func:`privgraph.evaluate.models.basic.torch_seed`), batch order
 from numpy generators derived from it; torch's and numpy's global states are never touched. On the
 CPU the same seed gives the same result; on CUDA scatter additions may differ in the last bits.
 """
@@ -32,13 +32,12 @@ from privgraph.ingest.datasets.graph_set import GraphSet
 from privgraph.graph import GraphData
 from privgraph.privatize.mechanisms import EdgeMechanism, edge_mechanisms
 from privgraph.guarantee.params import check_int
-from privgraph.evaluate.models import GeneratorDropout
-from privgraph.evaluate.models.gcn import _check_generator, _check_positive_int, _fresh_generator
+from privgraph.evaluate.models.basic import GeneratorDropout, check_generator, check_positive_int, fresh_generator, torch_seed
 from privgraph.privatize.parallel import Executor, map_partitions
 from privgraph.privatize.partition import Partitioning
 from privgraph.privatize.release import privatize_graph
 from privgraph.seeding import as_generator, as_seed_sequence, partition_seeds, stage_seed
-from privgraph.evaluate.training import _torch_seed, choose_device
+from privgraph.evaluate.training import choose_device
 
 __all__ = [
     "GIN0GraphClassifier",
@@ -106,10 +105,10 @@ class GIN0GraphClassifier(Module):
     ) -> None:
         super().__init__()
         owner = "GIN0GraphClassifier"
-        self.in_channels = _check_positive_int(in_channels, "in_channels", owner)
-        self.hidden_channels = hid = _check_positive_int(hidden_channels, "hidden_channels", owner)
-        self.out_channels = _check_positive_int(out_channels, "out_channels", owner)
-        self.num_layers = _check_positive_int(num_layers, "num_layers", owner)
+        self.in_channels = check_positive_int(in_channels, "in_channels", owner)
+        self.hidden_channels = hid = check_positive_int(hidden_channels, "hidden_channels", owner)
+        self.out_channels = check_positive_int(out_channels, "out_channels", owner)
+        self.num_layers = check_positive_int(num_layers, "num_layers", owner)
         if self.num_layers < 2:
             raise ValueError(f"{owner}: num_layers counts the input layer and must be >= 2, got {num_layers}")
         if readout not in _READOUTS:
@@ -125,14 +124,14 @@ class GIN0GraphClassifier(Module):
             self.pred = ModuleList([Linear(self.in_channels, self.out_channels)]
                                    + [Linear(hid, self.out_channels) for _ in ins])
         self.to_empty(device="cpu")
-        self.reset_parameters(_fresh_generator(torch.device("cpu")) if generator is None else generator)
+        self.reset_parameters(fresh_generator(torch.device("cpu")) if generator is None else generator)
 
     def reset_parameters(self, generator: torch.Generator) -> None:
         """Re-draw every parameter from ``generator`` (on the parameters' device), in order: per
         GIN layer ``lin1``, ``lin2``, then the prediction heads; batch norms reset (weight 1,
         bias 0, running mean 0, running variance 1)."""
         w0 = self.lin1[0].weight
-        _check_generator(generator, w0, "GIN0GraphClassifier")
+        check_generator(generator, w0, "GIN0GraphClassifier")
         with torch.no_grad():
             for lin in [*(m for pair in zip(self.lin1, self.lin2) for m in pair), *self.pred]:
                 bound = 1.0 / math.sqrt(lin.in_features)
@@ -232,7 +231,7 @@ def _train_fold(
     ``batches`` child) trained on ``train_idx``; the test fold's class probabilities after every
     epoch (``every_epoch``) or the last one."""
     g = torch.Generator(device=dev)
-    g.manual_seed(_torch_seed(stage_seed(fold_seed, "init")))
+    g.manual_seed(torch_seed(stage_seed(fold_seed, "init")))
     order_rng = as_generator(stage_seed(fold_seed, "batches"))
     net = GIN0GraphClassifier(in_channels, hidden_channels, num_classes, num_layers=num_layers, dropout=dropout,
                               readout=readout, generator=torch.Generator().manual_seed(0)).to(dev)

@@ -37,11 +37,12 @@ from typing import Any
 
 import torch
 
-from privgraph.evaluate.model_inputs import _KPROP, _Inputs
+from privgraph.evaluate.model_inputs import ModelInputs
 from privgraph.evaluate.models import KProp
+from privgraph.evaluate.models.kprop import LPGNN_KPROP
 from privgraph.privatize.mechanisms.randomized_response import label_rr_keep_probability, label_rr_transition_matrix
 
-__all__ = ["drop_bound"]
+__all__ = ["Targets", "drop_bound", "training_targets"]
 
 
 def drop_bound(label_epsilon: float | None, num_classes: int) -> float:
@@ -84,7 +85,7 @@ def _denoised_labels(
 
 
 @dataclasses.dataclass
-class _Targets:
+class Targets:
     """The training targets (the labels, or LPGNN's denoised ones), the label propagation, Drop's
     accuracy bound and its forward correction (the label RR's channel), and whether Drop is on."""
 
@@ -95,13 +96,13 @@ class _Targets:
     drop: bool
 
 
-def _training_targets(
-    y: torch.Tensor, idx: dict[str, torch.Tensor], num_classes: int, inp: _Inputs, dev: torch.device, *,
+def training_targets(
+    y: torch.Tensor, idx: dict[str, torch.Tensor], num_classes: int, inp: ModelInputs, dev: torch.device, *,
     kprop_labels: int, drop: bool, propagate_val_labels: bool, label_epsilon: float | None, label_classes: int | None,
-) -> _Targets:
+) -> Targets:
     """Targets from the train (and validation) labels only; the label RR's channel from its
     public parameters (:mod:`privgraph.privatize.mechanisms.randomized_response`)."""
-    label_prop = KProp(kprop_labels, cached=True, **_KPROP) if kprop_labels else None
+    label_prop = KProp(kprop_labels, cached=True, **LPGNN_KPROP) if kprop_labels else None
     y_fit = y
     if label_prop is not None:
         known = torch.cat([idx["train_mask"], idx["val_mask"]]) if propagate_val_labels else idx["train_mask"]
@@ -112,4 +113,4 @@ def _training_targets(
     forward = None
     if drop and label_prop is not None and label_epsilon is not None:
         forward = torch.as_tensor(label_rr_transition_matrix(label_epsilon, classes), dtype=torch.float32, device=dev)
-    return _Targets(y_fit, label_prop, bound, forward, drop)
+    return Targets(y_fit, label_prop, bound, forward, drop)

@@ -21,7 +21,7 @@ activations); nothing of size ``n x feature_dim`` is ever allocated. Inference:
   between batches are not seen.
 
 Randomness: the initial parameters and every dropout mask come from a :class:`torch.Generator`
-seeded as the full-batch run's (:func:`~privgraph.evaluate.model_inputs._torch_seed`), the
+seeded as the full-batch run's (:func:`~privgraph.evaluate.models.basic.torch_seed`), the
 batches from a ``numpy`` generator of the seed's child ``"cluster_batches"``: nothing else is read.
 With one cluster a run trains exactly as :func:`~privgraph.evaluate.training.fit_node_classifier`
 (same parameters, masks and steps). Measurements: docs/evaluation-cost.md, "Mini-batch
@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 
 from privgraph.evaluate.minibatch_source import Cluster, ClusterSource, GraphClusterSource, public_clusters
-from privgraph.evaluate.model_inputs import _torch_seed
+from privgraph.evaluate.models.basic import torch_seed
 from privgraph.evaluate.models import GCN
 from privgraph.evaluate.models.sparse import quiet_sparse_beta
 from privgraph.evaluate.sparsity import SPARSE_DENSITY
@@ -267,7 +267,7 @@ def fit_cluster_gcn(
     dev = choose_device(device)
     plan = _survey(source)
     g = torch.Generator(device=dev)
-    g.manual_seed(_torch_seed(seed))
+    g.manual_seed(torch_seed(seed))
     # as full batch's _seeded_net: built from a throwaway generator, moved, then drawn from the run's
     net = GCN(int(source.feature_dim), int(hidden), int(source.num_classes), dropout=float(dropout), cached=True,
               input_dropout=plan.sparse, generator=torch.Generator().manual_seed(0),

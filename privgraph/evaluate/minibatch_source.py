@@ -21,7 +21,7 @@ from privgraph.evaluate.sparsity import mostly_zero
 from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.privatize.partition import check_partition_arguments, partition_assignment
 
-__all__ = ["Cluster", "ClusterSource", "GraphClusterSource", "SampledSource", "SourceView", "public_clusters",
+__all__ = ["Cluster", "ClusterSource", "EdgelessSource", "GraphClusterSource", "SampledSource", "SourceView", "public_clusters",
            "sampled_parts"]
 
 
@@ -106,6 +106,15 @@ class SourceView:
     def cluster(self, i: int, *, features: bool = True) -> Cluster:
         """Cluster ``i`` of the source, as it is."""
         return self.source.cluster(i, features=features)
+
+
+class EdgelessSource(SourceView):
+    """``source``'s clusters without their edges: the feature-only floor's input (each node sees
+    itself only), over the same clusters and batches."""
+
+    def cluster(self, i: int, *, features: bool = True) -> Cluster:
+        """Cluster ``i`` of the source, its edges dropped."""
+        return dataclasses.replace(self.source.cluster(i, features=features), edges=np.zeros((2, 0), dtype=np.int64))
 
 
 def sampled_parts(num_parts: int, sample: int | None) -> np.ndarray:

@@ -19,23 +19,17 @@ import torch
 
 from privgraph.graph import GraphData
 from privgraph.evaluate.models import KProp
+from privgraph.evaluate.models.basic import torch_seed
+from privgraph.evaluate.models.kprop import LPGNN_KPROP
 from privgraph.evaluate.models.sparse import FactoredInput, PropagatedInput, quiet_sparse_beta
 from privgraph.evaluate.sparsity import SPARSE_DENSITY
+from privgraph.evaluate.training_args import check_choice
 from privgraph.seeding import as_seed_sequence, stage_seed
 
-__all__ = ["EDGE_SETS", "FACTOR_TOLERANCE", "InputCache", "PROPAGATION_COST_SHARE", "principal_basis"]
+__all__ = ["EDGE_SETS", "FACTOR_TOLERANCE", "InputCache", "ModelInputs", "PROPAGATION_COST_SHARE", "principal_basis"]
 
 #: the edge sets a model can be trained over; "none" is the feature-only floor
 EDGE_SETS = ("all", "public", "private", "none")
-# LPGNN's KProp operator (the authors' code: KProp(aggregator="add", normalize=True,
-# add_self_loops=False)): symmetric normalisation, the node itself excluded
-_KPROP = {"aggr": "gcn", "self_loops": False}
-
-
-def _torch_seed(seed: Any) -> int:
-    """A 64-bit integer for ``torch.Generator.manual_seed`` from an int or a SeedSequence."""
-    ss = as_seed_sequence(seed)
-    return int(ss.generate_state(1, dtype=np.uint64)[0])
 
 
 def _model_input(x: torch.Tensor) -> torch.Tensor:
@@ -137,7 +131,7 @@ def _propagated_input(x: torch.Tensor, edge_index: torch.Tensor, steps: int) -> 
         return None
     n, d = x.shape
     with torch.enable_grad():  # the operator's transpose serves the backward
-        op, op_t = KProp(steps, **_KPROP).operator(edge_index, n, x.dtype)
+        op, op_t = KProp(steps, **LPGNN_KPROP).operator(edge_index, n, x.dtype)
     if steps * op.values().numel() + form.left.values().numel() > PROPAGATION_COST_SHARE * n * d:
         return None
     base = FactoredInput(form.left, shift=torch.full((d,), -form.mode, dtype=x.dtype, device=x.device))
@@ -188,17 +182,8 @@ def _top_singular(
     return s[: int(dim)], vh[: int(dim)]
 
 
-def _check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(
-            f"train_node_classifier: {name} must be one of {', '.join(map(repr, choices))}, "
-            f"got {value!r}"
-        )
-    return value
-
-
 @dataclasses.dataclass
-class _Inputs:
+class ModelInputs:
     """What the model reads: the graph trained on (GAP: its aggregates as ``x``), its PyG data,
     the edges on the device, the model input ``x`` (KProp'd, centred, projected), the input's
     mean (``center``, None for sparse input), the projection, and the model's extra keywords."""
@@ -215,8 +200,8 @@ class _Inputs:
 def _prepare_inputs(
     graph: GraphData, *, edges: str, model: str, aggr: str | None, kprop_features: int, feature_dim: int | None,
     seed: Any, dev: torch.device,
-) -> _Inputs:
-    _check_choice(edges, "edges", EDGE_SETS)
+) -> ModelInputs:
+    check_choice(edges, "edges", EDGE_SETS)
     model_kwargs: dict[str, Any] = {} if aggr is None else {"aggr": aggr}
     if model == "gap":  # GAP's classification module reads the released aggregates, no edge
         if graph.aggregates is None:
@@ -234,15 +219,15 @@ def _prepare_inputs(
     if kprop_features and model != "gap" and feature_dim is None:
         propagated = _propagated_input(data.x.to(dev), edge_index, kprop_features)
         if propagated is not None:
-            return _Inputs(graph, data, edge_index, propagated, propagated.center, None, {**model_kwargs, "input_dropout": False})
-    raw = KProp(kprop_features, **_KPROP)(data.x.to(dev), edge_index) if kprop_features else data.x.to(dev)
+            return ModelInputs(graph, data, edge_index, propagated, propagated.center, None, {**model_kwargs, "input_dropout": False})
+    raw = KProp(kprop_features, **LPGNN_KPROP)(data.x.to(dev), edge_index) if kprop_features else data.x.to(dev)
     x = _model_input(raw) if kprop_features else _model_input(data.x).to(dev)
     if model == "gap":
         x = data.x.to(dev)  # unit rows already: no centring
     projection = None
     if feature_dim is not None and x.layout == torch.strided and x.shape[1] > feature_dim:
         g_proj = torch.Generator(device=dev)
-        g_proj.manual_seed(_torch_seed(stage_seed(as_seed_sequence(seed), "feature_projection")))
+        g_proj.manual_seed(torch_seed(stage_seed(as_seed_sequence(seed), "feature_projection")))
         projection = principal_basis(x, int(feature_dim), g_proj)
         x = x @ projection
     center = None if x.layout == torch.sparse_csr else raw.mean(dim=0).detach()
@@ -250,7 +235,7 @@ def _prepare_inputs(
         model_kwargs["input_dropout"] = x.layout != torch.strided
         if x.layout == torch.strided and projection is None:
             x = _factored_input(x, None if kprop_features else raw, center)
-    return _Inputs(graph, data, edge_index, x, center, projection, model_kwargs)
+    return ModelInputs(graph, data, edge_index, x, center, projection, model_kwargs)
 
 
 class InputCache:
@@ -261,9 +246,9 @@ class InputCache:
 
     def __init__(self) -> None:
         self._graph: GraphData | None = None
-        self._inputs: dict[tuple[Any, ...], _Inputs] = {}
+        self._inputs: dict[tuple[Any, ...], ModelInputs] = {}
 
-    def get(self, graph: GraphData, prepare: dict[str, Any]) -> _Inputs:
+    def get(self, graph: GraphData, prepare: dict[str, Any]) -> ModelInputs:
         """:func:`_prepare_inputs` ``(graph, **prepare)``, from the cache when ``graph`` is the object
         it holds inputs of (another graph replaces them)."""
         if graph is not self._graph:

@@ -6,9 +6,13 @@ Only public quantities appear here: budgets, parameters, accuracies; never rows 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["PAIRED_TESTS", "POST_PROCESSING", "UTILITY_ROWS", "ledger_markdown", "metrics_markdown", "paired_test_line",
+from privgraph.evaluate.candidates import CANDIDATES
+from privgraph.evaluate.candidates import PAIRED_TESTS as PAIRED_TEST_SPECS
+
+__all__ = ["PAIRED_TESTS", "POST_PROCESSING", "RAW_ROWS", "UTILITY_ROWS", "ledger_markdown", "metrics_markdown", "paired_test_line",
            "private_evaluation_markdown", "scale_note"]
 
 
@@ -95,24 +99,35 @@ POST_PROCESSING = (
 )
 
 
-#: the utility rows of an evaluation's metrics (key, label), in the order shown
-UTILITY_ROWS = (
-    ("public_only", "public data alone: label propagation of the public labels over the public edges "
-                    "(with public features: or the floor, by validation)"),
-    ("private", "private (GNN)"),
-    ("feature_only", "private, no edges (feature-only floor)"),
-    ("public_edges", "private, public edges only"),
-    ("release_propagation", "label propagation over the public and released edges"),
-    ("correct_and_smooth", "Correct and Smooth of the models above over the public and released edges (or class counts)"),
-    ("selected", "private, the model chosen by validation accuracy"),
-)
+class _Rows:
+    """``(key, label)`` rows read from the registries each time they are iterated (a candidate
+    registered later is shown too)."""
+
+    def __init__(self, rows: Callable[[], Iterator[tuple[str, str]]]) -> None:
+        self._rows = rows
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return self._rows()
 
 
+def _utility_rows() -> Iterator[tuple[str, str]]:
+    yield from ((c.key, c.label) for c in CANDIDATES)
+    yield "selected", "private, the model chosen by validation accuracy"
+
+
+def _raw_rows() -> Iterator[tuple[str, str]]:
+    yield "clean", "trained on the raw graph"
+    yield from ((f"{c.key}_on_raw_labels", c.raw_label) for c in CANDIDATES)
+    yield "selected_on_raw_labels", "the model chosen by validation, raw test labels"
+
+
+#: the utility rows of an evaluation's metrics (key, label), in the order shown: the candidates
+#: (:data:`~privgraph.evaluate.candidates.CANDIDATES`, tie order), then the chosen model
+UTILITY_ROWS = _Rows(_utility_rows)
+#: the private evaluation's rows (key, label), in the order shown
+RAW_ROWS = _Rows(_raw_rows)
 #: the paired tests of an evaluation's metrics (key, what is compared), in the order shown
-PAIRED_TESTS = (
-    ("value_of_release", "value of the release (chosen model - public data alone)"),
-    ("gnn_vs_feature_only", "GNN - floor"),
-)
+PAIRED_TESTS = _Rows(lambda: ((t.key, t.label) for t in PAIRED_TEST_SPECS))
 
 
 def paired_test_line(t: dict[str, Any], label: str = "GNN - floor") -> str:
@@ -126,14 +141,7 @@ def private_evaluation_markdown(pipeline: str, version: str, owner_only: dict[st
     scored on the raw test labels. NOT shareable."""
     lines = [f"## Private evaluation: {pipeline} {version}", "", str(owner_only.get("note", "")), ""]
     lines += ["| model | test accuracy (mean) | std |", "|---|---|---|"]
-    for key, label in (("clean", "trained on the raw graph"),
-                       ("public_only_on_raw_labels", "public data alone (label propagation), raw test labels"),
-                       ("private_on_raw_labels", "trained on the version, raw test labels"),
-                       ("feature_only_on_raw_labels", "the version without edges (floor), raw test labels"),
-                       ("public_edges_on_raw_labels", "the version's public edges only, raw test labels"),
-                       ("release_propagation_on_raw_labels", "label propagation over the release, raw test labels"),
-                       ("correct_and_smooth_on_raw_labels", "Correct and Smooth over the release, raw test labels"),
-                       ("selected_on_raw_labels", "the model chosen by validation, raw test labels")):
+    for key, label in RAW_ROWS:
         m = owner_only.get(key)
         if m:
             lines.append(f"| {label} | {m['test_acc_mean']:.4f} | {m['test_acc_std']:.4f} |")

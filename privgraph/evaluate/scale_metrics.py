@@ -4,7 +4,8 @@ What :func:`~privgraph.evaluate.metrics.version_metrics` computes for a version 
 for a version that no process holds whole, from its stored parts
 (:class:`~privgraph.evaluate.minibatch_parts.VersionPartsSource`), on the executor's workers:
 
-- per run ``i`` (the seed child ``i`` of the evaluation's seed, as in memory), the GNN over the
+- per run ``i`` (the seed child ``i`` of the evaluation's seed, as in memory), the candidates
+  that train at scale (:data:`~privgraph.evaluate.candidates.CANDIDATES`'s ``scale_source``): the GNN over the
   release (``gnn``: :func:`~privgraph.evaluate.minibatch.fit_cluster_gcn`, the pipeline's GCN
   trained by Cluster-GCN over the version's public partitioning, with ``kprop_features`` over the
   features propagated out of core: :class:`~privgraph.evaluate.minibatch_kprop.PropagatedSource`)
@@ -26,7 +27,7 @@ docs/evaluation-cost.md, "The evaluation at scale".
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -34,13 +35,14 @@ import numpy as np
 from privgraph.config.disclosure import Disclosure
 from privgraph.config.evaluate import EvaluateConfig
 from privgraph.evaluate.minibatch_parts import VersionPartsSource, version_public_graph
-from privgraph.evaluate.minibatch_source import Cluster, SampledSource, SourceView, sampled_parts
+from privgraph.evaluate.candidates import CANDIDATES
+from privgraph.evaluate.minibatch_source import SampledSource, sampled_parts
 from privgraph.evaluate.public_reference import per_run_reference, public_only_reference
 from privgraph.evaluate.selection import utility_summary
 from privgraph.privatize.parallel import Executor
 from privgraph.seeding import as_seed_sequence, partition_seeds, stage_seed
 
-__all__ = ["METHOD_NAME", "EdgelessSource", "scale_evaluation_task", "version_metrics_at_scale"]
+__all__ = ["METHOD_NAME", "scale_evaluation_task", "version_metrics_at_scale"]
 
 #: the evaluation at scale's name in one word, for a log line
 METHOD_NAME = "Cluster-GCN"
@@ -56,15 +58,6 @@ def training_kwargs(cfg: EvaluateConfig) -> dict[str, Any]:
             "inference": cfg.inference, "device": cfg.device}
 
 
-class EdgelessSource(SourceView):
-    """``source``'s clusters without their edges: the feature-only floor's input (each node sees
-    itself only), over the same clusters and batches."""
-
-    def cluster(self, i: int, *, features: bool = True) -> Cluster:
-        """Cluster ``i`` of the source, its edges dropped."""
-        return dataclasses.replace(self.source.cluster(i, features=features), edges=np.zeros((2, 0), dtype=np.int64))
-
-
 def _scored(result: dict[str, Any]) -> dict[str, Any]:
     """A Cluster-GCN result as the in-memory summary reads it: scored on the version's own labels."""
     return {**result, "test_acc_own_labels": result["test_acc"]}
@@ -74,8 +67,9 @@ def scale_evaluation_task(what: tuple[str, int], seed: np.random.SeedSequence, *
                           version: str, staged: dict[str, Any] | None, options: dict[str, Any],
                           disclosure: Disclosure, kprop_features: int = 0,
                           sample_parts: int | None = None) -> dict[str, Any]:
-    """One task of the evaluation at scale, on a worker: ``("run", i)`` trains run ``i``'s GNN
-    (over the features propagated by ``kprop_features`` KProp steps) and floor with ``seed``;
+    """One task of the evaluation at scale, on a worker: ``("run", i)`` trains run ``i``'s
+    candidates that train at scale (:meth:`~privgraph.evaluate.candidates.Candidate.scale_source`:
+    the floor, the GNN over the features propagated by ``kprop_features`` KProp steps) with ``seed``;
     ``("reference", 0)`` computes the public-only reference. Reads the version
     ``store``/``pipeline``/``version`` (``staged``: its staging's checksums) one part at a time;
     ``sample_parts``: every figure over the induced subgraph of that evaluation sample of the parts
@@ -95,11 +89,16 @@ def scale_evaluation_task(what: tuple[str, int], seed: np.random.SeedSequence, *
     with VersionPartsSource(store, pipeline, version, staged=staged) as whole:
         chosen = sampled_parts(whole.num_clusters, sample_parts)
         source = whole if chosen.size == whole.num_clusters else SampledSource(whole, chosen)
-        floor = _scored(fit_cluster_gcn(EdgelessSource(source), seed=seed, **options))
-        if not kprop_features:
-            return {"gnn": _scored(fit_cluster_gcn(source, seed=seed, **options)), "feature_only": floor}
-        with PropagatedSource(source, kprop_features) as propagated:  # LPGNN's KProp, once per task
-            return {"gnn": _scored(fit_cluster_gcn(propagated, seed=seed, **options)), "feature_only": floor}
+        with contextlib.ExitStack() as stack:
+            propagated: list[Any] = []
+
+            def features() -> Any:  # LPGNN's KProp on the features, once per task, where a candidate reads them
+                if kprop_features and not propagated:
+                    propagated.append(stack.enter_context(PropagatedSource(source, kprop_features)))
+                return propagated[0] if propagated else source
+
+            return {c.name: _scored(fit_cluster_gcn(view, seed=seed, **options)) for c in CANDIDATES
+                    if (view := c.scale_source(source, features)) is not None}
 
 
 def version_metrics_at_scale(store: str, pipeline: str, version: str, cfg: EvaluateConfig, entropy: int | None,
@@ -123,10 +122,11 @@ def version_metrics_at_scale(store: str, pipeline: str, version: str, cfg: Evalu
               "sample_parts": cfg.sample_parts}
     out = executor.map(scale_evaluation_task, tasks, [seeds[0], *seeds], shared)
     public, runs = out[0], out[1:]
-    floor = [r["feature_only"] for r in runs]
-    references = per_run_reference(public["reference"], floor, public_features=not disclosure.feature_mechanism,
-                                   all_train_public=public["all_train_public"])
-    summary = utility_summary(int(cfg.runs), [], [r["gnn"] for r in runs], floor, [], references)
+    results = {name: [r[name] for r in runs] for name in runs[0]}
+    results["public_only"] = per_run_reference(public["reference"], results["feature_only"],
+                                               public_features=not disclosure.feature_mechanism,
+                                               all_train_public=public["all_train_public"]) or []
+    summary = utility_summary(int(cfg.runs), results)
     chosen = sampled_parts(public["num_parts"], cfg.sample_parts)  # every part: no sample
     sample = None if chosen.size == public["num_parts"] else {"parts": chosen.tolist(), "nodes": public["nodes"]}
     return {**summary, "evaluation": {"method": METHOD, "parts": public["num_parts"], "sample": sample,

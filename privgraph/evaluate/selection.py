@@ -12,10 +12,12 @@ results, not models.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from privgraph.evaluate.candidates import CANDIDATES, PAIRED_TESTS, Candidate
 
 __all__ = ["OWNER_ONLY", "paired_test", "select_by_validation", "utility_summary"]
 
@@ -24,82 +26,54 @@ __all__ = ["OWNER_ONLY", "paired_test", "select_by_validation", "utility_summary
 OWNER_ONLY = "owner_only"
 
 
-def utility_summary(
-    runs: int, clean_res: list[dict[str, Any]], private_res: list[dict[str, Any]], floor_res: list[dict[str, Any]],
-    public_res: list[dict[str, Any]], references: list[dict[str, Any]] | None = None,
-    propagation: dict[str, Any] | None = None, smoothed: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """:func:`~privgraph.evaluate.utility.evaluate_utility`'s result from the trainings' results
-    (no clean runs: the shareable part only); ``references``: the public-only reference of each run
-    (:func:`~privgraph.evaluate.public_reference.per_run_reference`) or None, ``propagation``: label
-    propagation over the release (the same in every run) or None; ``smoothed``: Correct and Smooth
-    per run (empty: none)."""
-    # per run, the model of highest validation accuracy on the version's own labels (ties: the
-    # simpler one: the public data alone, the floor, the public edges alone, label propagation
-    # over the release, the GNN, then Correct and Smooth of the trained models)
-    def every_run(r: dict[str, Any] | None) -> list[dict[str, Any]]:
-        return [r] * runs if r is not None and not np.isnan(r["val_acc"]) else []
+def utility_summary(runs: int, results: Mapping[str, Sequence[dict[str, Any]]],
+                    clean: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """:func:`~privgraph.evaluate.utility.evaluate_utility`'s result from the candidates' results:
+    ``results`` maps a candidate's name (:data:`~privgraph.evaluate.candidates.CANDIDATES`) to its
+    result in each run (``gnn`` and ``feature_only`` always; a candidate without a result in every
+    run, or without a validation accuracy where it needs one, is none); ``clean``: the clean graph's
+    runs (empty: the shareable part only).
 
-    smoothed = smoothed if smoothed and len(smoothed) == runs else []
-    references = references if references and not np.isnan(references[0]["val_acc"]) else None
-    candidates = [("public_only", references or []), ("feature_only", floor_res), ("public_edges", public_res),
-                  ("release_propagation", every_run(propagation)), ("gnn", private_res),
-                  ("correct_and_smooth", smoothed)]
+    >>> r = {"gnn": [{"val_acc": 0.7, "test_acc_own_labels": 0.8, "test_acc": 0.8, "device": "cpu"}],
+    ...      "feature_only": [{"val_acc": 0.7, "test_acc_own_labels": 0.6, "test_acc": 0.6}]}
+    >>> utility_summary(1, r)["selected"]["models"]  # a tie: the simpler model
+    ['feature_only']
+    """
+    present = [(c, list(results[c.name])) for c in CANDIDATES if _is_candidate(c, results.get(c.name), runs)]
     chosen, models = [], []
     for i in range(runs):
-        name, res = select_by_validation([(n, r[i]) for n, r in candidates if r])
+        name, res = select_by_validation([(c.name, r[i]) for c, r in present if not np.isnan(r[i]["val_acc"])])
         chosen.append(res)
         models.append(name)
-    extra = {"public_edges": _summary([r["test_acc_own_labels"] for r in public_res])} if public_res else {}
-    if references:
-        methods = sorted({r["method"] for r in references})
-        extra["public_only"] = {**_summary([r["test_acc_own_labels"] for r in references]),
-                                "method": methods[0] if len(methods) == 1 else "; or ".join(methods)}
-        extra["value_of_release"] = paired_test([r["test_acc_own_labels"] for r in chosen],
-                                                [r["test_acc_own_labels"] for r in references])
-    if propagation is not None:
-        extra["release_propagation"] = {**_summary([propagation["test_acc_own_labels"]] * runs),
-                                        "release_weight": propagation["release_weight"]}
-    if smoothed:
-        extra["correct_and_smooth"] = {**_summary([r["test_acc_own_labels"] for r in smoothed]),
-                                       "base": [r["base"] for r in smoothed], "alpha": [r["alpha"] for r in smoothed],
-                                       "release_weight": [r["release_weight"] for r in smoothed]}
-    shareable = {
-        "runs": runs,
-        "private": {**_summary([r["test_acc_own_labels"] for r in private_res]),
-                    # LPGNN's search: the [K_x, K_y] chosen per run on the version's own labels
-                    **({"kprop": [r["kprop"] for r in private_res]} if "kprop" in private_res[0] else {})},
-        "feature_only": _summary([r["test_acc_own_labels"] for r in floor_res]),
-        **extra,
-        "selected": {**_summary([r["test_acc_own_labels"] for r in chosen]), "models": models},
-        "gnn_vs_feature_only": paired_test([r["test_acc_own_labels"] for r in private_res],
-                                           [r["test_acc_own_labels"] for r in floor_res]),
-        "device": private_res[0]["device"],
-    }
-    if not clean_res:
+    runs_of = {"selected": chosen, **{c.name: r for c, r in present}}
+    shareable: dict[str, Any] = {"runs": runs}
+    shareable.update({c.key: {**_summary([x["test_acc_own_labels"] for x in r]), **c.details(r)} for c, r in present})
+    shareable["selected"] = {**_summary([r["test_acc_own_labels"] for r in chosen]), "models": models}
+    for t in PAIRED_TESTS:
+        if t.a in runs_of and t.b in runs_of:
+            shareable[t.key] = paired_test([r["test_acc_own_labels"] for r in runs_of[t.a]],
+                                           [r["test_acc_own_labels"] for r in runs_of[t.b]])
+    shareable["device"] = results["gnn"][0]["device"]
+    if not clean:
         return shareable
-    extra_raw = {"public_edges_on_raw_labels": _summary([r["test_acc"] for r in public_res])} if public_res else {}
-    if propagation is not None:
-        extra_raw["release_propagation_on_raw_labels"] = _summary([propagation["test_acc"]] * runs)
-    if smoothed:
-        extra_raw["correct_and_smooth_on_raw_labels"] = _summary([r["test_acc"] for r in smoothed])
-    if references:
-        extra_raw["public_only_on_raw_labels"] = _summary([r["test_acc"] for r in references])
-        extra_raw["value_of_release_on_raw_labels"] = paired_test([r["test_acc"] for r in chosen],
-                                                                  [r["test_acc"] for r in references])
-    return {
-        **shareable,
-        OWNER_ONLY: {
-            "note": "computed from the raw graph: the data owner's private evaluation, covered by no guarantee",
-            "clean": _summary([r["test_acc"] for r in clean_res]),
-            "private_on_raw_labels": _summary([r["test_acc"] for r in private_res]),
-            "feature_only_on_raw_labels": _summary([r["test_acc"] for r in floor_res]),
-            **extra_raw,
-            "selected_on_raw_labels": _summary([r["test_acc"] for r in chosen]),
-            "gnn_vs_feature_only_on_raw_labels": paired_test([r["test_acc"] for r in private_res],
-                                                             [r["test_acc"] for r in floor_res]),
-        },
+    owner: dict[str, Any] = {
+        "note": "computed from the raw graph: the data owner's private evaluation, covered by no guarantee",
+        "clean": _summary([r["test_acc"] for r in clean]),
+        **{f"{c.key}_on_raw_labels": _summary([x["test_acc"] for x in r]) for c, r in present},
+        "selected_on_raw_labels": _summary([r["test_acc"] for r in chosen]),
     }
+    for t in PAIRED_TESTS:
+        if t.a in runs_of and t.b in runs_of:
+            owner[f"{t.key}_on_raw_labels"] = paired_test([r["test_acc"] for r in runs_of[t.a]],
+                                                          [r["test_acc"] for r in runs_of[t.b]])
+    return {**shareable, OWNER_ONLY: owner}
+
+
+def _is_candidate(c: Candidate, runs_results: Sequence[dict[str, Any]] | None, runs: int) -> bool:
+    """Whether ``c`` has a result in each of ``runs`` runs (and, where it needs one, a validation accuracy)."""
+    if not runs_results or len(runs_results) != runs:
+        return False
+    return not (c.needs_validation and np.isnan(runs_results[0]["val_acc"]))
 
 
 def _summary(accs: list[float]) -> dict[str, Any]:
@@ -113,8 +87,8 @@ def _summary(accs: list[float]) -> dict[str, Any]:
 
 def select_by_validation(candidates: Sequence[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, Any]]:
     """The ``(name, result)`` of highest ``val_acc`` (accuracy on the version's own validation
-    labels); ties go to the earlier candidate (list the simpler models first: the floor, the
-    public edges alone, then the GNN)."""
+    labels); ties go to the earlier candidate (list them in tie order:
+    :func:`~privgraph.evaluate.candidates.in_tie_order`)."""
     return max(candidates, key=lambda c: c[1]["val_acc"])
 
 

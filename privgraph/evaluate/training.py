@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,9 +32,12 @@ import torch
 import torch.nn.functional as F
 
 from privgraph.graph import SPLIT_MASKS, GraphData
-from privgraph.evaluate.label_denoising import _Targets, _training_targets
-from privgraph.evaluate.model_inputs import _KPROP, EDGE_SETS, InputCache, _check_choice, _Inputs, _torch_seed
-from privgraph.evaluate.models import GAT, GCN, GIN, GAPClassifier, GraphSAGE, KProp
+from privgraph.evaluate.label_denoising import Targets, training_targets
+from privgraph.evaluate.model_inputs import EDGE_SETS, InputCache, ModelInputs
+from privgraph.evaluate.models import MODELS, KProp
+from privgraph.evaluate.models.basic import torch_seed
+from privgraph.evaluate.models.kprop import LPGNN_KPROP
+from privgraph.evaluate.training_args import check_choice, check_fit_args
 from privgraph.evaluate.models.sparse import quiet_sparse_beta
 from privgraph.guarantee.params import check_int
 from privgraph.evaluate.progress import ProgressCallback, ProgressTracker
@@ -57,10 +59,6 @@ __all__ = [
     "split_accuracies",
     "train_node_classifier",
 ]
-MODELS: dict[str, type[torch.nn.Module]] = {
-    "gcn": GCN, "sage": GraphSAGE, "gat": GAT, "gin": GIN,
-    "gap": GAPClassifier,  # over a GAP version's released aggregates (graph.aggregates), no edges
-}
 # the options of train_node_classifier that denoise a PRIVATE graph; evaluate_utility does not
 # apply them to the clean baseline (LPGNN's setting: the non-private model has nothing to denoise)
 DENOISING_OPTIONS = ("kprop_features", "kprop_labels", "drop", "label_epsilon", "label_classes", "kprop_search",
@@ -101,43 +99,6 @@ def choose_device(prefer: str = "auto") -> torch.device:
     raise ValueError(
         f"choose_device: prefer must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {prefer!r}"
     )
-
-
-def _check_number(
-    value: Any, name: str, *, low: float, low_inclusive: bool, integer: bool = False
-) -> None:
-    ok_type = (
-        isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
-    ) and not isinstance(value, bool)
-    ok = ok_type and np.isfinite(float(value)) and (
-        float(value) >= low if low_inclusive else float(value) > low
-    )
-    if not ok:
-        kind = "an int" if integer else "a finite number"
-        op = ">=" if low_inclusive else ">"
-        raise ValueError(f"train_node_classifier: {name} must be {kind} {op} {low}, got {value!r}")
-
-
-def _check_graph(graph: GraphData) -> None:
-    if not isinstance(graph, GraphData):
-        raise TypeError(f"train_node_classifier: expected a GraphData, got {type(graph).__name__}")
-    missing = [name for name in ("x", "y", *SPLIT_MASKS) if getattr(graph, name) is None]
-    if missing:
-        raise ValueError(
-            f"train_node_classifier: the graph has no {', '.join(missing)}; node classification "
-            "needs features x, labels y and train/val/test masks"
-        )
-    if graph.y.ndim != 1:
-        raise ValueError(
-            f"train_node_classifier: multi-label y of shape {list(graph.y.shape)} is not supported "
-            "(single-label int64 y [n] only)"
-        )
-    for name in SPLIT_MASKS:
-        m = getattr(graph, name)
-        if not m.any():
-            raise ValueError(f"train_node_classifier: {name} selects no node")
-        if (graph.y[m] < 0).any():
-            raise ValueError(f"train_node_classifier: {name} selects nodes with negative labels")
 
 
 def output_classes(graph: GraphData, label_classes: int | None = None) -> int:
@@ -240,7 +201,7 @@ class TrainedClassifier:
         xt = self.x if x is None else (x if torch.is_tensor(x) else torch.as_tensor(np.asarray(x)))
         xt = xt.to(self.device, torch.float64)
         if self.kprop_features:
-            xt = KProp(self.kprop_features, **_KPROP)(xt, self._edges(edge_index))
+            xt = KProp(self.kprop_features, **LPGNN_KPROP)(xt, self._edges(edge_index))
         if self.center is None:
             with quiet_sparse_beta():
                 return xt.to_sparse_csr()
@@ -291,7 +252,7 @@ def fit_node_classifier(
         hidden, epochs, lr, weight_decay, dropout, patience: the hidden width, the epoch cap, Adam's
             rate and L2 penalty, the dropout before each layer (the first: sparse input only,
             :func:`_model_input`), the patience (``None``: no early stop) (64, 200, 0.01, 5e-4, 0.5, 25).
-        aggr (str, optional): the model's aggregation (:class:`~privgraph.evaluate.models.gcn.NodeGNN`;
+        aggr (str, optional): the model's aggregation (:class:`~privgraph.evaluate.models.basic.NodeGNN`;
             ``None``: the model's own).
         device (str): see :func:`choose_device` (default: ``"auto"``).
         eval_y (np.ndarray, optional): labels ``[n]`` that ``test_acc`` is scored against instead
@@ -325,11 +286,11 @@ def fit_node_classifier(
                             patience=patience, eval_y=eval_y, model=model, drop=drop, label_epsilon=label_epsilon,
                             label_classes=label_classes, feature_dim=feature_dim, progress=progress,
                             input_cache=input_cache)
-    eval_y = _check_fit_args(graph, edges=edges, model=model, hidden=hidden, epochs=epochs, lr=lr,
-                             weight_decay=weight_decay, patience=patience, kprop_features=kprop_features, kprop_labels=kprop_labels, drop=drop,
-                             propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
-                             label_classes=label_classes, feature_dim=feature_dim, eval_y=eval_y)
-    model_cls = MODELS[_check_choice(model, "model", tuple(MODELS))]
+    eval_y = check_fit_args(graph, edges=edges, model=model, hidden=hidden, epochs=epochs, lr=lr, weight_decay=weight_decay,
+                            patience=patience, kprop_features=kprop_features, kprop_labels=kprop_labels, drop=drop,
+                            propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
+                            label_classes=label_classes, feature_dim=feature_dim, eval_y=eval_y)
+    model_cls = MODELS[check_choice(model, "model", tuple(MODELS))]
     # the output layer is sized from the trained graph and public configuration only, never from
     # eval_y (issue 24, leak 4: docs/evaluation-cost.md, The evaluation's design)
     num_classes = output_classes(graph, label_classes)
@@ -338,21 +299,21 @@ def fit_node_classifier(
                                             feature_dim=feature_dim, seed=seed if feature_dim else None, dev=dev))
     y = inp.data.y.to(dev)
     idx = {name: torch.from_numpy(np.flatnonzero(getattr(inp.graph, name))).to(dev) for name in SPLIT_MASKS}
-    targets = _training_targets(y, idx, num_classes, inp, dev, kprop_labels=kprop_labels, drop=drop,
-                                propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
-                                label_classes=label_classes)
+    targets = training_targets(y, idx, num_classes, inp, dev, kprop_labels=kprop_labels, drop=drop,
+                               propagate_val_labels=propagate_val_labels, label_epsilon=label_epsilon,
+                               label_classes=label_classes)
     net, g = _seeded_net(model_cls, inp, hidden, num_classes, dropout, seed, dev)
     best_epoch, epochs_run, stopped = _train_loop(net, inp.x, inp.edge_index, g, idx, y, targets, epochs=epochs,
                                                   lr=lr, weight_decay=weight_decay, patience=patience)
     return _trained_classifier(net, inp, eval_y, targets, int(kprop_features), best_epoch, epochs_run, stopped)
 
 
-def _seeded_net(model_cls: type[torch.nn.Module], inp: _Inputs, hidden: int, num_classes: int, dropout: float,
+def _seeded_net(model_cls: type[torch.nn.Module], inp: ModelInputs, hidden: int, num_classes: int, dropout: float,
                 seed: int | np.random.SeedSequence, dev: torch.device) -> tuple[torch.nn.Module, torch.Generator]:
     """The model on ``dev`` with its parameters drawn from the run's generator, and the generator
     (which then draws the dropout masks)."""
     g = torch.Generator(device=dev)
-    g.manual_seed(_torch_seed(seed))
+    g.manual_seed(torch_seed(seed))
     # built on the CPU from a throwaway generator, moved, then drawn on `dev` from the run's own
     net = model_cls(
         int(inp.x.shape[1]), hidden, num_classes, dropout=dropout, cached=True, **inp.model_kwargs,
@@ -362,7 +323,7 @@ def _seeded_net(model_cls: type[torch.nn.Module], inp: _Inputs, hidden: int, num
     return net, g
 
 
-def _trained_classifier(net: torch.nn.Module, inp: _Inputs, eval_y: np.ndarray | None, targets: _Targets,
+def _trained_classifier(net: torch.nn.Module, inp: ModelInputs, eval_y: np.ndarray | None, targets: Targets,
                         kprop_features: int, best_epoch: int, epochs_run: int, stopped: bool) -> TrainedClassifier:
     """The trained model (at its selected epoch, in evaluation mode) with its ``result`` and posteriors."""
     with torch.no_grad():
@@ -474,51 +435,9 @@ def search_kprop(
     return trained
 
 
-def _check_fit_args(
-    graph: GraphData, *, edges: Any, model: Any, hidden: Any, epochs: Any, lr: Any, weight_decay: Any, patience: Any, kprop_features: Any,
-    kprop_labels: Any, drop: Any, propagate_val_labels: Any, label_epsilon: Any, label_classes: Any,
-    feature_dim: Any, eval_y: Any,
-) -> np.ndarray | None:
-    """The hyper-parameters of :func:`fit_node_classifier`, checked; returns ``eval_y`` as an array."""
-    _check_graph(graph)
-    _check_number(hidden, "hidden", low=1, low_inclusive=True, integer=True)
-    _check_number(epochs, "epochs", low=1, low_inclusive=True, integer=True)
-    _check_number(lr, "lr", low=0, low_inclusive=False)
-    _check_number(weight_decay, "weight_decay", low=0, low_inclusive=True)
-    if patience is not None:
-        _check_number(patience, "patience", low=1, low_inclusive=True, integer=True)
-    _check_number(kprop_features, "kprop_features", low=0, low_inclusive=True, integer=True)
-    _check_number(kprop_labels, "kprop_labels", low=0, low_inclusive=True, integer=True)
-    if not isinstance(drop, bool):
-        raise ValueError(f"train_node_classifier: drop must be a bool, got {drop!r}")
-    if not isinstance(propagate_val_labels, bool):
-        raise ValueError(f"train_node_classifier: propagate_val_labels must be a bool, got {propagate_val_labels!r}")
-    if label_epsilon is not None:
-        _check_number(label_epsilon, "label_epsilon", low=0, low_inclusive=False)
-    if label_classes is not None:
-        _check_number(label_classes, "label_classes", low=2, low_inclusive=True, integer=True)
-    if feature_dim is not None:
-        _check_number(feature_dim, "feature_dim", low=1, low_inclusive=True, integer=True)
-    if model == "gap" and (edges != "none" or kprop_features or kprop_labels or feature_dim is not None):
-        raise ValueError("train_node_classifier: model 'gap' reads no edges (edges='none') and takes "
-                         "no KProp or feature_dim")
-    if edges == "none" and (kprop_features or kprop_labels):
-        raise ValueError("train_node_classifier: edges='none' (the feature-only floor) cannot run KProp, which "
-                         "propagates over edges; set kprop_features = kprop_labels = 0")
-    if eval_y is None:
-        return None
-    eval_y = np.asarray(eval_y)
-    if eval_y.shape != graph.y.shape or not np.issubdtype(eval_y.dtype, np.integer):
-        raise ValueError(
-            "train_node_classifier: eval_y must be integer labels of shape "
-            f"{list(graph.y.shape)}, got dtype {eval_y.dtype} shape {list(eval_y.shape)}"
-        )
-    return eval_y
-
-
 def _train_loop(
     net: torch.nn.Module, x: torch.Tensor, edge_index: torch.Tensor, g: torch.Generator, idx: dict[str, torch.Tensor],
-    y: torch.Tensor, t: _Targets, *, epochs: int, lr: float, weight_decay: float, patience: int | None,
+    y: torch.Tensor, t: Targets, *, epochs: int, lr: float, weight_decay: float, patience: int | None,
 ) -> tuple[int, int, bool]:
     """Adam, full batch; after every epoch the model is scored without dropout and the parameters
     of the best validation accuracy (ties: the lower validation loss, then the earlier epoch) are

@@ -1,9 +1,10 @@
 """What a version is worth: its models against the clean graph and the public data alone.
 
-:func:`evaluate_utility` trains, per seeded run on one split, the GNN over the version, the
-feature-only floor, the GNN over the public edges alone and the owner's clean graph, adds label
-propagation and Correct and Smooth over the release and the public-only reference, and chooses
-one model per run by validation accuracy (:func:`~privgraph.evaluate.selection.select_by_validation`). Every candidate reads
+:func:`evaluate_utility` computes, per seeded run on one split, every candidate of
+:data:`~privgraph.evaluate.candidates.CANDIDATES` (the GNN over the version, the feature-only
+floor, the GNN over the public edges alone, label propagation and Correct and Smooth over the
+release, the public-only reference) and the owner's clean graph, and chooses one candidate per run
+by validation accuracy (:func:`~privgraph.evaluate.selection.select_by_validation`). Every candidate reads
 the version and the declared public data only (post-processing: the version's guarantee); the
 clean graph's results are the owner's (:data:`~privgraph.evaluate.selection.OWNER_ONLY`).
 """
@@ -11,28 +12,21 @@ clean graph's results are the owner's (:data:`~privgraph.evaluate.selection.OWNE
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from privgraph.evaluate.correct_and_smooth import release_correct_and_smooth
+from privgraph.evaluate.candidates import CANDIDATES, EvaluationContext
 from privgraph.graph import SPLIT_MASKS, GraphData
-from privgraph.evaluate.label_propagation import release_propagation
 from privgraph.evaluate.model_inputs import InputCache
 from privgraph.guarantee.params import check_int
 from privgraph.evaluate.progress import ProgressCallback, ProgressTracker
-from privgraph.evaluate.public_reference import per_run_reference, public_only_reference
 from privgraph.seeding import as_seed_sequence, partition_seeds
 from privgraph.evaluate.selection import utility_summary
-from privgraph.evaluate.training import DENOISING_OPTIONS, _check_graph, choose_device, fit_ensemble, output_classes
+from privgraph.evaluate.training import DENOISING_OPTIONS, choose_device, fit_ensemble, output_classes
+from privgraph.evaluate.training_args import check_graph
 
-__all__ = [
-    "evaluate_utility",
-    "feature_only_kwargs",
-    "public_edges_kwargs",
-    "version_kwargs",
-]
+__all__ = ["evaluate_utility"]
 
 
 def _check_evaluation_inputs(private: GraphData, clean: GraphData | None, runs: Any, train_kwargs: dict[str, Any]) -> None:
@@ -45,7 +39,7 @@ def _check_evaluation_inputs(private: GraphData, clean: GraphData | None, runs: 
                 "pass seed_sequence instead"
             )
     if clean is None:
-        _check_graph(private)
+        check_graph(private)
     elif private.num_nodes != clean.num_nodes:
         raise ValueError(
             f"evaluate_utility: private graph has {private.num_nodes} nodes, clean graph "
@@ -64,8 +58,8 @@ def _check_evaluation_inputs(private: GraphData, clean: GraphData | None, runs: 
                 f"{int(np.count_nonzero(a != b))} nodes; both must use the same split"
             )
     if clean is not None:
-        _check_graph(clean)
-        _check_graph(private)
+        check_graph(clean)
+        check_graph(private)
 
 
 def evaluate_utility(
@@ -104,13 +98,12 @@ def evaluate_utility(
             :data:`DENOISING_OPTIONS` to the private graph's models only).
 
     Returns:
-        dict: ``runs``, ``device``, ``private`` (the GNN), ``feature_only`` (the floor),
-        ``public_edges``, ``public_only``, ``value_of_release``, ``release_propagation``,
-        ``correct_and_smooth`` (each where a candidate), ``selected`` (with ``models``: which
-        candidate each run chose), ``gnn_vs_feature_only`` (:func:`paired_test`), ``ensemble``
-        (when > 1), all on the version's own test labels; with ``clean``, under :data:`OWNER_ONLY`
-        ``clean`` and each again on the raw labels. Each summary has ``test_acc_mean``,
-        ``test_acc_std`` (``ddof=1``; ``0.0`` for one run) and the per-run ``test_acc``.
+        dict: :func:`~privgraph.evaluate.selection.utility_summary` of the candidates: ``runs``,
+        ``device``, each candidate's summary under its key where it is one (``private``: the GNN),
+        ``selected`` (with ``models``), the paired tests and ``ensemble`` (when > 1), on the
+        version's own test labels; with ``clean``, under :data:`OWNER_ONLY` ``clean`` and each
+        again on the raw labels. Each summary has ``test_acc_mean``, ``test_acc_std``
+        (``ddof=1``; ``0.0`` for one run) and the per-run ``test_acc``.
 
     Raises:
         ValueError: different node counts or splits, or ``runs`` < 1.
@@ -120,78 +113,26 @@ def evaluate_utility(
     ensemble, raw_y = check_int(ensemble, "ensemble", minimum=1), None if clean is None else clean.y
     seeds = partition_seeds(as_seed_sequence(seed_sequence), int(runs))
     clean_kwargs = {k: v for k, v in train_kwargs.items() if k not in DENOISING_OPTIONS}
-    public_kwargs = public_edges_kwargs(private, train_kwargs)
-
-    classes, device = output_classes(private, train_kwargs.get("label_classes")), choose_device(train_kwargs.get("device", "auto"))
-    clean_res, private_res, floor_res, public_res, smoothed, inputs = [], [], [], [], [], (InputCache(), InputCache())
-    candidates = (("gnn", version_kwargs(private, train_kwargs), private_res, "private graph"),
-                  ("feature_only", feature_only_kwargs(train_kwargs), floor_res, "private graph without edges (feature-only floor)"),
-                  ("public_edges", public_kwargs, public_res, "private graph, public edges only"))
-    per_run = 2 + (clean is not None) + (public_kwargs is not None)
-    tracker = ProgressTracker("training", per_run * int(runs), progress)
+    ctx = EvaluationContext(private, output_classes(private, train_kwargs.get("label_classes")), int(runs), raw_y,
+                            choose_device(train_kwargs.get("device", "auto")), public_train, public_features)
+    trained = [(c, kw) for c in CANDIDATES if (kw := c.training(private, train_kwargs)) is not None]
+    results: dict[str, list[dict[str, Any]]] = {c.name: [] for c in CANDIDATES}
+    clean_res: list[dict[str, Any]] = []
+    inputs = (InputCache(), InputCache())
+    tracker = ProgressTracker("training", (len(trained) + (clean is not None)) * int(runs), progress)
     for i, s in enumerate(seeds):
         if clean is not None:
             clean_res.append(fit_ensemble(clean, seed=s, members=ensemble, input_cache=inputs[1], **clean_kwargs)[0])
             tracker.advance(detail=f"clean graph, run {i + 1}/{runs}")
-        bases = _version_models(private, s, candidates, members=ensemble, raw_y=raw_y, progress=progress,
-                                input_cache=inputs[0], tracker=tracker, run=f"run {i + 1}/{runs}")
-        smoothed.append(release_correct_and_smooth(private, bases, classes, raw_y=raw_y, device=device))
-    reference = propagation = None
-    if public_train is not None:
-        reference = per_run_reference(public_only_reference(private, public_train, classes, raw_y=raw_y), floor_res,
-                                      public_features=public_features, all_train_public=bool(public_train[private.train_mask].all()))
-        propagation = release_propagation(private, classes, raw_y=raw_y, device=device)
-    summary = utility_summary(int(runs), clean_res, private_res, floor_res, public_res, reference, propagation,
-                               [r for r in smoothed if r is not None])
+        bases: dict[str, np.ndarray] = {}
+        for c, kwargs in trained:  # in tie order, simpler first: Correct and Smooth's ties
+            result, bases[c.name] = fit_ensemble(private, seed=s, members=ensemble, eval_y=raw_y, progress=progress,
+                                                 input_cache=inputs[0], **kwargs)
+            results[c.name].append(result)
+            tracker.advance(detail=f"{c.detail}, run {i + 1}/{runs}")
+        for c in CANDIDATES:  # post-processing of the run's trained models
+            results[c.name] += [r for r in (c.per_run(ctx, bases),) if r is not None]
+    for c in CANDIDATES:  # once, after the runs
+        results[c.name] = c.after_runs(ctx, results) or results[c.name]
+    summary = utility_summary(int(runs), results, clean_res)
     return {**summary, "ensemble": ensemble} if ensemble > 1 else summary
-
-
-def _version_models(
-    private: GraphData, seed: np.random.SeedSequence,
-    candidates: Sequence[tuple[str, dict[str, Any] | None, list[dict[str, Any]], str]], *, members: int,
-    raw_y: np.ndarray | None, progress: ProgressCallback | None, input_cache: InputCache, tracker: ProgressTracker,
-    run: str,
-) -> dict[str, np.ndarray]:
-    """One run's models over the version: each candidate ``(name, arguments, results, label)``
-    with arguments is trained (:func:`fit_ensemble`) and its result appended to ``results``; returns
-    their class probabilities by name, the simpler models first (Correct and Smooth's ties)."""
-    bases: dict[str, np.ndarray] = {}
-    for name, kwargs, out, what in candidates:
-        if kwargs is None:
-            continue
-        result, bases[name] = fit_ensemble(private, seed=seed, members=members, eval_y=raw_y, progress=progress,
-                                           input_cache=input_cache, **kwargs)
-        out.append(result)
-        tracker.advance(detail=f"{what}, {run}")
-    return {k: bases[k] for k in ("feature_only", "public_edges", "gnn") if k in bases}  # simpler first: ties
-
-
-def version_kwargs(version: GraphData, train_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The training arguments of a version's GNN: ``train_kwargs`` as they are, except for a GAP
-    version (``version.aggregates``), whose GNN is GAP's classification module (model ``"gap"``)
-    over the aggregates with the floor's other settings (no edges, KProp, ``aggr`` or
-    ``feature_dim``)."""
-    if version.aggregates is None:
-        return dict(train_kwargs)
-    out = {k: v for k, v in feature_only_kwargs(train_kwargs).items() if k not in ("aggr", "feature_dim")}
-    return {**out, "model": "gap"}
-
-
-def public_edges_kwargs(version: GraphData, train_kwargs: dict[str, Any]) -> dict[str, Any] | None:
-    """The training arguments of the public-edges candidate (the same model over the version's
-    public edges only: what its released private edges add), or None where it is no candidate:
-    the version has no public edges, or nothing released from the private ones (edges or GAP's
-    aggregates), or the training does not read all edges anyway."""
-    released_private = version.edges_private.shape[1] or version.aggregates is not None
-    if train_kwargs.get("edges", "all") == "all" and version.edges_public.shape[1] and released_private:
-        return {**train_kwargs, "edges": "public"}
-    return None
-
-
-def feature_only_kwargs(train_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The training arguments of the feature-only floor: the same model, epochs and seeds over
-    no edges (``edges="none"``), without KProp (which propagates over edges); Drop's stopping
-    rule, which reads no edge, is kept."""
-    out = {k: v for k, v in train_kwargs.items()
-           if k not in ("kprop_features", "kprop_labels", "kprop_search", "kprop_search_labels", "edges")}
-    return {**out, "edges": "none"}

@@ -22,10 +22,11 @@ from privgraph.evaluate.minibatch import GraphClusterSource, fit_cluster_gcn
 from privgraph.evaluate.minibatch_kprop import PropagatedSource
 from privgraph.evaluate.minibatch_parts import VersionPartsSource, version_public_graph
 from privgraph.evaluate.minibatch_source import SampledSource, sampled_parts
-from privgraph.evaluate.model_inputs import _KPROP
+from privgraph.evaluate.models.kprop import LPGNN_KPROP
 from privgraph.evaluate.models.kprop import KProp
 from privgraph.evaluate.public_reference import public_only_reference
-from privgraph.evaluate.scale_metrics import EdgelessSource, version_metrics_at_scale
+from privgraph.evaluate.minibatch_source import EdgelessSource
+from privgraph.evaluate.scale_metrics import version_metrics_at_scale
 from privgraph.privatize.mechanisms import build_mechanism
 from privgraph.privatize.parallel import SerialExecutor
 from privgraph.privatize.partition import partition_graph
@@ -162,7 +163,7 @@ def test_kprop_out_of_core_equals_kprop_in_memory(staged, steps):
     _, _, loaded, _, _ = staged
     whole = GraphClusterSource(loaded, partition_graph(loaded, PARTS, "metis").assignment)
     data = loaded.to_pyg("all")
-    expected = KProp(steps, **_KPROP)(data.x, data.edge_index).numpy()
+    expected = KProp(steps, **LPGNN_KPROP)(data.x, data.edge_index).numpy()
     with PropagatedSource(whole, steps) as source:
         got = np.zeros_like(expected)
         for i in range(source.num_clusters):

@@ -19,11 +19,12 @@ import torch
 from torch import Tensor
 from torch.nn import Linear, Module, ModuleList
 
-from privgraph.evaluate.models.gcn import GeneratorDropout, _check_generator, _check_positive_int, _fresh_generator
+from privgraph.evaluate.models.basic import GeneratorDropout, check_generator, check_positive_int, fresh_generator, register_model
 
 __all__ = ["GAPClassifier"]
 
 
+@register_model("gap")  # over a GAP version's released aggregates (graph.aggregates), no edges
 class GAPClassifier(Module):
     r"""Per-hop MLPs and a head: :math:`\mathrm{logits} = W_h [\,\mathrm{ReLU}(W_0 x^{(0)} + b_0)
     \,\|\, \dots \,\|\, \mathrm{ReLU}(W_K x^{(K)} + b_K)\,] + b_h`, dropout before each layer.
@@ -57,10 +58,10 @@ class GAPClassifier(Module):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        self.in_channels = _check_positive_int(in_channels, "in_channels", "GAPClassifier")
-        self.hidden_channels = _check_positive_int(hidden_channels, "hidden_channels", "GAPClassifier")
-        self.out_channels = _check_positive_int(out_channels, "out_channels", "GAPClassifier")
-        self.hops = _check_positive_int(hops, "hops", "GAPClassifier")
+        self.in_channels = check_positive_int(in_channels, "in_channels", "GAPClassifier")
+        self.hidden_channels = check_positive_int(hidden_channels, "hidden_channels", "GAPClassifier")
+        self.out_channels = check_positive_int(out_channels, "out_channels", "GAPClassifier")
+        self.hops = check_positive_int(hops, "hops", "GAPClassifier")
         if self.in_channels % self.hops:
             raise ValueError(
                 f"GAPClassifier: in_channels {self.in_channels} is not a multiple of hops {self.hops}"
@@ -76,13 +77,13 @@ class GAPClassifier(Module):
             head = Linear(self.hops * self.hidden_channels, self.out_channels)
         self.mlps = ModuleList(mlps).to_empty(device="cpu")
         self.head = head.to_empty(device="cpu")
-        self.reset_parameters(_fresh_generator(torch.device("cpu")) if generator is None else generator)
+        self.reset_parameters(fresh_generator(torch.device("cpu")) if generator is None else generator)
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Re-draw every parameter from ``generator``: each hop's ``Linear`` in order, then the head."""
         w0 = self.head.weight
-        g = _fresh_generator(w0.device) if generator is None else generator
-        _check_generator(g, w0, "GAPClassifier")
+        g = fresh_generator(w0.device) if generator is None else generator
+        check_generator(g, w0, "GAPClassifier")
         with torch.no_grad():
             for lin in [*self.mlps, self.head]:
                 bound = 1.0 / math.sqrt(lin.in_features)

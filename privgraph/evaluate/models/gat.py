@@ -22,7 +22,8 @@ from torch.nn import ModuleList
 from torch_geometric.nn import GATConv
 from torch_geometric.utils import add_self_loops, remove_self_loops, scatter, softmax
 
-from privgraph.evaluate.models.gcn import GeneratorDropout, NodeGNN, _check_generator, _check_positive_int, _fresh_generator
+from privgraph.evaluate.models.basic import (GeneratorDropout, NodeGNN, check_generator, check_positive_int, fresh_generator,
+                                             register_model)
 from privgraph.evaluate.models.sparse import sparse_aware_linear
 
 __all__ = ["GAT"]
@@ -37,6 +38,7 @@ def _check_attention_mean(aggr: Any) -> str:
     return "mean"
 
 
+@register_model("gat")
 class GAT(NodeGNN):
     r"""A multi-layer graph attention network for node classification.
 
@@ -81,7 +83,7 @@ class GAT(NodeGNN):
     The constructor and :meth:`forward` take the same arguments as :class:`~privgraph.evaluate.models.GCN`,
     so that the two can be swapped by name.
 
-    Args: as :class:`~privgraph.evaluate.models.gcn.NodeGNN` (``hidden_channels``: each hidden layer's
+    Args: as :class:`~privgraph.evaluate.models.basic.NodeGNN` (``hidden_channels``: each hidden layer's
     output, all heads together, a multiple of ``heads``); ``aggr``: ``"mean"`` only (the
     attention-weighted mean; the argument exists so that the GCN's keywords are accepted);
     ``cached`` keeps ``edge_index`` with its self-loops; and
@@ -97,7 +99,7 @@ class GAT(NodeGNN):
         return _check_attention_mean(aggr)
 
     def _build(self, generator: torch.Generator, heads: int = 8, attention_dropout: float = 0.0) -> None:
-        self.heads = _check_positive_int(heads, "heads", "GAT")
+        self.heads = check_positive_int(heads, "heads", "GAT")
         if self.num_layers > 1 and self.hidden_channels % self.heads:
             raise ValueError(
                 f"GAT: hidden_channels ({self.hidden_channels}) must be a multiple of heads "
@@ -130,8 +132,8 @@ class GAT(NodeGNN):
         """
         self._cache = self._x_cache = None
         w0 = self.convs[0].lin.weight
-        g = _fresh_generator(w0.device) if generator is None else generator
-        _check_generator(g, w0, "GAT")
+        g = fresh_generator(w0.device) if generator is None else generator
+        check_generator(g, w0, "GAT")
         with torch.no_grad():
             for conv in self.convs:
                 for p in (conv.lin.weight, conv.att_src, conv.att_dst):
@@ -150,26 +152,24 @@ class GAT(NodeGNN):
             self._cache = (edge_index, num_nodes, ei)
         return ei
 
-    def forward(
-        self, x: Tensor, edge_index: Tensor, *, generator: torch.Generator | None = None
-    ) -> Tensor:
-        """Logits ``[n, out_channels]``; ``generator`` draws the dropout masks in training mode."""
-        n = x.size(0)
-        ei = self._edges(edge_index, n)
-        src, dst = ei[0], ei[1]
-        for i, conv in enumerate(self.convs):
-            x = self.layer_dropout(x, i, generator)
-            h_, c_ = conv.heads, conv.out_channels
-            h = sparse_aware_linear(self, x, conv.lin.weight).view(n, h_, c_)  # W x, per head
-            score = (h * conv.att_src).sum(dim=-1)[src] + (h * conv.att_dst).sum(dim=-1)[dst]
-            alpha = softmax(F.leaky_relu(score, conv.negative_slope), dst, num_nodes=n)
-            alpha = self.attention_dropout(alpha, generator)  # [edges, heads]
-            out = scatter(alpha.unsqueeze(-1) * h[src], dst, dim=0, dim_size=n, reduce="sum")
-            out = out.reshape(n, h_ * c_) if conv.concat else out.mean(dim=1)
-            x = out + conv.bias
-            if i < self.num_layers - 1:
-                x = F.elu(x)
-        return x
+    def propagation(self, edge_index: Tensor, num_nodes: int) -> Tensor:
+        """The edges every layer attends over: :meth:`_edges`."""
+        return self._edges(edge_index, num_nodes)
+
+    def layer(self, i: int, x: Tensor, propagation: Tensor,
+              generator: torch.Generator | None = None) -> Tensor:
+        conv, n, src, dst = self.convs[i], x.size(0), propagation[0], propagation[1]
+        h_, c_ = conv.heads, conv.out_channels
+        h = sparse_aware_linear(self, x, conv.lin.weight).view(n, h_, c_)  # W x, per head
+        score = (h * conv.att_src).sum(dim=-1)[src] + (h * conv.att_dst).sum(dim=-1)[dst]
+        alpha = softmax(F.leaky_relu(score, conv.negative_slope), dst, num_nodes=n)
+        alpha = self.attention_dropout(alpha, generator)  # [edges, heads]
+        out = scatter(alpha.unsqueeze(-1) * h[src], dst, dim=0, dim_size=n, reduce="sum")
+        out = out.reshape(n, h_ * c_) if conv.concat else out.mean(dim=1)
+        return out + conv.bias
+
+    def activation(self, x: Tensor) -> Tensor:
+        return F.elu(x)
 
     def __repr__(self) -> str:
         return (

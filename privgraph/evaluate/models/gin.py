@@ -18,8 +18,8 @@ from torch import Tensor
 from torch.nn import Linear, ModuleList, ReLU, Sequential
 from torch_geometric.nn import GINConv
 
-from privgraph.evaluate.models.gcn import NodeGNN, _check_generator, _fresh_generator
-from privgraph.evaluate.models.sparse import _FixedSpMM, propagation_pair, sparse_aware_linear
+from privgraph.evaluate.models.basic import NodeGNN, check_generator, fresh_generator, register_model
+from privgraph.evaluate.models.sparse import FixedSpMM, propagation_pair, sparse_aware_linear
 
 __all__ = ["GIN"]
 
@@ -45,6 +45,7 @@ def _sum_operator(
     return propagation_pair(ei, w, num_nodes)
 
 
+@register_model("gin")
 class GIN(NodeGNN):
     r"""A multi-layer graph isomorphism network (GIN-0) for node classification.
 
@@ -88,7 +89,7 @@ class GIN(NodeGNN):
     The constructor and :meth:`forward` take the same arguments as :class:`~privgraph.evaluate.models.GCN`,
     so that the two can be swapped by name.
 
-    Args: as :class:`~privgraph.evaluate.models.gcn.NodeGNN` (``hidden_channels``: the width of every MLP's
+    Args: as :class:`~privgraph.evaluate.models.basic.NodeGNN` (``hidden_channels``: the width of every MLP's
     hidden layer and of each hidden GIN layer's output); ``aggr``: ``"sum"`` only (see above);
     ``cached`` also keeps the sum operator.
     """
@@ -122,8 +123,8 @@ class GIN(NodeGNN):
         """
         self._cache = self._x_cache = None
         w0 = self.convs[0].nn[0].weight
-        g = _fresh_generator(w0.device) if generator is None else generator
-        _check_generator(g, w0, "GIN")
+        g = fresh_generator(w0.device) if generator is None else generator
+        check_generator(g, w0, "GIN")
         with torch.no_grad():
             for conv in self.convs:
                 conv.eps.fill_(self.eps)  # to_empty left the buffer uninitialised
@@ -132,38 +133,13 @@ class GIN(NodeGNN):
                     torch.nn.init.uniform_(lin.weight, -bound, bound, generator=g)
                     torch.nn.init.uniform_(lin.bias, -bound, bound, generator=g)
 
-    def _operator(self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
-        return self._cached_operator(edge_index, num_nodes, dtype, _sum_operator)
+    def propagation(self, edge_index: Tensor, num_nodes: int) -> tuple[Tensor, Tensor | None]:
+        """The sum operator and its transpose (:func:`_sum_operator`), kept while ``cached``."""
+        return self._cached_operator(edge_index, num_nodes, self.convs[0].nn[0].weight.dtype, _sum_operator)
 
-    def _layer(self, conv: Any, x: Tensor, op: Tensor, op_t: Tensor | None) -> Tensor:
-        lin1, lin2 = conv.nn[0], conv.nn[2]
+    def layer(self, i: int, x: Tensor, propagation: tuple[Tensor, Tensor | None],
+              generator: torch.Generator | None = None) -> Tensor:
+        (op, op_t), lin1, lin2 = propagation, self.convs[i].nn[0], self.convs[i].nn[2]
         h = sparse_aware_linear(self, x, lin1.weight)  # X W_1^T
-        h = _FixedSpMM.apply(h, op, op_t) + lin1.bias  # (A + I) X W_1^T + b_1
+        h = FixedSpMM.apply(h, op, op_t) + lin1.bias  # (A + I) X W_1^T + b_1
         return lin2(h.relu())
-
-    def first_layer(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        op, op_t = self._operator(edge_index, x.size(0), self.convs[0].nn[0].weight.dtype)
-        return self._layer(self.convs[0], x, op, op_t)
-
-    def forward(
-        self, x: Tensor, edge_index: Tensor, *, generator: torch.Generator | None = None,
-        first: Tensor | None = None,
-    ) -> Tensor:
-        """Logits ``[n, out_channels]``; ``generator`` draws the dropout masks in training mode;
-        ``first``: :meth:`first_layer`'s output for these parameters, reused."""
-        n = x.size(0)
-        op, op_t = self._operator(edge_index, n, self.convs[0].nn[0].weight.dtype)
-        for i, conv in enumerate(self.convs):
-            if i == 0 and first is not None:
-                x = first
-            else:
-                x = self._layer(conv, self.layer_dropout(x, i, generator), op, op_t)
-            if i < self.num_layers - 1:
-                x = x.relu()
-        return x
-
-    def __repr__(self) -> str:
-        return (
-            f"{self.__class__.__name__}({self.in_channels}, {self.hidden_channels}, "
-            f"{self.out_channels}, num_layers={self.num_layers}, aggr={self.aggr!r})"
-        )

@@ -10,10 +10,14 @@ from torch import Tensor
 from torch.nn import Module
 from torch_geometric.utils import add_remaining_self_loops, remove_self_loops, scatter
 
-from privgraph.evaluate.models.gcn import _check_normalize
-from privgraph.evaluate.models.sparse import _FixedSpMM, cached_pair, propagation_pair
+from privgraph.evaluate.models.basic import check_normalize
+from privgraph.evaluate.models.sparse import FixedSpMM, cached_pair, propagation_pair
 
-__all__ = ["KProp", "kprop_operator"]
+__all__ = ["LPGNN_KPROP", "KProp", "kprop_operator"]
+
+#: LPGNN's KProp operator, ``KProp(steps, **LPGNN_KPROP)`` (the authors' code: KProp(aggregator="add",
+#: normalize=True, add_self_loops=False)): symmetric normalisation, the node itself excluded
+LPGNN_KPROP = {"aggr": "gcn", "self_loops": False}
 
 
 def _check_steps(steps: Any) -> int:
@@ -42,7 +46,7 @@ def kprop_operator(
     :math:`1/\sqrt{\tilde{d}_u \tilde{d}_v}` (``aggr="gcn"``). Degrees count the edges into a
     node (``edge_index[1]``); pass both directions of every undirected edge.
     """
-    aggr = _check_normalize(aggr, "KProp")
+    aggr = check_normalize(aggr, "KProp")
     if self_loops:
         ei, _ = add_remaining_self_loops(edge_index, num_nodes=num_nodes)
     else:
@@ -120,7 +124,7 @@ class KProp(Module):
     ) -> None:
         super().__init__()
         self.steps = _check_steps(steps)
-        self.aggr = _check_normalize(aggr, "KProp")
+        self.aggr = check_normalize(aggr, "KProp")
         if not isinstance(self_loops, bool):
             raise ValueError(f"KProp: self_loops must be a bool, got {self_loops!r}")
         self.self_loops = self_loops
@@ -156,7 +160,7 @@ class KProp(Module):
         track = torch.is_grad_enabled() and x.requires_grad
         for _ in range(self.steps):
             # the custom product reuses P^T in the backward instead of transposing P each call
-            x = _FixedSpMM.apply(x, op, op_t) if track else op @ x
+            x = FixedSpMM.apply(x, op, op_t) if track else op @ x
         return x
 
     def __repr__(self) -> str:

@@ -17,8 +17,8 @@ from torch.nn import ModuleList
 from torch_geometric.nn import SAGEConv
 from torch_geometric.utils import scatter
 
-from privgraph.evaluate.models.gcn import NodeGNN, _check_generator, _fresh_generator
-from privgraph.evaluate.models.sparse import _FixedSpMM, propagation_pair, sparse_aware_linear
+from privgraph.evaluate.models.basic import NodeGNN, check_generator, fresh_generator, register_model
+from privgraph.evaluate.models.sparse import FixedSpMM, propagation_pair, sparse_aware_linear
 
 __all__ = ["GraphSAGE"]
 
@@ -42,6 +42,7 @@ def _mean_operator(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tu
     return propagation_pair(edge_index, w, num_nodes)
 
 
+@register_model("sage")
 class GraphSAGE(NodeGNN):
     r"""A multi-layer GraphSAGE network (mean aggregator) for node classification.
 
@@ -77,7 +78,7 @@ class GraphSAGE(NodeGNN):
     The constructor and :meth:`forward` take the same arguments as :class:`~privgraph.evaluate.models.GCN`,
     so that the two can be swapped by name.
 
-    Args: as :class:`~privgraph.evaluate.models.gcn.NodeGNN`; ``aggr``: ``"mean"`` only (GraphSAGE-mean; the
+    Args: as :class:`~privgraph.evaluate.models.basic.NodeGNN`; ``aggr``: ``"mean"`` only (GraphSAGE-mean; the
     argument exists so that the GCN's keywords are accepted); ``cached`` also keeps the mean operator.
     """
 
@@ -103,46 +104,22 @@ class GraphSAGE(NodeGNN):
         """
         self._cache = self._x_cache = None
         w0 = self.convs[0].lin_l.weight
-        g = _fresh_generator(w0.device) if generator is None else generator
-        _check_generator(g, w0, "GraphSAGE")
+        g = fresh_generator(w0.device) if generator is None else generator
+        check_generator(g, w0, "GraphSAGE")
         with torch.no_grad():
             for conv in self.convs:
                 bound = 1.0 / math.sqrt(conv.lin_l.in_channels)
                 for p in (conv.lin_l.weight, conv.lin_l.bias, conv.lin_r.weight):
                     torch.nn.init.uniform_(p, -bound, bound, generator=g)
 
-    def _operator(self, edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
-        return self._cached_operator(edge_index, num_nodes, dtype, _mean_operator)
+    def propagation(self, edge_index: Tensor, num_nodes: int) -> tuple[Tensor, Tensor | None]:
+        """The mean operator and its transpose (:func:`_mean_operator`), kept while ``cached``."""
+        return self._cached_operator(edge_index, num_nodes, self.convs[0].lin_l.weight.dtype, _mean_operator)
 
-    def _layer(self, conv: Any, x: Tensor, op: Tensor, op_t: Tensor | None) -> Tensor:
+    def layer(self, i: int, x: Tensor, propagation: tuple[Tensor, Tensor | None],
+              generator: torch.Generator | None = None) -> Tensor:
+        conv, (op, op_t) = self.convs[i], propagation
         o = conv.out_channels
         # one product for both weights: [W_2; W_1] -> columns [:o] aggregated, [o:] the root
         h = sparse_aware_linear(self, x, torch.cat([conv.lin_l.weight, conv.lin_r.weight], dim=0))
-        return _FixedSpMM.apply(h[:, :o].contiguous(), op, op_t) + h[:, o:] + conv.lin_l.bias
-
-    def first_layer(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        op, op_t = self._operator(edge_index, x.size(0), self.convs[0].lin_l.weight.dtype)
-        return self._layer(self.convs[0], x, op, op_t)
-
-    def forward(
-        self, x: Tensor, edge_index: Tensor, *, generator: torch.Generator | None = None,
-        first: Tensor | None = None,
-    ) -> Tensor:
-        """Logits ``[n, out_channels]``; ``generator`` draws the dropout masks in training mode;
-        ``first``: :meth:`first_layer`'s output for these parameters, reused."""
-        n = x.size(0)
-        op, op_t = self._operator(edge_index, n, self.convs[0].lin_l.weight.dtype)
-        for i, conv in enumerate(self.convs):
-            if i == 0 and first is not None:
-                x = first
-            else:
-                x = self._layer(conv, self.layer_dropout(x, i, generator), op, op_t)
-            if i < self.num_layers - 1:
-                x = x.relu()
-        return x
-
-    def __repr__(self) -> str:
-        return (
-            f"{self.__class__.__name__}({self.in_channels}, {self.hidden_channels}, "
-            f"{self.out_channels}, num_layers={self.num_layers}, aggr={self.aggr!r})"
-        )
+        return FixedSpMM.apply(h[:, :o].contiguous(), op, op_t) + h[:, o:] + conv.lin_l.bias

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 from torch.nn import Module
 
-__all__ = ["FactoredInput", "PropagatedInput", "StructuredInput", "cached_pair", "propagation_pair", "quiet_sparse_beta", "sparse_csr_transpose",
+__all__ = ["FactoredInput", "FixedSpMM", "PropagatedInput", "StructuredInput", "cached_pair", "propagation_pair", "quiet_sparse_beta", "sparse_csr_transpose",
            "sparse_aware_linear"]
 
 
@@ -181,7 +181,7 @@ def cached_pair(
     return cache[1], cache[2]
 
 
-class _FixedSpMM(torch.autograd.Function):
+class FixedSpMM(torch.autograd.Function):
     """``op @ h`` for a constant sparse ``op``; the backward uses the precomputed ``op_t``.
 
     torch's own backward of a sparse-dense product transposes the sparse matrix on every call.
@@ -257,7 +257,7 @@ class FactoredInput(StructuredInput):
     def linear(self, weight: Tensor) -> Tensor:
         w = weight if self.right is None else weight @ self.right.t()  # [o, k]
         if self.left_t is not None:
-            h = _FixedSpMM.apply(w.t(), self.left, self.left_t) if torch.is_grad_enabled() else self.left @ w.t()
+            h = FixedSpMM.apply(w.t(), self.left, self.left_t) if torch.is_grad_enabled() else self.left @ w.t()
         else:
             h = self.left @ w.t()
         return h if self.shift is None else h - self.shift @ weight.t()
@@ -308,7 +308,7 @@ class PropagatedInput(StructuredInput):
         if track and self.op_t is None:
             raise ValueError("PropagatedInput: a differentiable product needs the operator's transpose op_t")
         for _ in range(self.steps):
-            h = _FixedSpMM.apply(h, self.op, self.op_t) if track else self.op @ h
+            h = FixedSpMM.apply(h, self.op, self.op_t) if track else self.op @ h
         return h - self.center @ weight.t()
 
     def dense(self) -> Tensor:
@@ -334,7 +334,7 @@ def sparse_aware_linear(owner: Module, x: Tensor, weight: Tensor) -> Tensor:
         t, c = sparse_csr_transpose(x, owner._x_cache)
         if owner.cached:
             owner._x_cache = c
-        return _FixedSpMM.apply(weight.t(), x, t)
+        return FixedSpMM.apply(weight.t(), x, t)
     return x @ weight.t()
 
 
