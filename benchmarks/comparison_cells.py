@@ -78,7 +78,7 @@ def main() -> None:
     from privgraph.config.pipeline import mechanism_entry
     from privgraph.config.loader import load_config
     from privgraph.ingest.datasets import load_dataset
-    from privgraph.privatize.partition import partition_graph
+    from privgraph.parts.partition import partition_graph
     from privgraph.seeding import as_seed_sequence, stage_seed
 
     cfg = load_config(_only(Path(args.config), args.comparison, Path(tempfile.mkdtemp(prefix="comparison-cells-"))))

@@ -27,7 +27,7 @@ from randomgen import AESCounter, ChaCha
 
 from privgraph.ingest.datasets.split import split_public_private
 from privgraph.ingest.datasets.synthetic import sbm_graph
-from privgraph.privatize.mechanisms import build_mechanism
+from privgraph.mechanisms import build_mechanism
 from privgraph.seeding import noise_generator
 
 # the benchmarks' one way to time a ratio: the thing and its baseline interleaved
@@ -80,7 +80,7 @@ def mechanisms(rounds: int) -> None:
     feature_rr = build_mechanism("feature_rr", {"epsilon": 1.0, "bins": 2})
     g = split_public_private(sbm_graph(100_000, num_classes=4, avg_degree=10.0, num_features=1, seed=3), 0.2, seed=1)
     dprr = build_mechanism("dprr", {"epsilon": 1.0})
-    from privgraph.privatize.mechanisms.edges.dprr import private_csr
+    from privgraph.mechanisms.edges.dprr import private_csr
 
     indptr, indices = private_csr(g.edges_private, g.num_nodes)
     vpri = g.private_nodes()

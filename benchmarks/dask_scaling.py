@@ -108,7 +108,7 @@ def _client_peak_mb(run: Callable[[], Any]) -> float:
 def _warm_up(executor: Any, small: Any, features: Any, edges: Any, scratch: Path) -> None:
     """Privatize a small graph of the same kind once in both layouts, so that the executor's
     workers have imported privgraph and numba has compiled before anything is timed."""
-    from privgraph.privatize.partition import partition_graph
+    from privgraph.parts.partition import partition_graph
     from privgraph.privatize.partitioned import privatize_through_files
     from privgraph.privatize.release import privatize_graph
 
@@ -136,13 +136,13 @@ def main() -> None:
 
     from privgraph.ingest.datasets.split import split_public_private
     from privgraph.ingest.datasets.synthetic import sbm_graph
-    from privgraph.privatize.mechanisms import build_mechanism
-    from privgraph.privatize.parallel import SerialExecutor
-    from privgraph.privatize.partition import partition_graph
+    from privgraph.mechanisms import build_mechanism
+    from privgraph.parts.executor import SerialExecutor
+    from privgraph.parts.partition import partition_graph
     from privgraph.privatize.partitioned import load_partitioned_release, privatize_partitioned, write_partitioned_input
     from privgraph.publish.release_parts import commit_release_parts, write_release_parts
-    from privgraph.publish.storage import LocalStore
-    from privgraph.publish.storage.parts import open_parts_area
+    from privgraph.storage import LocalStore
+    from privgraph.storage.parts import open_parts_area
     from privgraph.privatize.release import privatize_graph
     from tasks.dask_executor import DaskExecutor
 

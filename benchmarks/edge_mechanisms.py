@@ -18,7 +18,7 @@
   report: after an untimed run, the mechanism and the baseline alternate (``--pairs`` of each);
   the seconds are the medians of each side, the ratio the median of the per-pair ratios.
 - ``hrg_convergence``: the PUBLIC convergence check of EdgeRR / privHRG
-  (:mod:`privgraph.privatize.mechanisms.hrg.convergence`) on Cora (``rho = 0.2``, ``split_seed = 0``) and/or
+  (:mod:`privgraph.mechanisms.hrg.convergence`) on Cora (``rho = 0.2``, ``split_seed = 0``) and/or
   BA graphs (``--convergence cora ba10000``): the budgets tried with their R-hat and Geweke z,
   the first passing budget, ``required_steps_per_leaf``, the check's seconds and proxy steps;
   with ``--real``, the same diagnostic on the REAL private target at the required budget
@@ -26,7 +26,7 @@
   seconds of one whole edge fit (check + private chain + noisy probabilities) with ``"auto"``.
   ``--convergence facebook`` runs MUSAE Facebook (``rho = 0.2``, ``split_seed = 0``);
   ``--block-leaves N`` gives EdgeRR and privHRG a public block tree of at most ``N`` leaves per
-  block (:mod:`privgraph.privatize.mechanisms.hrg.blocks`): the line then has ``blocks`` and the per-block
+  block (:mod:`privgraph.mechanisms.hrg.blocks`): the line then has ``blocks`` and the per-block
   passing budgets instead of ``budgets``, and ``--fit`` times one whole fit (``fit_seconds``,
   check kept) and its step counts.
   ``kept_check_seconds``: the same check again in the process (the kept record, as a
@@ -61,10 +61,10 @@ import numpy as np
 from interleaved import paired_times  # type: ignore[import-not-found]
 
 from privgraph.graph import GraphData, in_sorted
-from privgraph.privatize.mechanisms.edges.edge_rr import EdgeRR
-from privgraph.privatize.mechanisms.edges.priv_hrg import PrivHRG
-from privgraph.privatize.mechanisms.hrg import Dendrogram, Phase, exponent, run_mcmc, sample_all
-from privgraph.privatize.mechanisms.hrg.convergence import Proxy, clear_check_cache, convergence_check
+from privgraph.mechanisms.edges.edge_rr import EdgeRR
+from privgraph.mechanisms.edges.priv_hrg import PrivHRG
+from privgraph.mechanisms.hrg import Dendrogram, Phase, exponent, run_mcmc, sample_all
+from privgraph.mechanisms.hrg.convergence import Proxy, clear_check_cache, convergence_check
 
 SEED = 12345
 REPEATS = 3
@@ -151,7 +151,7 @@ def bench_sampling(graph: GraphData, *, fit_steps: float, label: str = "ba") -> 
     """Time and peak memory of sampling all private edges from a fitted EdgeRR release."""
     # the sampling cost does not depend on the fit's quality: a short chain (below the documented
     # minimum, so run through fit_hrg directly, not through EdgeRR, which refuses it)
-    from privgraph.privatize.mechanisms.hrg import fit_hrg
+    from privgraph.mechanisms.hrg import fit_hrg
 
     m = EdgeRR(epsilon=1.0, rounds=1)
     leaves, pub, mask, _ = m._inputs(graph)
@@ -282,8 +282,8 @@ def bench_convergence(graph: GraphData, mech: Any, *, label: str, real: bool = F
 
 def bench_local(graph: GraphData, name: str, *, label: str = "ba", pairs: int = REPEATS) -> None:
     """One process: the per-node mechanism over all of V_pri, time and peak traced memory."""
-    from privgraph.privatize.mechanisms import build_mechanism
-    from privgraph.privatize.mechanisms.edges.dprr import private_csr
+    from privgraph.mechanisms import build_mechanism
+    from privgraph.mechanisms.edges.dprr import private_csr
 
     cand = graph.private_nodes()
     # Warner RR's output grows like |V_pri|^2 / (e^eps + 1) at any fixed eps: time it at the eps
@@ -312,9 +312,9 @@ def bench_dask_speedup(graph: GraphData, name: str, params: dict[str, Any], *, p
                        label: str = "ba", pairs: int = REPEATS) -> None:
     """privatize_graph's edge stage with 1 and 2 Dask workers; EdgeRR is fitted inside (serial)
     so its figure includes the global fit (reported separately by hrg_sample)."""
-    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.mechanisms import build_mechanism
     from tasks.dask_executor import DaskExecutor
-    from privgraph.privatize.partition import partition_graph
+    from privgraph.parts.partition import partition_graph
     from privgraph.privatize.release import privatize_graph
 
     mech = build_mechanism(name, params)
@@ -332,7 +332,7 @@ def bench_dask_speedup(graph: GraphData, name: str, params: dict[str, Any], *, p
             "parts": parts, "seconds_1_worker": round(t["a_seconds"], 3), "seconds_2_workers": round(t["b_seconds"], 3),
             "speedup": round(t["ratio"], 2), "pairs": t["pairs"],
         }
-        from privgraph.privatize.mechanisms.edges.shapes import LocalReports
+        from privgraph.mechanisms.edges.shapes import LocalReports
 
         if isinstance(mech, LocalReports):
             # the per-node part alone: the map over partitions (scatter of the CSR included)

@@ -11,10 +11,10 @@ timed stage by stage:
 
 * ``ingest``: :func:`~privgraph.ingest.partitioned_writer.write_partitioned_graph`, ``privgraph
   ingest``'s streaming writer (in the client, bounded memory; done once per graph, not per run);
-* ``partition``: :func:`~privgraph.ingest.partitioned_stage.partition_partitioned_graph` alone (one
+* ``partition``: :func:`~privgraph.privatize.partitioned_input.partition_partitioned_graph` alone (one
   task), into a scratch directory; shown on its own, not added (``privatize`` partitions again as
   its first task);
-* ``privatize``: :func:`~privgraph.ingest.partitioned_release.privatize_partitioned_graph`, FeatureRR
+* ``privatize``: :func:`~privgraph.privatize.partitioned_release.privatize_partitioned_graph`, FeatureRR
   eps 1 + DPRR eps 1: partition, the owner's staged input, the mechanisms, the version's objects
   written by the tasks into a local store's parts area;
 * ``digests``: the manifest's public fingerprint and the owner's keyed identity of the input
@@ -197,14 +197,14 @@ def _client(args: dict[str, Any]) -> None:
     from privgraph.config.disclosure import disclosure_of
     from privgraph.evaluate.metrics import evaluation_entropy
     from privgraph.guarantee.ledger import BudgetPolicy
-    from privgraph.ingest.partitioned_release import privatize_partitioned_graph
-    from privgraph.ingest.partitioned_stage import partition_partitioned_graph
+    from privgraph.privatize.partitioned_release import privatize_partitioned_graph
+    from privgraph.privatize.partitioned_input import partition_partitioned_graph
     from privgraph.ingest.partitioned_writer import write_partitioned_graph
-    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.mechanisms import build_mechanism
     from privgraph.publish.input_digests import input_digests
     from privgraph.publish.release_parts import commit_release_parts, write_release_parts
-    from privgraph.publish.storage import LocalStore, code_version
-    from privgraph.publish.storage.parts import open_parts_area
+    from privgraph.storage import LocalStore, code_version
+    from privgraph.storage.parts import open_parts_area
     from privgraph.validate import run_checkpoint_from_summaries
     from tasks.dask_executor import DaskExecutor
 

@@ -74,8 +74,8 @@ def _release(pipeline: str, sets: list[str], release_seed: int) -> tuple[Any, An
     from release_value import _set  # this directory is on sys.path when run as a script
     from privgraph.config.loader import load_config
     from privgraph.ingest.datasets import load_dataset
-    from privgraph.privatize.mechanisms import build_mechanism
-    from privgraph.privatize.partition import partition_graph
+    from privgraph.mechanisms import build_mechanism
+    from privgraph.parts.partition import partition_graph
     from privgraph.privatize.release import privatize_graph
     from privgraph.seeding import as_seed_sequence
 

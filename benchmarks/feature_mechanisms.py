@@ -26,7 +26,7 @@ import numpy as np
 # the benchmarks' one way to time a ratio: the thing and its baseline interleaved
 from interleaved import paired_times  # type: ignore[import-not-found]
 
-from privgraph.privatize.mechanisms import MECHANISMS, Scope, build_mechanism
+from privgraph.mechanisms import MECHANISMS, Scope, build_mechanism
 from privgraph.seeding import noise_generator
 
 SEED = 12345

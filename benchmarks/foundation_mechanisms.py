@@ -23,8 +23,8 @@ import numpy as np
 from interleaved import paired_times  # type: ignore[import-not-found]
 
 from privgraph.graph import GraphData
-from privgraph.privatize.mechanisms import DPRR, FeatureRR
-from privgraph.privatize.mechanisms.edges import private_csr
+from privgraph.mechanisms import DPRR, FeatureRR
+from privgraph.mechanisms.edges import private_csr
 
 PAIRS = 3
 SEED = 12345

@@ -154,8 +154,8 @@ def _child_train(mechanism: str, epsilon: float, epochs: int, device: str, queri
     from privgraph.evaluate.attacks.pairs import private_edge_pairs
     from privgraph.evaluate.attacks.scoring import roc_auc
     from privgraph.ingest.datasets import load_dataset
-    from privgraph.privatize.mechanisms import build_mechanism
-    from privgraph.privatize.partition import partition_graph
+    from privgraph.mechanisms import build_mechanism
+    from privgraph.parts.partition import partition_graph
     from privgraph.privatize.release import privatize_graph
     from privgraph.evaluate.training import fit_node_classifier
 

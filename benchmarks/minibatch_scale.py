@@ -6,7 +6,7 @@ For each ``--nodes`` count (default 10^5 and 10^6), the synthetic generic files 
 (``--train`` / ``--val`` of the nodes, the rest test). A child process then makes a partitioned
 version as ``flows/privatize_at_scale.py`` does, serially: ingest
 (:func:`~privgraph.ingest.partitioned_writer.write_partitioned_graph`), then
-:func:`~privgraph.ingest.partitioned_release.privatize_partitioned_graph` (``--parts`` partitions by
+:func:`~privgraph.privatize.partitioned_release.privatize_partitioned_graph` (``--parts`` partitions by
 ``--method`` over the public edges; FeatureRR eps 1 + DPRR eps 1), committed into a local store and
 published. A fresh child (the trainer) then builds a
 :class:`~privgraph.evaluate.minibatch_parts.VersionPartsSource` over the version and runs
@@ -74,12 +74,12 @@ def _build(args: dict[str, Any]) -> dict[str, Any]:
 
     import numpy as np
 
-    from privgraph.ingest.partitioned_release import privatize_partitioned_graph
+    from privgraph.privatize.partitioned_release import privatize_partitioned_graph
     from privgraph.ingest.partitioned_writer import write_partitioned_graph
-    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.mechanisms import build_mechanism
     from privgraph.publish.release_parts import commit_release_parts, write_release_parts
-    from privgraph.publish.storage import LocalStore, code_version
-    from privgraph.publish.storage.parts import open_parts_area
+    from privgraph.storage import LocalStore, code_version
+    from privgraph.storage.parts import open_parts_area
 
     d = Path(args["scratch"])
     _write_split(d / "split.json", args["nodes"], args["train"], args["val"])
@@ -130,8 +130,8 @@ def _train(args: dict[str, Any]) -> dict[str, Any]:
 
     from privgraph.evaluate.minibatch import GraphClusterSource, fit_cluster_gcn
     from privgraph.evaluate.minibatch_parts import VersionPartsSource
-    from privgraph.publish.storage import LocalStore
-    from privgraph.publish.storage.graph_io import NODES, part_prefix
+    from privgraph.storage import LocalStore
+    from privgraph.storage.graph_io import NODES, part_prefix
 
     if args["what"] == "import":
         floor = {"import_floor_mb": round(_peak_mb(), 1)}

@@ -24,7 +24,7 @@ import numpy as np
 # the benchmarks' one way to time a ratio: the thing and its baselines interleaved
 from interleaved import interleaved_times, median_ratio  # type: ignore[import-not-found]
 
-from privgraph.privatize.mechanisms.noise import WordStream, digit_groups, discrete_laplace, dyadic_parameter
+from privgraph.mechanisms.noise import WordStream, digit_groups, discrete_laplace, dyadic_parameter
 
 PARAMETERS = (8.0, 4.0, 1.0, 0.5, 0.1, 0.05, 0.01, 0.001, 1e-5, 2.0**-27)  # 2^-27: the laplace feature mechanism at eps 1, d 128
 

@@ -2,13 +2,13 @@
 
 Two measurements, each printed as JSON lines:
 
-* ``in_memory``: :func:`~privgraph.privatize.partition.partition_graph` on real graphs (Cora and
+* ``in_memory``: :func:`~privgraph.parts.partition.partition_graph` on real graphs (Cora and
   MUSAE Facebook under ``PRIVGRAPH_DATA_ROOT``, 20% of the edges private; only the public edges
   are read) for ``--parts``: the fraction of public edges cut, the largest part over ``n / P``,
   and seconds (the methods interleaved, ``--rounds`` rounds after a warm-up, medians), with
   METIS's seconds over LDG's as the median of the per-round ratios;
 * ``partitioned``: the partition task of the flow at scale
-  (:func:`~privgraph.ingest.partitioned_stage.partition_partitioned_graph`, run in this process)
+  (:func:`~privgraph.privatize.partitioned_input.partition_partitioned_graph`, run in this process)
   on a partitioned graph written by ``privgraph ingest`` from ``ingest_scale.py``'s synthetic
   files (``--nodes`` nodes, 10 edges per node on average drawn uniformly: no community to find),
   each method in a fresh child process: seconds, the child's peak resident set above its
@@ -48,7 +48,7 @@ def _cut(assignment: np.ndarray, edges: np.ndarray) -> float:
 
 def _in_memory(root: str, parts: list[int], rounds: int) -> None:
     from privgraph.ingest.datasets import load_dataset
-    from privgraph.privatize.partition import partition_graph
+    from privgraph.parts.partition import partition_graph
 
     for name in ("cora", "facebook"):
         g = load_dataset(name, root=root, rho=0.2)
@@ -76,9 +76,9 @@ def _status_mb(key: str) -> float:
 def _child(args: dict[str, Any]) -> None:
     """One method's partition task on the partitioned graph, in this (fresh) process."""
     from privgraph.ingest.partitioned_graph import open_partitioned_graph, read_edge_range
-    from privgraph.ingest.partitioned_stage import partition_partitioned_graph
+    from privgraph.privatize.partitioned_input import partition_partitioned_graph
 
-    from privgraph.privatize.partition import ldg_parts
+    from privgraph.parts.partition import ldg_parts
 
     graph = open_partitioned_graph(args["graph"])
     ldg_parts(2, 2, [(0, 2, np.array([0, 1, 1]), np.array([1]))])  # the compiled kernel loaded before the reset

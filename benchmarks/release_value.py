@@ -64,8 +64,9 @@ def _library_metrics(pipeline: str, path: Path) -> dict[str, Any]:
     from privgraph.config.loader import load_config
     from privgraph.ingest.datasets import load_dataset
     from privgraph.evaluate.metrics import evaluation_entropy, version_metrics
-    from privgraph.privatize.mechanisms import build_mechanism
-    from privgraph.privatize.partition import partition_graph
+    from privgraph.mechanisms import build_mechanism
+    from privgraph.parts.partition import partition_graph
+    from privgraph.evaluate.release_encoder import encoder_on
     from privgraph.privatize.release import privatize_graph
     from privgraph.seeding import as_seed_sequence, stage_seed
 
@@ -80,7 +81,7 @@ def _library_metrics(pipeline: str, path: Path) -> dict[str, Any]:
     result = privatize_graph(
         graph, features=mechanism(cfg.features), edges=mechanism(cfg.edges), labels=mechanism(cfg.labels),
         partitioning=partition_graph(graph, cfg.partitions.num_parts, cfg.partitions.method),
-        root_seed=stage_seed(as_seed_sequence(cfg.seed), "privatize"), device=cfg.evaluate.device,
+        root_seed=stage_seed(as_seed_sequence(cfg.seed), "privatize"), encoder=encoder_on(cfg.evaluate.device),
     )
     return version_metrics(result.graph, cfg, None, evaluation_entropy(cfg.seed))
 

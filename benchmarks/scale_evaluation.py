@@ -50,13 +50,13 @@ from privgraph.config.loader import load_config  # noqa: E402
 from privgraph.evaluate.metrics import version_metrics  # noqa: E402
 from privgraph.evaluate.scale_metrics import version_metrics_at_scale  # noqa: E402
 from privgraph.ingest.datasets import load_dataset  # noqa: E402
-from privgraph.privatize.mechanisms import build_mechanism  # noqa: E402
-from privgraph.privatize.parallel import SerialExecutor  # noqa: E402
-from privgraph.privatize.partition import partition_graph  # noqa: E402
+from privgraph.mechanisms import build_mechanism  # noqa: E402
+from privgraph.parts.executor import SerialExecutor  # noqa: E402
+from privgraph.parts.partition import partition_graph  # noqa: E402
 from privgraph.privatize.partitioned import privatize_through_files  # noqa: E402
 from privgraph.publish.release_parts import commit_release_parts, write_release_parts  # noqa: E402
-from privgraph.publish.storage import LocalStore  # noqa: E402
-from privgraph.publish.storage.parts import open_parts_area  # noqa: E402
+from privgraph.storage import LocalStore  # noqa: E402
+from privgraph.storage.parts import open_parts_area  # noqa: E402
 
 ROWS = ("public_only", "feature_only", "private", "selected")
 DEFAULT_PARTS = {"cora": 16, "facebook": 64}

@@ -26,7 +26,7 @@ import numpy as np
 from interleaved import median_ratio  # type: ignore[import-not-found]
 
 from privgraph.ingest.datasets import data_root, load_dataset
-from privgraph.privatize.mechanisms.features.feature_rr import FeatureRR
+from privgraph.mechanisms.features.feature_rr import FeatureRR
 from privgraph.seeding import noise_generator
 from privgraph.evaluate.training import fit_node_classifier
 

@@ -1,7 +1,7 @@
 """The ``compare`` flow: ingest -> partition -> compare -> store the table and plots as a PRIVATE report.
 
 A comparison with a ``seed`` keeps its finished cells in a private checkpoint as they finish
-(:class:`~privgraph.publish.storage.private_record.CellCheckpoint`): run the same command again after a
+(:class:`~privgraph.storage.private_record.CellCheckpoint`): run the same command again after a
 cut-off run and it resumes from them; the checkpoint is removed once the report is written.
 
 A comparison privatizes one scope with each mechanism and scores models against the raw graph
@@ -26,8 +26,8 @@ from privgraph.evaluate.graph_comparison import graph_comparison_objects, summar
 from privgraph.config.loader import load_config
 from privgraph.errors import ConfigError
 from privgraph.seeding import as_seed_sequence, stage_seed
-from privgraph.publish.storage.manifest import code_version
-from privgraph.publish.storage.private_record import CellCheckpoint, write_private_report
+from privgraph.storage.manifest import code_version
+from privgraph.storage.private_record import CellCheckpoint, write_private_report
 from tasks.compare import compare, graph_compare
 from tasks.embed import ingest_with_features
 from tasks.ingest import ingest_graph_set

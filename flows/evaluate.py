@@ -21,11 +21,11 @@ from privgraph.evaluate.metrics import check_evaluable, label_noise
 from privgraph.errors import ArtifactError, ArtifactIntegrityError
 from privgraph.graph import GraphData
 from privgraph.evaluate.graph_utility import structure_plot_png
-from privgraph.privatize.mechanisms import build_mechanism
+from privgraph.mechanisms import build_mechanism
 from privgraph.seeding import as_seed_sequence, stage_seed
-from privgraph.publish.storage import open_store
-from privgraph.publish.storage.private_record import input_identity, owner_signing_key, read_private_record
-from privgraph.publish.storage.seal import public_key_hex
+from privgraph.storage import open_store
+from privgraph.storage.private_record import input_identity, owner_signing_key, read_private_record
+from privgraph.storage.seal import public_key_hex
 from privgraph.evaluate.selection import OWNER_ONLY
 from tasks.evaluate import attacks, evaluate, evaluate_at_scale, graph_report
 from tasks.embed import ingest_with_features

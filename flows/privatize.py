@@ -36,7 +36,7 @@ from privgraph.config.loader import load_config
 from privgraph.evaluate.metrics import check_evaluable, evaluation_entropy, evaluation_problem
 from privgraph.errors import ValidationFailedError
 from privgraph.publish.publication import build_manifest
-from privgraph.publish.storage.private_record import input_identity
+from privgraph.storage.private_record import input_identity
 from privgraph.seeding import as_seed_sequence, stage_seed
 from privgraph.validate.preflight import check_before_reading, planned_ledger, resolve_store, take_checked
 from tasks.embed import ingest_with_features

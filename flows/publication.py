@@ -29,10 +29,10 @@ from flows.reporting import label_flow_run, publish_ledger, publish_metrics
 from privgraph.config.pipeline import PipelineConfig
 from privgraph.guarantee.redaction import redact_uri
 from privgraph.guarantee.ledger import BudgetPolicy
-from privgraph.publish.storage import open_store
-from privgraph.publish.storage.parts import PartsArea, open_parts_area
-from privgraph.publish.storage.private_record import write_private_record
-from privgraph.publish.storage.staging import PendingVersion
+from privgraph.storage import open_store
+from privgraph.storage.parts import PartsArea, open_parts_area
+from privgraph.storage.private_record import write_private_record
+from privgraph.storage.staging import PendingVersion
 from privgraph.validate import enforce
 from tasks.store import publish, stage
 from tasks.validate import validate

@@ -24,7 +24,7 @@ from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
 
 from privgraph.config.pipeline import ComparisonConfig, PipelineConfig, mechanism_entry
-from privgraph.evaluate.report import ledger_markdown, metrics_markdown, private_evaluation_markdown
+from privgraph.publish.run_report import ledger_markdown, metrics_markdown, private_evaluation_markdown
 from tasks.artifacts import PRIVATE_PREFIX, artifact_key
 
 _PRIVATE_TITLE = "PRIVATE EVALUATION (raw data, covered by no guarantee; do not share)"

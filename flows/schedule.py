@@ -37,7 +37,7 @@ from flows.privatize import privatize_flow
 from privgraph.config.loader import load_config
 from privgraph.config.pipeline import PipelinesConfig
 from privgraph.errors import ConfigError
-from privgraph.publish.storage import open_store
+from privgraph.storage import open_store
 from privgraph.validate.preflight import resolve_store
 
 #: one run of a pipeline at a time; a run that collides with a running one is cancelled

@@ -1,7 +1,7 @@
 """privgraph: differentially private graphs, end to end.
 
 The library is pure Python/NumPy/PyTorch: it imports neither Prefect nor Dask
-(``privgraph.privatize.parallel`` maps partitions over any executor; the Dask one is
+(``privgraph.parts.executor`` maps partitions over any executor; the Dask one is
 ``tasks.dask_executor``; tests/test_layering.py checks it).
 """
 

@@ -66,7 +66,7 @@ class PrivgraphError(Exception):
     summary, Prefect's logs and run states), so it holds no value computed from private data. A
     refusal that depends on private data puts what only the data owner may see (which node, its
     degree) in ``private_detail``: the flow writes it to the owner's private record
-    (:func:`privgraph.publish.storage.private_record.write_private_refusal`) and the message says so.
+    (:func:`privgraph.storage.private_record.write_private_refusal`) and the message says so.
     """
 
     exit_code: int = EXIT_BAD_INPUT
@@ -174,7 +174,7 @@ def data_refusal(message: str, **values: object) -> GraphValidationError:
     (row numbers, column names and public sizes are fine); the refusal is ``message`` plus
     :data:`PRIVATE_VALUES_NOTE`, one line. ``values`` (the offending values, each list capped at
     :data:`DETAIL_LIMIT` entries) become the ``private_detail`` that the owner's refusal record keeps
-    (:func:`privgraph.publish.storage.private_record.private_refusals`).
+    (:func:`privgraph.storage.private_record.private_refusals`).
     """
     detail = {k: _detail_value(v) for k, v in values.items()}
     return GraphValidationError(f"{message} ({PRIVATE_VALUES_NOTE})", private_detail=detail or None)

@@ -423,7 +423,7 @@ class GraphData:
         """HMAC-SHA256 under ``key`` over every array of the graph (private ones included).
 
         Identifies an input for whoever holds ``key`` (the data owner: see
-        :func:`privgraph.publish.storage.private_record.owner_key`) and for nobody else. There is no
+        :func:`privgraph.storage.private_record.owner_key`) and for nobody else. There is no
         unkeyed hash of a whole graph in privgraph: a hash of low-entropy private data (which
         edges are private, a label) is a release of it, recovered by trying candidates. The
         public part of an input is fingerprinted by :meth:`privgraph.config.disclosure.Disclosure.fingerprint`.

@@ -11,8 +11,8 @@ from privgraph.config.pipeline import ComparisonConfig, GraphComparisonConfig, P
 from privgraph.ingest.datasets.graph_set import GraphSet
 from privgraph.evaluate.graph_comparison import GraphComparisonResult, run_graph_comparison
 from privgraph.graph import GraphData
-from privgraph.privatize.partition import Partitioning
-from privgraph.publish.storage.private_record import CellCheckpoint, private_refusals
+from privgraph.parts.partition import Partitioning
+from privgraph.storage.private_record import CellCheckpoint, private_refusals
 from tasks.observe import logged_executor, prefect_progress
 
 

@@ -1,7 +1,7 @@
-"""The Dask executor: :mod:`privgraph.privatize.parallel`'s partition protocol on a ``dask.distributed.Client``.
+"""The Dask executor: :mod:`privgraph.parts.executor`'s partition protocol on a ``dask.distributed.Client``.
 
 Orchestration, not library: the library maps partitions through any
-:class:`~privgraph.privatize.parallel.Executor` and imports no Dask; the tasks open this one when a pipeline
+:class:`~privgraph.parts.executor.Executor` and imports no Dask; the tasks open this one when a pipeline
 says ``executor: dask`` (:func:`open_executor`, through :func:`tasks.observe.logged_executor`).
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from privgraph.errors import exit_code_for
-from privgraph.privatize.parallel import Executor, SerialExecutor
+from privgraph.parts.executor import Executor, SerialExecutor
 
 __all__ = ["WORKER_MALLOC_ENVIRON", "DaskExecutor", "open_executor"]
 

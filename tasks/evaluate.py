@@ -15,7 +15,7 @@ from privgraph.graph import GraphData
 from privgraph.evaluate.graph_utility import graph_utility_report
 from privgraph.config.disclosure import Disclosure
 from privgraph.evaluate.scale_metrics import METHOD_NAME, version_metrics_at_scale
-from privgraph.publish.storage.staging import PendingVersion
+from privgraph.storage.staging import PendingVersion
 from tasks.observe import logged_executor, prefect_progress
 
 

@@ -13,7 +13,7 @@ from privgraph.ingest.datasets.graph_set import GraphSet
 from privgraph.graph import GraphData
 from privgraph.ingest.option_support import SCALE, check_options_on_path
 from privgraph.ingest.partitioned_graph import PartitionedGraph, open_partitioned_graph
-from privgraph.publish.storage.private_record import private_refusals
+from privgraph.storage.private_record import private_refusals
 
 
 @task(name="ingest", cache_policy=NO_CACHE, persist_result=False)

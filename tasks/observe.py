@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from prefect import get_run_logger
 
 from privgraph.config.pipeline import DaskConfig, cleartext_remote
-from privgraph.privatize.parallel import Executor
+from privgraph.parts.executor import Executor
 from tasks.dask_executor import open_executor
 from privgraph.evaluate.progress import ProgressCallback, ProgressEvent, broadcast
 from tasks.artifacts import publish_dask_dashboard

@@ -7,7 +7,7 @@ from prefect.cache_policies import NO_CACHE
 
 from privgraph.config.pipeline import PartitionConfig
 from privgraph.graph import GraphData
-from privgraph.privatize.partition import Partitioning, partition_graph, parts_cap_note
+from privgraph.parts.partition import Partitioning, partition_graph, parts_cap_note
 
 _LIST_UP_TO = 16  # partition sizes listed one by one up to this many parts, summarized beyond
 
@@ -22,7 +22,7 @@ def describe_sizes(sizes: list[int]) -> str:
 
 def warn_if_capped(num_parts: int, num_nodes: int) -> None:
     """One warning on the run's log when ``num_parts`` exceeds the node count (it is capped there:
-    :func:`~privgraph.privatize.partition.parts_cap_note`), before any part is written."""
+    :func:`~privgraph.parts.partition.parts_cap_note`), before any part is written."""
     note = parts_cap_note(num_parts, num_nodes)
     if note is not None:
         get_run_logger().warning(note)

@@ -12,17 +12,18 @@ from prefect.cache_policies import NO_CACHE
 
 from privgraph.config.disclosure import Disclosure
 from privgraph.config.pipeline import PipelineConfig
+from privgraph.evaluate.release_encoder import encoder_on
 from privgraph.graph import GraphData
 from privgraph.ingest.partitioned_graph import PartitionedGraph
-from privgraph.ingest.partitioned_release import PartitionedGraphRelease, privatize_partitioned_graph
-from privgraph.privatize.mechanisms import build_mechanism
-from privgraph.privatize.partition import Partitioning
+from privgraph.privatize.partitioned_release import PartitionedGraphRelease, privatize_partitioned_graph
+from privgraph.mechanisms import build_mechanism
+from privgraph.parts.partition import Partitioning
 from privgraph.privatize.partitioned import privatize_through_files
 from privgraph.privatize.release import PrivatizationResult, privatize_graph
 from privgraph.publish.input_digests import input_digests
 from privgraph.publish.release_parts import parts_writer
-from privgraph.publish.storage.parts import PartsArea
-from privgraph.publish.storage.private_record import owner_key, private_refusals
+from privgraph.storage.parts import PartsArea
+from privgraph.storage.private_record import owner_key, private_refusals
 from tasks.observe import logged_executor
 from tasks.partition import describe_sizes, warn_if_capped
 
@@ -68,7 +69,7 @@ def privatize(
                 )
         return privatize_graph(
             graph, features=features, edges=edges, labels=labels, partitioning=partitioning,
-            root_seed=root_seed, executor=ex, device=config.evaluate.device,
+            root_seed=root_seed, executor=ex, encoder=encoder_on(config.evaluate.device),
         )
 
 
@@ -82,7 +83,7 @@ def privatize_partitioned(
     parts_area: PartsArea,
 ) -> tuple[PartitionedGraphRelease, str, str]:
     """A partitioned graph, never read in this process: its partition, release and version objects
-    written by the executor's tasks (:func:`privgraph.ingest.partitioned_release.privatize_partitioned_graph`),
+    written by the executor's tasks (:func:`privgraph.privatize.partitioned_release.privatize_partitioned_graph`),
     then the public fingerprint of its input (a task) and the owner's keyed identity of it (here,
     where the owner's key stays), streamed side by side. Returns ``(release, fingerprint,
     identity)``; the identity is private-record material, never logged. A ``num_parts`` above the

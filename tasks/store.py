@@ -11,12 +11,12 @@ from prefect.cache_policies import NO_CACHE
 from privgraph.errors import StoreFullError
 from privgraph.graph import GraphData
 from privgraph.publish.release_parts import commit_release_parts
-from privgraph.publish.storage import open_store
-from privgraph.publish.storage.parts import PartsArea
-from privgraph.publish.storage.staging import PendingVersion
-from privgraph.publish.storage.graph_io import graph_to_objects
-from privgraph.publish.storage.private_record import owner_signing_key
-from privgraph.publish.storage.staging import stage_version
+from privgraph.storage import open_store
+from privgraph.storage.parts import PartsArea
+from privgraph.storage.staging import PendingVersion
+from privgraph.storage.graph_io import graph_to_objects
+from privgraph.storage.private_record import owner_signing_key
+from privgraph.storage.staging import stage_version
 
 
 def _transient(task: Any, task_run: Any, state: Any) -> bool:

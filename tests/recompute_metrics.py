@@ -51,14 +51,14 @@ def recompute(config: str, pipeline: str, store: str, version: str, raw: str | N
     ``.npz``), evaluated against it as the owner's evaluation is, its shareable part only."""
     from privgraph.config.loader import load_config
     from privgraph.evaluate.metrics import evaluation_entropy, version_metrics
-    from privgraph.publish.storage import open_store
+    from privgraph.storage import open_store
     from privgraph.evaluate.selection import OWNER_ONLY
 
     cfg = load_config(config).get(pipeline)
     if cfg.runs_at_scale:  # evaluated at scale, from the version's parts: the same function, serially
         from privgraph.config.disclosure import disclosure_of
         from privgraph.evaluate.scale_metrics import version_metrics_at_scale
-        from privgraph.privatize.parallel import SerialExecutor
+        from privgraph.parts.executor import SerialExecutor
 
         return version_metrics_at_scale(store, pipeline, version, cfg.evaluate, evaluation_entropy(cfg.seed),
                                         disclosure_of(load_config(config), pipeline), SerialExecutor())

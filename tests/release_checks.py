@@ -6,14 +6,14 @@ against its input and the documented formats, by an auditor that uses none of pr
 
 * :func:`canonical_violations`: every stored object (and manifest.json) is byte for byte the
   DOCUMENTED encoding of what loads from it (generic readers, then the recipe of
-  ``privgraph/publish/storage/graph_io.py``'s docstring re-stated here): no free metadata, no extra array,
+  ``privgraph/storage/graph_io.py``'s docstring re-stated here): no free metadata, no extra array,
   zip entry or column, fixed compression settings, exactly the documented fields and dtypes.
 * :func:`release_violations`: each scope's stored output is what its mechanism says it is.
 
   - statistic plus noise (``class_counts``, ``gap``): the exact statistic recomputed from the
     run's INPUT (its private edges) plus the noise drawn from the stage's seed through the audited
-    samplers (:func:`~privgraph.privatize.mechanisms.noise.discrete_laplace`,
-    :func:`~privgraph.privatize.mechanisms.gaussian_noise.discrete_gaussian`); hop 0 (the public classes or
+    samplers (:func:`~privgraph.mechanisms.noise.discrete_laplace`,
+    :func:`~privgraph.mechanisms.gaussian_noise.discrete_gaussian`); hop 0 (the public classes or
     GAP's encoding) recomputed from the stored version's released data, as the flow does;
   - sampling mechanisms (FeatureRR, Piecewise, multi-bit, label RR, DPRR, EdgeRR, ...): the
     output decodes to exactly the documented form (each value in the mechanism's public output
@@ -185,8 +185,8 @@ def _unit(values: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 def _feature_form(name: str, params: dict[str, Any], x: np.ndarray) -> list[str]:
     """The documented output set of a feature mechanism, checked on every entry and row."""
-    from privgraph.privatize.mechanisms import build_mechanism
-    from privgraph.privatize.mechanisms.features.scaled import split_epsilon
+    from privgraph.mechanisms import build_mechanism
+    from privgraph.mechanisms.features.scaled import split_epsilon
 
     mech = build_mechanism(name, params)
     n, d = x.shape
@@ -204,7 +204,7 @@ def _feature_form(name: str, params: dict[str, Any], x: np.ndarray) -> list[str]
         out = [] if (hit | centre).all() else [f"features: {int((~(hit | centre)).sum())} entries outside multi-bit's three values"]
         return out + ([] if np.all(hit.sum(axis=1) == m) else [f"features: rows without exactly m = {m} reported entries"])
     if name == "piecewise":  # k entries of a row at mid + half (d / k) g, g on the public grid; the rest at mid
-        from privgraph.privatize.mechanisms.features.piecewise import pm_grid
+        from privgraph.mechanisms.features.piecewise import pm_grid
 
         k = mech.sampled_dimensions(d)
         grid = pm_grid(mech.dimension_epsilon(d))
@@ -266,8 +266,8 @@ def _aggregates(graph_in: GraphData, out: GraphData, mech: Any, seed: Any) -> li
     """Statistic plus noise: hop 0 recomputed from the stored release (post-processing, as the
     flow computes it), each later hop the exact statistic over the INPUT's edges plus the noise
     drawn from the stage's seed by the audited sampler."""
-    from privgraph.privatize.mechanisms.gaussian_noise import discrete_gaussian
-    from privgraph.privatize.mechanisms.noise import discrete_laplace
+    from privgraph.mechanisms.gaussian_noise import discrete_gaussian
+    from privgraph.mechanisms.noise import discrete_laplace
     from privgraph.seeding import noise_generator, stage_seed
     from privgraph.evaluate.training import encode_features, public_classes
 
@@ -326,7 +326,7 @@ def release_violations(graph_in: GraphData, objects: dict[str, bytes], cfg: Any,
     privatized; ``x`` may be None for an image graph, whose features the flow computes), the
     pipeline's configuration ``cfg`` (a PipelineConfig: its mechanisms and public parameters) and
     the run's ``seed`` (see the module)."""
-    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.mechanisms import build_mechanism
     from privgraph.seeding import as_seed_sequence, stage_seed
 
     out = stored_graph(objects)

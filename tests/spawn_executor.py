@@ -1,6 +1,6 @@
 """An executor whose tasks run in spawned processes (fresh imports: nothing the client patched
 reaches them), measuring what the client sends to a map and gets back, pickled: the tests that
-check that a client passes metadata, paths and ints only (tests/test_partitioned_stage.py,
+check that a client passes metadata, paths and ints only (tests/test_partitioned_input.py,
 tests/test_input_digests.py)."""
 
 from __future__ import annotations

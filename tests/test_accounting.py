@@ -122,7 +122,7 @@ def test_edges_compose_in_one_unit_the_edge_level_epsilon():
 def test_a_cap_of_one_refuses_dprr_at_one():
     """The regression of leak 3: DPRR at eps = 1 releases a 2-edge-DP graph (both ends report an
     edge), so an edges cap of 1.0 must refuse it; before the fix it was charged 1.0 and admitted."""
-    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.mechanisms import build_mechanism
 
     for name, params, unit in [("dprr", {"epsilon": 1.0}, 2.0), ("warner_rr", {"epsilon": 1.0}, 2.0),
                                ("local_lap", {"epsilon": 1.0}, 1.1)]:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from privgraph.graph import GraphData
-from privgraph.publish.storage import graph_to_objects
+from privgraph.storage import graph_to_objects
 
 SCRIPT = textwrap.dedent("""
     import os, sys
@@ -28,9 +28,9 @@ SCRIPT = textwrap.dedent("""
         return len(os.listdir("/proc/self/task"))
 
     import pyarrow.parquet, pandas
-    from privgraph.ingest.arrow_io import read_parquet_bytes
+    from privgraph.storage.arrow_io import read_parquet_bytes
     from privgraph.ingest.datasets.generic import load_generic
-    from privgraph.publish.storage import objects_to_graph
+    from privgraph.storage import objects_to_graph
     d = Path(sys.argv[1])
     before = threads()
     objects = {p.name: p.read_bytes() for p in (d / "artifact").iterdir()}

@@ -115,8 +115,8 @@ def test_the_partitioned_layout_summaries_give_the_whole_release_report(tmp_path
     tasks computed equals the checkpoint over the release read back whole."""
     from privgraph.ingest.datasets.split import split_public_private
     from privgraph.ingest.datasets.synthetic import sbm_graph
-    from privgraph.privatize.mechanisms import build_mechanism
-    from privgraph.privatize.partition import partition_graph
+    from privgraph.mechanisms import build_mechanism
+    from privgraph.parts.partition import partition_graph
     from privgraph.privatize.partitioned import load_partitioned_release, privatize_partitioned, write_partitioned_input
 
     graph = split_public_private(sbm_graph(1200, num_classes=3, avg_degree=6.0, num_features=8, seed=1), 0.2, seed=2)

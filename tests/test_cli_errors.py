@@ -391,8 +391,8 @@ def test_reading_commands_refuse_a_missing_store_and_an_unchecked_signer(tmp_pat
     signer, and ``show --json`` says whether the signer was checked."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from privgraph.publish.storage.manifest import manifest_bytes
-    from privgraph.publish.storage.seal import seal_manifest
+    from privgraph.storage.manifest import manifest_bytes
+    from privgraph.storage.seal import seal_manifest
 
     _graph(tmp_path / "data")
     cfg = _write_config(tmp_path, _pipeline(tmp_path, seed=3))

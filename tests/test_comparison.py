@@ -9,7 +9,7 @@ from scipy import stats
 from privgraph.evaluate.comparison import ComparisonResult, run_comparison
 from privgraph.evaluate.comparison_report import comparison_markdown, summarize, utility_plot_png
 from privgraph.ingest.datasets import load_dataset
-from privgraph.privatize.partition import partition_graph
+from privgraph.parts.partition import partition_graph
 
 TRAIN = {"epochs": 15, "patience": None, "hidden": 16, "device": "cpu"}
 
@@ -218,7 +218,7 @@ def test_a_cut_off_comparison_resumes_from_its_checkpoint(small, tmp_path, monke
     reads those back (progress says so, no accuracy in an event) and computes only the rest; the
     result equals an uninterrupted run's, degree curves included."""
     from privgraph.evaluate.progress import ProgressEvent
-    from privgraph.publish.storage.private_record import CellCheckpoint
+    from privgraph.storage.private_record import CellCheckpoint
 
     monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
     g, _ = small

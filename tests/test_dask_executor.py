@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from privgraph.errors import GraphValidationError, data_refusal
-from privgraph.privatize.parallel import SerialExecutor, map_partitions
+from privgraph.parts.executor import SerialExecutor, map_partitions
 
 
 def _task(i: int, seed: np.random.SeedSequence, *, out: str, failing: dict[int, str]) -> int:

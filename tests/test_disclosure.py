@@ -13,7 +13,7 @@ from privgraph.config.disclosure import disclosure_of
 from privgraph.config.loader import parse_config
 from privgraph.ingest.datasets.split import split_public_private
 from privgraph.ingest.datasets.synthetic import sbm_graph
-from privgraph.publish.storage.private_record import input_identity, owner_key, owner_key_path
+from privgraph.storage.private_record import input_identity, owner_key, owner_key_path
 
 BASE = {
     "pipelines": {
@@ -102,7 +102,7 @@ def test_the_declaration_materializes_on_the_graph(graph, disclosure):
 def test_nonpriv_part_declares_v_pri_public():
     """Leak 4: NonPriv-Part claims epsilon 0 while the manifest records |V_pri|; the assumption
     and the manifest's public section now say that V_pri is public."""
-    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.mechanisms import build_mechanism
 
     data = copy.deepcopy(BASE)
     data["pipelines"]["p"]["edges"] = {"mechanism": "nonpriv_part"}

@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from privgraph.errors import DETAIL_LIMIT, PRIVATE_VALUES_NOTE, GraphValidationError, data_refusal, exit_code_for
-from privgraph.publish.storage.private_record import private_refusals_dir, write_private_refusal
+from privgraph.storage.private_record import private_refusals_dir, write_private_refusal
 
 
 def test_the_message_names_the_place_and_the_detail_keeps_the_values(tmp_path):

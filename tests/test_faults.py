@@ -282,7 +282,7 @@ def test_dask_worker_killed_mid_privatize_gives_the_same_private_graph(tmp_path:
     assert all(killed.values()), f"the privatize tasks finished before a worker could be killed: {killed}"
     ref = _digests(tmp_path / "ref" / "store" / "p" / versions["ref"])
     assert _digests(tmp_path / "memory" / "store" / "p" / versions["memory"]) == ref  # object for object
-    from privgraph.publish.storage import LocalStore
+    from privgraph.storage import LocalStore
 
     whole = LocalStore(tmp_path / "ref" / "store").load_graph("p", versions["ref"])[0]
     parted = LocalStore(tmp_path / "files" / "store").load_graph("p", versions["files"])[0]

@@ -18,11 +18,12 @@ import yaml
 from privgraph.ingest.datasets import check_dataset_options, drop_cut_edges, load_dataset
 from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
-from privgraph.privatize.mechanisms import build_mechanism
+from privgraph.evaluate.release_encoder import encoder_on
+from privgraph.mechanisms import build_mechanism
 from privgraph.evaluate.models import GAPClassifier
-from privgraph.privatize.partition import partition_graph
+from privgraph.parts.partition import partition_graph
 from privgraph.privatize.release import privatize_graph
-from privgraph.publish.storage.graph_io import graph_to_objects, objects_to_graph
+from privgraph.storage.graph_io import graph_to_objects, objects_to_graph
 from privgraph.evaluate.training import fit_node_classifier
 from privgraph.evaluate.candidates import version_kwargs
 from privgraph.evaluate.utility import evaluate_utility
@@ -35,7 +36,7 @@ def _sbm(rho: float = 0.5, n: int = 400) -> GraphData:
 def _gap_version(graph: GraphData, seed: int = 1, **params) -> tuple[GraphData, object]:
     mech = build_mechanism("gap", {"epsilon": 2.0, "encoder_epochs": 20, **params})
     res = privatize_graph(graph, features=None, edges=mech, partitioning=partition_graph(graph, 2, method="hash"),
-                          root_seed=np.random.SeedSequence(seed), device="cpu")
+                          root_seed=np.random.SeedSequence(seed), encoder=encoder_on("cpu"))
     return res.graph, res
 
 
@@ -110,9 +111,9 @@ def test_the_encoder_reads_the_released_labels():
     mech = build_mechanism("gap", {"epsilon": 2.0, "encoder_epochs": 20})
     parts = partition_graph(g, 2, method="hash")
     a = privatize_graph(g, features=None, edges=mech, labels=labels, partitioning=parts,
-                        root_seed=np.random.SeedSequence(1), device="cpu")
+                        root_seed=np.random.SeedSequence(1), encoder=encoder_on("cpu"))
     b = privatize_graph(g, features=None, edges=mech, partitioning=parts, root_seed=np.random.SeedSequence(1),
-                        device="cpu")
+                        encoder=encoder_on("cpu"))
     assert not np.array_equal(a.graph.aggregates[0], b.graph.aggregates[0])
     assert [e.scope.value for e in a.ledger.entries] == ["edges", "labels"]
 

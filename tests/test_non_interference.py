@@ -331,8 +331,8 @@ def _run(cfg: Path, name: str, monkeypatch: pytest.MonkeyPatch, graph: GraphData
     import tasks.ingest
     from prefect.logging.handlers import APILogWorker
 
-    from privgraph.publish.storage import open_store
-    from privgraph.publish.storage.private_record import private_refusals_dir, read_private_record
+    from privgraph.storage import open_store
+    from privgraph.storage.private_record import private_refusals_dir, read_private_record
 
     tmp = cfg.parent
     if graph is not None:
@@ -436,9 +436,9 @@ def consistency(run: dict[str, Any]) -> list[str]:
     separately, :func:`metrics_recomputed`)."""
     from tasks.artifacts import PRIVATE_PREFIX, artifact_key, is_shareable
     from privgraph.cli import ci_markdown
-    from privgraph.evaluate.report import metrics_markdown
-    from privgraph.publish.storage.base import VersionInfo
-    from privgraph.publish.storage.graph_io import objects_to_graph
+    from privgraph.publish.run_report import metrics_markdown
+    from privgraph.storage.base import VersionInfo
+    from privgraph.storage.graph_io import objects_to_graph
 
     out = []
     name = run["ci"]["pipeline"]
@@ -809,9 +809,9 @@ def test_every_planted_leak_is_caught(harness, owner, data_root, tmp_path_factor
     import tasks.privatize
     from prefect import get_run_logger
 
-    from privgraph.ingest.arrow_io import read_parquet_bytes
-    from privgraph.privatize.mechanisms.edges.class_counts import NeighbourClassCounts
-    from privgraph.publish.storage import graph_io
+    from privgraph.storage.arrow_io import read_parquet_bytes
+    from privgraph.mechanisms.edges.class_counts import NeighbourClassCounts
+    from privgraph.storage import graph_io
     from tests.planted_leaks import install
 
     from privgraph.config.disclosure import Disclosure

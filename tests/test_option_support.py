@@ -137,7 +137,7 @@ def harness(prefect_server_env: dict[str, str]):
 def _stored(tmp: Path, root: Path, dataset: dict[str, Any], path: str):
     """Run pipeline ``p`` on ``path`` without evaluation; the stored version's graph."""
     from flows.privatize import privatize_flow
-    from privgraph.publish.storage import open_store
+    from privgraph.storage import open_store
 
     cfg = tmp / "pipelines.yaml"
     cfg.write_text(yaml.safe_dump({"pipelines": {"p": _pipeline(root, tmp, dataset, path)}}))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from privgraph.graph import GraphData
-from privgraph.privatize.partition import ldg_parts, partition_graph, upper_csr
+from privgraph.parts.partition import ldg_parts, partition_graph, upper_csr
 
 
 def _ring(n: int, private_every: int = 0) -> GraphData:
@@ -148,7 +148,7 @@ def test_metis_parts_do_not_move_when_another_thread_draws_from_rand():
     """pymetis's METIS reads libc's process-wide rand() after srand(seed): in this process, a rand()
     from another thread during METIS gave another (equally balanced) partition. It runs in its own
     process: the parts are the same with and without the other thread, call after call."""
-    from privgraph.privatize.mechanisms.hrg.blocks import bisection_blocks
+    from privgraph.mechanisms.hrg.blocks import bisection_blocks
 
     g = _sbm()
     quiet = partition_graph(g, 4, "metis").assignment
@@ -168,10 +168,10 @@ def test_the_cora_neighbour_pair_releases_the_same_edges_whatever_other_threads_
     import yaml
 
     from privgraph.ingest.datasets import load_dataset
-    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.mechanisms import build_mechanism
     from privgraph.privatize.release import privatize_graph
     from privgraph.seeding import as_seed_sequence, stage_seed
-    from privgraph.publish.storage.graph_io import graph_to_objects
+    from privgraph.storage.graph_io import graph_to_objects
 
     spec = yaml.safe_load((Path(__file__).resolve().parents[1] / "pipelines.yaml").read_text())["pipelines"]["cora"]
     graph = load_dataset("cora", root=cora_root, rho=spec["dataset"]["rho"], split_seed=spec["dataset"].get("split_seed", 0))
@@ -262,8 +262,8 @@ def test_num_parts_above_the_node_count_is_capped_in_one_line_at_scale(run_log, 
     from privgraph.config.loader import load_config
     from privgraph.ingest.partitioned_graph import open_partitioned_graph
     from privgraph.ingest.partitioned_writer import write_partitioned_graph
-    from privgraph.publish.storage import open_store
-    from privgraph.publish.storage.parts import PartsArea, open_parts_area
+    from privgraph.storage import open_store
+    from privgraph.storage.parts import PartsArea, open_parts_area
     from tasks.privatize import privatize_partitioned
 
     n = 6

@@ -12,8 +12,8 @@ import pytest
 from privgraph.ingest.datasets.split import split_public_private
 from privgraph.ingest.datasets.synthetic import sbm_graph
 from privgraph.errors import ConfigError
-from privgraph.privatize.mechanisms import build_mechanism
-from privgraph.privatize.partition import partition_graph
+from privgraph.mechanisms import build_mechanism
+from privgraph.parts.partition import partition_graph
 from privgraph.privatize.partitioned import (
     load_partitioned_release,
     privatize_partitioned,
@@ -165,8 +165,8 @@ def test_the_config_names_the_mechanisms_the_layout_runs():
     """The layout runs what declares ``runs_partitioned`` (the local-reports shape); the config's
     refusal names them from the registry."""
     from privgraph.config.loader import parse_config
-    from privgraph.privatize.mechanisms import MECHANISMS, edge_mechanisms
-    from privgraph.privatize.mechanisms.edges.shapes import LocalReports
+    from privgraph.mechanisms import MECHANISMS, edge_mechanisms
+    from privgraph.mechanisms.edges.shapes import LocalReports
 
     runnable = edge_mechanisms(runs_partitioned=True)
     assert runnable == sorted(n for n, c in MECHANISMS.items() if isinstance(c, type) and issubclass(c, LocalReports))

@@ -12,14 +12,14 @@ import pytest
 
 from privgraph.errors import ConfigError
 from privgraph.ingest.partitioned_graph import load_partitioned_graph, open_partitioned_graph
-from privgraph.ingest.partitioned_release import privatize_partitioned_graph
+from privgraph.privatize.partitioned_release import privatize_partitioned_graph
 from privgraph.ingest.partitioned_writer import write_partitioned_graph
-from privgraph.privatize.mechanisms import build_mechanism
-from privgraph.privatize.partition import partition_graph
+from privgraph.mechanisms import build_mechanism
+from privgraph.parts.partition import partition_graph
 from privgraph.privatize.partitioned import privatize_through_files
 from privgraph.publish.release_parts import parts_writer, write_release_parts
-from privgraph.publish.storage import open_store
-from privgraph.publish.storage.parts import open_parts_area
+from privgraph.storage import open_store
+from privgraph.storage.parts import open_parts_area
 
 WHEN = dt.datetime(2026, 11, 29, tzinfo=dt.timezone.utc)
 N = 400

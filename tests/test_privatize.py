@@ -7,11 +7,11 @@ import pytest
 
 from privgraph.ingest.datasets.split import split_public_private
 from privgraph.ingest.datasets.synthetic import sbm_graph
-from privgraph.privatize.mechanisms import build_mechanism
+from privgraph.mechanisms import build_mechanism
 from privgraph.guarantee import GuaranteeKind, Scope
-from privgraph.privatize.parallel import SerialExecutor
+from privgraph.parts.executor import SerialExecutor
 from tasks.dask_executor import DaskExecutor
-from privgraph.privatize.partition import partition_graph
+from privgraph.parts.partition import partition_graph
 from privgraph.privatize.release import privatize_graph
 
 
@@ -158,8 +158,8 @@ def test_laplace_features_are_the_grid_statistic_plus_the_seeds_noise(public_gra
     of ``laplace``'s output, per partition, is the input's grid index ``rint(clip(x) 2^20)`` plus
     the discrete Laplace draw of that partition's seed from the audited sampler, times ``2^-20``,
     stored as float32, and nothing else (a value hidden in it would move one of them)."""
-    from privgraph.privatize.mechanisms.features.laplace import laplace_noise_parameter
-    from privgraph.privatize.mechanisms.noise import discrete_laplace_dyadic
+    from privgraph.mechanisms.features.laplace import laplace_noise_parameter
+    from privgraph.mechanisms.noise import discrete_laplace_dyadic
     from privgraph.seeding import as_seed_sequence, noise_generator, partition_seeds, stage_seed
 
     mech = build_mechanism("laplace", {"epsilon": 4.0, "lower": 0.0, "upper": 1.0})

@@ -10,11 +10,11 @@ import pytest
 
 from privgraph.ingest.datasets.split import split_public_private
 from privgraph.ingest.datasets.synthetic import sbm_graph
-from privgraph.privatize.mechanisms import MECHANISMS, build_mechanism
+from privgraph.mechanisms import MECHANISMS, build_mechanism
 from privgraph.guarantee import Scope
-from privgraph.privatize.parallel import SerialExecutor
+from privgraph.parts.executor import SerialExecutor
 from tasks.dask_executor import DaskExecutor
-from privgraph.privatize.partition import partition_graph
+from privgraph.parts.partition import partition_graph
 from privgraph.privatize.release import privatize_graph
 
 EDGE_PARAMS = {

@@ -162,7 +162,7 @@ def test_cora_public_only_reference_matches_the_issue(cora_root):
 
 
 def test_the_published_table_and_the_step_summary_show_it():
-    from privgraph.evaluate.report import metrics_markdown
+    from privgraph.publish.run_report import metrics_markdown
 
     g = _two_communities()
     from privgraph.evaluate.utility import evaluate_utility

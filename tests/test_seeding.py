@@ -6,9 +6,9 @@ import numpy as np
 from randomgen import AESCounter
 
 from privgraph.ingest.datasets.synthetic import sbm_graph
-from privgraph.privatize.mechanisms import build_mechanism
-from privgraph.privatize.parallel import SerialExecutor
-from privgraph.privatize.partition import partition_graph
+from privgraph.mechanisms import build_mechanism
+from privgraph.parts.executor import SerialExecutor
+from privgraph.parts.partition import partition_graph
 from privgraph.privatize.release import privatize_graph
 from privgraph.seeding import as_generator, noise_generator, partition_seeds, stage_seed
 

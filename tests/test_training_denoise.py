@@ -15,7 +15,7 @@ from privgraph.config.pipeline import EvaluateConfig
 from privgraph.config.loader import parse_config
 from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
-from privgraph.privatize.mechanisms.features.label_rr import LabelRR
+from privgraph.mechanisms.features.label_rr import LabelRR
 from privgraph.evaluate.models import KProp
 from privgraph.evaluate.label_denoising import _denoised_labels, drop_bound
 from privgraph.evaluate.training import DENOISING_OPTIONS, train_node_classifier
@@ -294,7 +294,7 @@ def test_kprop_features_denoise_multibit_features(cora):
     (mean +0.146); with the noise draw rng 1: 0.575 / 0.691, 0.559 / 0.699 (+0.128). Asserted: a
     mean gain above 0.08.
     """
-    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.mechanisms import build_mechanism
 
     multibit = build_mechanism("multibit", {"epsilon": 1.0})
     private = multibit.privatize(cora, np.random.default_rng(0))
@@ -339,7 +339,7 @@ def test_drop_forward_corrects_through_the_label_channel(rr_graph, noisy_graph, 
     softmax(f): a run with the identity in place of T (monkeypatched) trains differently, and
     without label_epsilon there is no correction (T = I) at all."""
     import privgraph.evaluate.label_denoising as label_denoising
-    from privgraph.privatize.mechanisms.randomized_response import label_rr_transition_matrix
+    from privgraph.mechanisms.randomized_response import label_rr_transition_matrix
 
     kw = {**FAST, "model": "sage", "eval_y": noisy_graph.y, "seed": 2, **DROP}
     corrected = train_node_classifier(rr_graph, **kw)

@@ -24,8 +24,8 @@ def _published_store(uri: str | None) -> Any:
     """The store a reading command (``artifacts list / show / verify / gc``) reads: a directory
     store that does not exist is a mistyped path, not an empty store (exit 2, as a missing S3
     bucket is)."""
-    from privgraph.publish.storage import open_store  # lazy: CLI start-up (the store loads pyarrow)
-    from privgraph.publish.storage.local import LocalStore  # lazy: CLI start-up
+    from privgraph.storage import open_store  # lazy: CLI start-up (the store loads pyarrow)
+    from privgraph.storage.local import LocalStore  # lazy: CLI start-up
 
     st = open_store(uri or default_store())
     if isinstance(st, LocalStore) and not st.root.is_dir():
@@ -36,7 +36,7 @@ def _published_store(uri: str | None) -> Any:
 def _trusted_keys(public_keys: list[str] | None, private_records: str) -> list[str] | None:
     """The public keys whose seals a reader trusts: the ones given, else the owner's own key when
     this machine holds it, else ``None`` (a seal is checked only against the key it names)."""
-    from privgraph.publish.storage.private_record import owner_public_key  # lazy: CLI start-up
+    from privgraph.storage.private_record import owner_public_key  # lazy: CLI start-up
 
     keys = [k.strip().lower() for k in public_keys or []]
     for k in keys:
@@ -212,7 +212,7 @@ def artifacts_public_key(
     """Print the owner's public signing key (64 hex), for consumers to pin with --public-key."""
     with exit_on_failure():
         # lazy: CLI start-up
-        from privgraph.publish.storage.private_record import owner_public_key, owner_signing_key_path
+        from privgraph.storage.private_record import owner_public_key, owner_signing_key_path
 
         key = owner_public_key(private_records)
         if key is None:
@@ -240,7 +240,7 @@ def artifacts_gc(
             raise ConfigError(f"--min-age-hours must be >= 0, got {min_age_hours}")
         from privgraph.ingest.ingest_claims import sweep_ingests  # lazy: CLI start-up (pyarrow)
         from privgraph.privatize.partitioned import sweep_staging  # lazy: CLI start-up
-        from privgraph.publish.storage import gc_staged  # lazy: CLI start-up
+        from privgraph.storage import gc_staged  # lazy: CLI start-up
 
         # the owner's raw leftovers first: their removal needs no store
         inputs = sweep_staging(Path(private_records) / "staging", dt.timedelta(hours=min_age_hours), dry_run=dry_run)

@@ -82,9 +82,9 @@ def ingest(
 
 def _kept_for_the_owner(exc: PrivgraphError, directory: str) -> PrivgraphError:
     """``exc`` once its private detail (the values its message leaves out) is in the owner's
-    refusal record (:func:`~privgraph.publish.storage.private_record.write_private_refusal`), as
+    refusal record (:func:`~privgraph.storage.private_record.write_private_refusal`), as
     the same refusal whose one line also says where that record is (a path, not private)."""
-    from privgraph.publish.storage.private_record import write_private_refusal  # lazy: CLI start-up
+    from privgraph.storage.private_record import write_private_refusal  # lazy: CLI start-up
 
     try:
         path = write_private_refusal(directory, RECORD_NAME, exc)

@@ -39,7 +39,7 @@ def run(
     try:
         with exit_on_failure():
             from privgraph.validate.preflight import preflight  # lazy: CLI start-up (pydantic, the loaders)
-            from privgraph.evaluate.progress import rich_progress  # lazy: CLI start-up
+            from privgraph.cli.progress_display import rich_progress  # lazy: rich, only for a live display
 
             # config, store, private records, input files: before Prefect starts and any data is read;
             # the flow takes this load and check instead of repeating them
@@ -92,7 +92,7 @@ def evaluate(
     """Train the GNN on a published version (shareable accuracy) and on the clean graph (the
     owner's private evaluation); print both."""
     with exit_on_failure():
-        from privgraph.publish.storage import open_store  # lazy: CLI start-up (the store loads pyarrow)
+        from privgraph.storage import open_store  # lazy: CLI start-up (the store loads pyarrow)
 
         if structure_plot is not None and not structure_plot.parent.is_dir():
             raise ConfigError(f"--structure-plot: directory {structure_plot.parent} does not exist")
@@ -100,7 +100,7 @@ def evaluate(
         pipeline, version = open_store(store_uri).find_version(version)
         from flows.evaluate import evaluate_flow  # lazy: torch and prefect, only where a model trains
         from flows.server import prefect_api  # lazy: CLI start-up
-        from privgraph.evaluate.progress import rich_progress  # lazy: CLI start-up
+        from privgraph.cli.progress_display import rich_progress  # lazy: rich, only for a live display
 
         quiet_prefect(verbose)
         with prefect_api(), rich_progress(err, status=f"evaluating {escape(pipeline)}/{escape(version)}", transient=True):
@@ -143,7 +143,7 @@ def compare(
             return _graph_compare(name, config, as_json, verbose)
         cfg.comparison(name)  # fail fast on config errors
         if store is not None:  # a flow parameter is stored and shown by Prefect: a URI holding credentials is refused
-            from privgraph.publish.storage import open_store  # lazy: CLI start-up (the store loads pyarrow)
+            from privgraph.storage import open_store  # lazy: CLI start-up (the store loads pyarrow)
 
             open_store(store)
         from flows.compare import compare_flow  # lazy: torch and prefect, only where a comparison runs
@@ -181,7 +181,7 @@ def _run_comparison_flow(status: str, flow: Any, verbose: bool, **kwargs: Any) -
     """Run a comparison flow against a temporary Prefect API with a progress bar; its result with
     ``seconds``."""
     from flows.server import prefect_api  # lazy: CLI start-up
-    from privgraph.evaluate.progress import rich_progress  # lazy: CLI start-up
+    from privgraph.cli.progress_display import rich_progress  # lazy: rich, only for a live display
 
     quiet_prefect(verbose)
     t0 = time.perf_counter()

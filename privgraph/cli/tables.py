@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from privgraph.cli.console import out
-from privgraph.evaluate.report import (PAIRED_TESTS, POST_PROCESSING, UTILITY_ROWS, attack_rows, ensemble_note,
+from privgraph.publish.run_report import (PAIRED_TESTS, POST_PROCESSING, UTILITY_ROWS, attack_rows, ensemble_note,
                                       graph_utility_rows, paired_test_line, scale_note)
 
 

@@ -293,10 +293,12 @@ def declare_public(name: str, cfg: PipelineConfig) -> Disclosure:
     # marks round(rho * m) edges on every dataset, so it is refused here, on every path
     by_rho = ds.rho is not None and ds.rho > 0
     if private_edges_by is not None and cfg.edges is None and (by_rho or ds.name not in ("generic", "partitioned", "images")):
+        from privgraph.mechanisms import edge_mechanisms  # lazy: the registry, for the message
+
         share = ds.rho if ds.rho is not None else ds.options.get("private_fraction", 0.3)
         raise ConfigError(
             f"{private_edges_by}: makes {share:g} of the edges private, but {p('edges')} is not set: "
-            "they would be stored as they are; add an edge mechanism (e.g. nonpriv_part drops them) "
+            f"they would be stored as they are; add an edge mechanism (e.g. {', '.join(edge_mechanisms(epsilon_range=None))} drops them) "
             "or set rho: 0 to declare every edge public"
         )
     if pn is not None and pn.all_features_public and cfg.features is not None:

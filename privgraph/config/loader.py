@@ -20,7 +20,7 @@ from privgraph.config.pipeline import MechanismConfig, PipelinesConfig, mechanis
 from privgraph.ingest.datasets import check_dataset_options, check_graph_set_options
 from privgraph.config.disclosure import declare_public
 from privgraph.errors import ConfigError
-from privgraph.privatize.mechanisms import MECHANISMS, build_at_epsilon, build_mechanism, edge_mechanisms
+from privgraph.mechanisms import MECHANISMS, build_at_epsilon, build_mechanism, edge_mechanisms, feature_mechanisms
 
 __all__ = ["load_config", "parse_config"]
 
@@ -65,8 +65,9 @@ def _check_mechanisms(cfg: PipelinesConfig) -> None:
                 raise ConfigError(f"{where}: {mname!r} protects {MECHANISMS[mname].scope.value}, not {c.scope}")
             if use_scores and c.scores is None and cfg.pipelines[c.pipeline].scores is None:
                 raise ConfigError(f"{where}.use_scores: neither the comparison nor pipeline {c.pipeline!r} sets scores")
-            if use_scores and mname != "feature_rr":
-                raise ConfigError(f"{where}.use_scores: only feature_rr takes the scores' theta")
+            if use_scores and mname not in feature_mechanisms(takes_scores=True):
+                raise ConfigError(f"{where}.use_scores: only {', '.join(feature_mechanisms(takes_scores=True))} "
+                                  "takes the scores' theta")
             try:
                 build_at_epsilon(mname, params, c.epsilons[0])
             except (TypeError, ValueError) as exc:

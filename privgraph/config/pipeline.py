@@ -300,11 +300,15 @@ class PipelineConfig(_Strict):
         return self
 
     @model_validator(mode="after")
-    def _scores_feed_feature_rr(self) -> PipelineConfig:
+    def _scores_set_theta(self) -> PipelineConfig:
         if self.scores is None:
             return self
-        if self.features is None or self.features.mechanism != "feature_rr":
-            raise ValueError("scores: set only with features.mechanism feature_rr (theta sets its per-feature budgets)")
+        from privgraph.mechanisms import feature_mechanisms  # lazy: the registry, with scores only
+
+        takers = feature_mechanisms(takes_scores=True)
+        if self.features is None or self.features.mechanism not in takers:
+            raise ValueError(f"scores: set only with features.mechanism {' or '.join(takers)} "
+                             "(theta sets its per-feature budgets)")
         if "theta" in (self.features.model_extra or {}):
             raise ValueError("scores: features.theta is computed from the scores; do not set both")
         return self

@@ -15,7 +15,7 @@ The registry's order is the order of ties (the simpler model first) and of every
 :func:`~privgraph.evaluate.selection.utility_summary`, the in-memory evaluation
 (:func:`~privgraph.evaluate.utility.evaluate_utility`), the evaluation at scale
 (:mod:`privgraph.evaluate.scale_metrics`), a comparison (:mod:`privgraph.evaluate.comparison`) and the
-reports (:mod:`privgraph.evaluate.report`) iterate it. Every candidate reads the version and the
+reports (:mod:`privgraph.publish.run_report`) iterate it. Every candidate reads the version and the
 declared public data only: post-processing of the release. Nothing here imports torch (the flow
 process at scale summarises results without it); the hooks import what they compute with.
 

@@ -15,7 +15,7 @@ is privatized; the other parts of the graph stay as in the clean graph.
 
 The accuracies are computed on the raw graph's labels and the degree curves are the exact private
 degrees: a comparison is a PRIVATE evaluation for the data owner, covered by no guarantee. It is
-stored as a private report (:func:`~privgraph.publish.storage.private_record.write_private_report`), never
+stored as a private report (:func:`~privgraph.storage.private_record.write_private_report`), never
 as a shareable version. The result, its summary, table, plots and stored objects are
 :mod:`privgraph.evaluate.comparison_report`'s (imported here too).
 """
@@ -38,11 +38,12 @@ from privgraph.config.pipeline import mechanism_entry
 from privgraph.evaluate.correct_and_smooth import release_correct_and_smooth
 from privgraph.evaluate.label_propagation import release_propagation
 from privgraph.evaluate.public_reference import per_run_reference, public_only_reference
+from privgraph.evaluate.release_encoder import encoder_on
 from privgraph.graph import GraphData, in_sorted
-from privgraph.privatize.mechanisms import build_at_epsilon, takes_epsilon
+from privgraph.mechanisms import build_at_epsilon, takes_epsilon
 from privgraph.guarantee import Scope
-from privgraph.privatize.parallel import Executor
-from privgraph.privatize.partition import Partitioning
+from privgraph.parts.executor import Executor
+from privgraph.parts.partition import Partitioning
 from privgraph.privatize.release import privatize_graph
 from privgraph.evaluate.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import partition_seeds, stage_seed
@@ -187,7 +188,7 @@ def run_comparison(
             and its ROC-AUC recorded as ``attack_auc[name]``.
         checkpoint (CellCheckpoint, optional): each finished run (clean or cell) is put there as
             it finishes, and a run already there is read back instead of recomputed
-            (:class:`~privgraph.publish.storage.private_record.CellCheckpoint`: a cut-off comparison
+            (:class:`~privgraph.storage.private_record.CellCheckpoint`: a cut-off comparison
             resumes); the caller keys it by everything the runs depend on.
     """
     sc = _check_inputs(scope, mechanisms, epsilons, runs, target, theta)
@@ -276,7 +277,7 @@ class _Cells:
         mech_kw = {"features": mech if sc is Scope.FEATURES else None, "edges": mech if sc is Scope.EDGES else None}
         steps = ProgressTracker("comparison cell", 2, self.progress)
         result = privatize_graph(self.base, partitioning=self.partitioning, root_seed=ps, executor=self.executor,
-                                 **mech_kw)
+                                 encoder=encoder_on(self.kwargs.get("device", "auto")), **mech_kw)
         steps.advance(detail=f"{name} eps={eps:g} run {i}: privatized")
         if self.true_degree is not None and i == 0:
             self.curves[f"{name}/{eps:g}"] = degree_curve(self.true_degree, _degrees(result.graph))

@@ -23,7 +23,7 @@ import numpy as np
 from privgraph.config.pipeline import mechanism_entry
 from privgraph.evaluate.candidates import CANDIDATES
 from privgraph.evaluate.selection import paired_test
-from privgraph.publish.storage.manifest import code_version
+from privgraph.storage.manifest import code_version
 
 __all__ = [
     "CLEAN",
@@ -314,7 +314,7 @@ def comparison_info(
     paths), the summary, and why it is private: the accuracies are scored on the raw graph and the
     degree curves are the exact private degree histogram, so the report is an evaluation for the
     data owner, covered by no guarantee (stored with
-    :func:`~privgraph.publish.storage.private_record.write_private_report`, never as a shareable version)."""
+    :func:`~privgraph.storage.private_record.write_private_report`, never as a shareable version)."""
     dataset = pipeline_config.dataset
     return {
         "kind": "comparison",

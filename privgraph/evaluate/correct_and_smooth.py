@@ -23,11 +23,11 @@ at the weights of :data:`~privgraph.evaluate.label_propagation.RELEASE_WEIGHTS` 
 combination of highest validation accuracy on the version's own labels. When the base model
 carries nothing, smoothing is label propagation of the training labels; when the edges carry
 nothing, correcting leaves the base model's ranking. A class-count release
-(:class:`~privgraph.privatize.mechanisms.edges.class_counts.NeighbourClassCounts`: no edges, each node's
+(:class:`~privgraph.mechanisms.edges.class_counts.NeighbourClassCounts`: no edges, each node's
 noisy count of private neighbours per public class) is smoothed in one step instead: each base's
 probabilities times :math:`e^{\beta \tilde c_v}`
-(:func:`~privgraph.privatize.mechanisms.edges.class_counts.decode_class_counts`), :math:`\beta` of
-:data:`~privgraph.privatize.mechanisms.edges.class_counts.COUNT_WEIGHTS` chosen on validation with the
+(:func:`~privgraph.mechanisms.edges.class_counts.decode_class_counts`), :math:`\beta` of
+:data:`~privgraph.mechanisms.edges.class_counts.COUNT_WEIGHTS` chosen on validation with the
 rest. It reads the release and public data only:
 post-processing, so it changes no guarantee and spends no budget. O(iterations x edges x
 classes): no node pairs.
@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from privgraph.graph import GraphData
-from privgraph.privatize.mechanisms.edges.class_counts import COUNT_WEIGHTS, decode_class_counts, released_class_counts
+from privgraph.mechanisms.edges.class_counts import COUNT_WEIGHTS, decode_class_counts, released_class_counts
 from privgraph.evaluate.label_propagation import (
     LP_ALPHA, LP_ITERATIONS, RELEASE_WEIGHTS, propagate, propagation_operator, propagation_scores,
 )

@@ -6,7 +6,7 @@
   :class:`~privgraph.ingest.datasets.graph_set.GraphSet`.
 * :func:`privatize_graph_set` / :func:`privatize_one_graph`: an edge mechanism (DPRR, Warner RR,
   LocalLap, NonPriv-Part, ...) applied to every graph's private edges independently, through
-  :func:`privgraph.privatize.release.privatize_graph` and :func:`privgraph.privatize.parallel.map_partitions`.
+  :func:`privgraph.privatize.release.privatize_graph` and :func:`privgraph.parts.executor.map_partitions`.
 
 Randomness: model parameters and dropout masks come from a :class:`torch.Generator` seeded from
 the ``numpy.random.Generator`` passed in (via :func:`privgraph.evaluate.models.basic.torch_seed`), batch order
@@ -30,11 +30,11 @@ from torch.nn import BatchNorm1d, Linear, Module, ModuleList
 from privgraph.guarantee.ledger import LedgerEntry, PrivacyLedger
 from privgraph.ingest.datasets.graph_set import GraphSet
 from privgraph.graph import GraphData
-from privgraph.privatize.mechanisms import EdgeMechanism, edge_mechanisms
+from privgraph.mechanisms import EdgeMechanism, edge_mechanisms
 from privgraph.guarantee.params import check_int
 from privgraph.evaluate.models.basic import GeneratorDropout, check_generator, check_positive_int, fresh_generator, torch_seed
-from privgraph.privatize.parallel import Executor, map_partitions
-from privgraph.privatize.partition import Partitioning
+from privgraph.parts.executor import Executor, map_partitions
+from privgraph.parts.partition import Partitioning
 from privgraph.privatize.release import privatize_graph
 from privgraph.seeding import as_generator, as_seed_sequence, partition_seeds, stage_seed
 from privgraph.evaluate.training import choose_device
@@ -404,7 +404,7 @@ def graph_seeds(root: Any, num_graphs: int) -> list[np.random.SeedSequence]:
 
 def privatize_one_graph(graph: GraphData, seed: np.random.SeedSequence, *, mechanism: Any) -> GraphData:
     """Privatize ONE graph's private edges with ``mechanism`` (picklable; the per-item function of
-    :func:`privgraph.privatize.parallel.map_partitions`: ``fn(payload, seed, **shared)``).
+    :func:`privgraph.parts.executor.map_partitions`: ``fn(payload, seed, **shared)``).
 
     :func:`privgraph.privatize.release.privatize_graph` with one partition holding every node and
     ``root_seed=seed``: public edges released as they are, ``edges_private`` replaced by the
@@ -430,7 +430,7 @@ def privatize_graph_set(
     Sec. IV-A: every user of every graph randomizes her own neighbour list).
 
     Graph ``i`` is privatized by :func:`privatize_one_graph` with ``seeds[i]`` through
-    :func:`~privgraph.privatize.parallel.map_partitions` (serially, or on ``executor``, e.g. a Dask one):
+    :func:`~privgraph.parts.executor.map_partitions` (serially, or on ``executor``, e.g. a Dask one):
     its output depends on its graph and its seed only, never on the order of the graphs or the
     number of workers.
 
@@ -446,7 +446,7 @@ def privatize_graph_set(
     Raises:
         ValueError: not an edge mechanism, one seed per graph missing, or a graph the mechanism
             cannot serve (e.g. DPRR's Eq. 8 split on a graph with few private nodes: set a dataset-wide
-            :class:`~privgraph.privatize.mechanisms.edges.dprr.DPRR`'s ``n_max``), named by its index.
+            :class:`~privgraph.mechanisms.edges.dprr.DPRR`'s ``n_max``), named by its index.
     """
     if not isinstance(graph_set, GraphSet):
         raise TypeError(f"privatize_graph_set: expected a GraphSet, got {type(graph_set).__name__}")

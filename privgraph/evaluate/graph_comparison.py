@@ -22,8 +22,8 @@ import numpy as np
 from privgraph.config.pipeline import mechanism_entry
 from privgraph.ingest.datasets.graph_set import GraphSet
 from privgraph.evaluate.graph_classification import cross_validate, graph_seeds, privatize_graph_set
-from privgraph.privatize.mechanisms import build_at_epsilon, edge_mechanisms
-from privgraph.privatize.parallel import Executor
+from privgraph.mechanisms import build_at_epsilon, edge_mechanisms
+from privgraph.parts.executor import Executor
 from privgraph.evaluate.progress import ProgressCallback, ProgressTracker
 from privgraph.seeding import as_generator, stage_seed
 from privgraph.evaluate.selection import paired_test
@@ -93,7 +93,7 @@ def run_graph_comparison(
     :func:`privatize_graph_set` on ``executor``: Dask spreads the graphs over its workers) and
     cross-validate GIN-0 on each release; NonPriv-Full once. A mechanism without a budget
     (``nonpriv_part``) runs once and serves every epsilon. With a ``checkpoint``
-    (:class:`~privgraph.publish.storage.private_record.CellCheckpoint`), each finished cell is put there
+    (:class:`~privgraph.storage.private_record.CellCheckpoint`), each finished cell is put there
     and a cell already there is read back instead of recomputed (a cut-off run resumes)."""
     if target not in mechanisms:
         raise ValueError(f"target {target!r} is not among mechanisms {sorted(mechanisms)}")

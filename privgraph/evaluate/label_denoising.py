@@ -40,7 +40,7 @@ import torch
 from privgraph.evaluate.model_inputs import ModelInputs
 from privgraph.evaluate.models import KProp
 from privgraph.evaluate.models.kprop import LPGNN_KPROP
-from privgraph.privatize.mechanisms.randomized_response import label_rr_keep_probability, label_rr_transition_matrix
+from privgraph.mechanisms.randomized_response import label_rr_keep_probability, label_rr_transition_matrix
 
 __all__ = ["Targets", "drop_bound", "training_targets"]
 
@@ -49,7 +49,7 @@ def drop_bound(label_epsilon: float | None, num_classes: int) -> float:
     r"""LPGNN's :math:`\mathrm{Acc}^*`, the highest expected accuracy on RR-perturbed labels.
 
     Labels perturbed by :math:`c`-ary randomized response with budget :math:`\varepsilon_y`
-    (:class:`~privgraph.privatize.mechanisms.features.label_rr.LabelRR`) equal the true label with
+    (:class:`~privgraph.mechanisms.features.label_rr.LabelRR`) equal the true label with
     probability
 
     .. math::
@@ -101,7 +101,7 @@ def training_targets(
     kprop_labels: int, drop: bool, propagate_val_labels: bool, label_epsilon: float | None, label_classes: int | None,
 ) -> Targets:
     """Targets from the train (and validation) labels only; the label RR's channel from its
-    public parameters (:mod:`privgraph.privatize.mechanisms.randomized_response`)."""
+    public parameters (:mod:`privgraph.mechanisms.randomized_response`)."""
     label_prop = KProp(kprop_labels, cached=True, **LPGNN_KPROP) if kprop_labels else None
     y_fit = y
     if label_prop is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from privgraph.mechanisms.features.label_rr import LabelRR
 from privgraph.guarantee.ledger import PrivacyLedger
 from privgraph.config.pipeline import PipelineConfig
 from privgraph.config.disclosure import declare_public
@@ -53,7 +54,7 @@ def label_noise(cfg: PipelineConfig, manifest: dict[str, Any] | None) -> dict[st
         found = []
     for mechanism, params in found:
         mask = params.get("mask")
-        if mechanism == "label_rr" and (mask is None or "val_mask" in mask):
+        if mechanism == LabelRR.name and (mask is None or "val_mask" in mask):  # Drop inverts its channel
             return {
                 "label_epsilon": float(params["epsilon"]),
                 "label_classes": params["num_classes"],

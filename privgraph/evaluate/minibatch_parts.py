@@ -5,11 +5,11 @@ partitioned version of an artifact store (local or S3; written by
 :func:`~privgraph.publish.release_parts.write_release_parts`, e.g. by ``flows/privatize_at_scale.py``):
 cluster ``i`` is the version's part ``i``, whose nodes the partitioning made from the PUBLIC edges
 (METIS over them, or a hash of the node id), so the clusters are the release's own public
-partitioning. Every object is read through :meth:`~privgraph.publish.storage.base.ArtifactStore.read_object`
+partitioning. Every object is read through :meth:`~privgraph.storage.base.ArtifactStore.read_object`
 (checked against the manifest's sha256, itself pinned by the version id) and decoded by
-:func:`~privgraph.publish.storage.graph_io.part_from_objects` (the canonical checks), never by path.
+:func:`~privgraph.storage.graph_io.part_from_objects` (the canonical checks), never by path.
 
-What a version holds per part (:mod:`privgraph.publish.storage.graph_io`): ``nodes.npy``,
+What a version holds per part (:mod:`privgraph.storage.graph_io`): ``nodes.npy``,
 ``features.npy`` (the released features), ``labels.npy`` (the released labels: privatized by the
 labels mechanism where the pipeline sets one, the rest declared public by
 :func:`~privgraph.config.disclosure.declare_public`), ``splits.npz`` (the node split, always public)
@@ -44,8 +44,8 @@ from privgraph.errors import ArtifactError, ArtifactIntegrityError, one_line
 from privgraph.evaluate.minibatch_source import Cluster, local_ids, sampled_parts
 from privgraph.evaluate.sparsity import mostly_zero
 from privgraph.graph import SPLIT_MASKS, GraphData
-from privgraph.publish.storage import ArtifactStore, open_store
-from privgraph.publish.storage.graph_io import (
+from privgraph.storage import ArtifactStore, open_store
+from privgraph.storage.graph_io import (
     EDGES,
     FEATURES,
     GRAPH_INFO,
@@ -79,8 +79,8 @@ class _Survey:
 
 class VersionPartsSource:
     """A :class:`~privgraph.evaluate.minibatch_source.ClusterSource` over the partitioned version
-    ``pipeline``/``version`` of ``store`` (an :class:`~privgraph.publish.storage.base.ArtifactStore`
-    or its URI, :func:`~privgraph.publish.storage.open_store`): cluster ``i`` is part ``i``.
+    ``pipeline``/``version`` of ``store`` (an :class:`~privgraph.storage.base.ArtifactStore`
+    or its URI, :func:`~privgraph.storage.open_store`): cluster ``i`` is part ``i``.
 
     A cluster holds the part's nodes, their released features (scipy CSR where at most 1/10 of the
     part's values are non-zero, else dense float32), their released labels and split, and every
@@ -321,7 +321,7 @@ def _partitioned_info(store: ArtifactStore, pipeline: str, version: str,
                       staged: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[int, int]:
     """``(num_nodes, num_parts)`` of a partitioned version: its ``graph.json`` read verified, its
     object names checked against the manifest, or the staging's checksums (as
-    :meth:`~privgraph.publish.storage.base.ArtifactStore.iter_parts`)."""
+    :meth:`~privgraph.storage.base.ArtifactStore.iter_parts`)."""
     manifest = store.read_manifest(pipeline, version) if staged is None else {"objects": staged}
     blob = _read_verified(store, pipeline, version, GRAPH_INFO, staged)
     try:

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from privgraph.evaluate.sparsity import mostly_zero
 from privgraph.graph import SPLIT_MASKS, GraphData
-from privgraph.privatize.partition import check_partition_arguments, partition_assignment
+from privgraph.parts.partition import check_partition_arguments, partition_assignment
 
 __all__ = ["Cluster", "ClusterSource", "EdgelessSource", "GraphClusterSource", "SampledSource", "SourceView", "public_clusters",
            "sampled_parts"]
@@ -185,7 +185,7 @@ def local_ids(nodes: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def public_clusters(graph: GraphData, num_clusters: int, method: str = "metis") -> np.ndarray:
     """The public partitioning of ``graph`` into at most ``num_clusters`` clusters (int64 ``[n]``):
-    :func:`~privgraph.privatize.partition.partition_assignment`, METIS over the PUBLIC edges only
+    :func:`~privgraph.parts.partition.partition_assignment`, METIS over the PUBLIC edges only
     (or ``method="ldg"``: one streaming pass over them; ``"hash"``: a fixed hash of the node id),
     so the clusters read no private edge."""
     check_partition_arguments(num_clusters, method)

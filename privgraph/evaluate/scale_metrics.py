@@ -39,7 +39,7 @@ from privgraph.evaluate.candidates import CANDIDATES
 from privgraph.evaluate.minibatch_source import SampledSource, sampled_parts
 from privgraph.evaluate.public_reference import per_run_reference, public_only_reference
 from privgraph.evaluate.selection import utility_summary
-from privgraph.privatize.parallel import Executor
+from privgraph.parts.executor import Executor
 from privgraph.seeding import as_seed_sequence, partition_seeds, stage_seed
 
 __all__ = ["METHOD_NAME", "scale_evaluation_task", "version_metrics_at_scale"]

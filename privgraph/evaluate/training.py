@@ -143,7 +143,7 @@ def public_classes(
     training node of ``graph``, else the class the feature-only floor's model (trained on the
     features and training labels of ``graph`` without any edge, model selection on the validation
     labels) predicts. Given a version's released features and labels it is post-processing: the
-    public classes that :class:`~privgraph.privatize.mechanisms.edges.class_counts.NeighbourClassCounts`
+    public classes that :class:`~privgraph.mechanisms.edges.class_counts.NeighbourClassCounts`
     counts."""
     trained = fit_node_classifier(graph, seed=seed, edges="none", model="gcn", epochs=epochs, device=device)
     label = np.asarray(trained.posteriors).argmax(axis=1)

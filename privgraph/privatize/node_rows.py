@@ -18,13 +18,12 @@ __all__ = ["label_selection", "privatize_feature_rows", "privatize_label_rows"]
 
 def privatize_feature_rows(x_rows: np.ndarray, seed: np.random.SeedSequence, *, mechanism: Any) -> np.ndarray:
     """The released feature rows of one partition (``fn`` of
-    :func:`~privgraph.privatize.parallel.map_partitions`): ``mechanism.privatize_rows``, decoded
+    :func:`~privgraph.parts.executor.map_partitions`): ``mechanism.privatize_rows``, decoded
     to feature units where the release is an encoding."""
     released = mechanism.privatize_rows(x_rows, noise_generator(seed))
-    # mechanisms whose release is an encoding (multibit, three_output, pm_sub) also give the
-    # server-side unbiased estimate in feature units; it is post-processing, so free
-    estimate = getattr(mechanism, "estimate", None)
-    return released if estimate is None else estimate(released)
+    # an encoding (multibit, three_output, pm_sub) is decoded to its unbiased estimate in
+    # feature units: post-processing (FeatureMechanism.estimate; the identity otherwise)
+    return mechanism.estimate(released)
 
 
 def privatize_label_rows(

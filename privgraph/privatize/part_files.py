@@ -2,7 +2,7 @@
 partitioned release lay their arrays out on disk, one directory per partition.
 
 Written by :func:`~privgraph.privatize.partitioned.write_partitioned_input` (a graph in this
-process) and :func:`~privgraph.ingest.partitioned_stage.partitioned_input_from_graph` (by tasks),
+process) and :func:`~privgraph.privatize.partitioned_input.partitioned_input_from_graph` (by tasks),
 read by the privatize stage's tasks (:mod:`privgraph.privatize.partitioned`) and by the store's
 commit (:mod:`privgraph.publish.release_parts`). Every file is a private ``.npy`` (0600, written
 atomically; directories 0700); the layout is in :mod:`privgraph.privatize.partitioned`.

@@ -4,7 +4,7 @@ A graph is written as a *partitioned input* (:func:`write_partitioned_input`); t
 (:func:`privatize_through_files`, ``partitions.layout: files``) writes one per run in the owner's
 staging area and removes it after, and a caller that keeps one may privatize it again and again.
 :func:`privatize_partitioned` maps tasks over the partitions, serially or on a Dask executor
-(:func:`privgraph.privatize.parallel.map_partitions`); each task reads its own partition's rows and edges
+(:func:`privgraph.parts.executor.map_partitions`); each task reads its own partition's rows and edges
 from the files, privatizes them and writes its part of the release into a staging directory.
 What comes back to the caller is a few counts and checksums per partition, so the client's memory
 is O(partitions), not O(n). :func:`load_partitioned_release` reads a release back as one
@@ -58,8 +58,8 @@ from privgraph.guarantee.ledger import PrivacyLedger
 from privgraph.errors import ConfigError
 from privgraph.graph import GraphData, in_sorted
 from privgraph.guarantee import Scope
-from privgraph.privatize.parallel import Executor, map_partitions
-from privgraph.privatize.partition import Partitioning
+from privgraph.parts.executor import Executor, map_partitions
+from privgraph.parts.partition import Partitioning
 from privgraph.privatize.part_files import FORMAT, ROW_FIELDS, load_part_array, part_dir, read_layout, save_part_array
 from privgraph.guarantee.private_files import mkdir_private, write_private_file
 from privgraph.privatize.summary import SUMMARY_FIELDS, release_summary
@@ -94,7 +94,7 @@ def write_partitioned_input(graph: GraphData, partitioning: Partitioning, direct
         FileExistsError: ``directory`` exists (an input is never overwritten).
         ValueError: ``partitioning`` does not cover ``graph``'s nodes.
     """
-    from privgraph.privatize.mechanisms.edges.edge_arrays import private_csr  # lazy: scipy via the registry (~0.7 s)
+    from privgraph.mechanisms.edges.edge_arrays import private_csr  # lazy: scipy via the registry (~0.7 s)
 
     root = Path(directory)
     if root.exists():
@@ -177,7 +177,7 @@ def _combine_file_part(j: int, seed: np.random.SeedSequence, *, mechanism: Any, 
                        num_nodes: int) -> dict[str, Any]:
     """Phase 2 of the edges: the OR rule over the reports about partition ``j``'s pairs, minus
     its public edges. ``seed`` is unused: combining is deterministic post-processing."""
-    from privgraph.privatize.mechanisms.edges.edge_arrays import merge_with_public  # lazy: scipy via the registry
+    from privgraph.mechanisms.edges.edge_arrays import merge_with_public  # lazy: scipy via the registry
 
     inbox = Path(out) / "shuffle" / f"to-{j:05d}"
     files = sorted(inbox.glob("from-*.npy")) if inbox.is_dir() else []
@@ -247,7 +247,7 @@ def _check_mechanisms(layout: dict[str, Any], features: Any, edges: Any, labels:
     if edges.scope is not Scope.EDGES:
         raise ValueError(f"{edges!r} does not protect edges")
     if not edges.runs_partitioned:  # the mechanism's declaration (its shape: local reports)
-        from privgraph.privatize.mechanisms import edge_mechanisms  # lazy: scipy via the registry
+        from privgraph.mechanisms import edge_mechanisms  # lazy: scipy via the registry
 
         raise ConfigError(
             f"{edges.name}: the partitioned layout runs per-node edge mechanisms "
@@ -305,8 +305,8 @@ def privatize_partitioned(
     try:
         if features is not None:
             run(_features_file_part, "features", mechanism=features)
-            output_range = getattr(features, "output_range", None)
-            stats["feature_range"] = None if output_range is None else list(output_range())
+            output_range = features.output_range()
+            stats["feature_range"] = None if output_range is None else list(output_range)
             ledger.record(ledger_entry(f"{stage}.features", features, part_ids))
         if edges is not None:
             reports = run(_reports_file_part, "edges", mechanism=edges)

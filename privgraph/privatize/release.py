@@ -1,7 +1,7 @@
 """Privatize a graph's features and edges partition by partition, and record the ledger.
 
 This is the library side of the ``privatize`` stage: pure, no Prefect. Each mechanism runs once
-per node partition through :func:`privgraph.privatize.parallel.map_partitions`, with partition ``i`` of
+per node partition through :func:`privgraph.parts.executor.map_partitions`, with partition ``i`` of
 stage ``s`` seeded by ``partition_seeds(stage_seed(root, s), P)[i]``; so a seeded run gives the
 same private graph with any number of workers and any scheduler.
 """
@@ -9,7 +9,7 @@ same private graph with any number of workers and any scheduler.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,9 +18,12 @@ from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
 from privgraph.guarantee import Scope
 from privgraph.privatize.node_rows import label_selection, privatize_feature_rows, privatize_label_rows
-from privgraph.privatize.parallel import Executor, map_partitions
-from privgraph.privatize.partition import Partitioning
+from privgraph.parts.executor import Executor, map_partitions
+from privgraph.parts.partition import Partitioning
 from privgraph.seeding import partition_seeds, stage_seed
+
+if TYPE_CHECKING:
+    from privgraph.mechanisms.edges.shapes import ReleaseEncoder
 
 __all__ = ["PrivatizationResult", "label_selection", "ledger_entry", "privatize_graph"]
 
@@ -121,7 +124,7 @@ def privatize_graph(
     root_seed: np.random.SeedSequence,
     executor: Executor | None = None,
     stage: str = "privatize",
-    device: str = "auto",
+    encoder: ReleaseEncoder | None = None,
 ) -> PrivatizationResult:
     """Apply the feature, edge and label mechanisms per partition and return the private graph.
 
@@ -129,8 +132,9 @@ def privatize_graph(
     privatized release of the private edges; ``x`` is replaced by the privatized features.
     Labels, splits and the public edges are released unchanged (they are public in this setting;
     the manifest says so). An aggregation-perturbation mechanism (GAP: ``releases_aggregates``)
-    releases ``aggregates`` instead of private edges; its encoder trains on ``device`` over the
-    released features and labels.
+    releases ``aggregates`` instead of private edges; ``encoder`` trains its encoder over the
+    released features and labels (:func:`~privgraph.evaluate.release_encoder.encoder_on`: the
+    evaluate stage's model, supplied by the caller; the other shapes read none).
 
     Raises:
         ConfigError: the graph has private edges but no edge mechanism is given (they would be
@@ -153,13 +157,15 @@ def privatize_graph(
         if features.scope is not Scope.FEATURES:
             raise ValueError(f"{features!r} does not protect features")
         changes["x"] = _privatize_features(graph, features, parts, root_seed, executor)
-        output_range = getattr(features, "output_range", None)
-        stats["feature_range"] = None if output_range is None else list(output_range())
+        output_range = features.output_range()
+        stats["feature_range"] = None if output_range is None else list(output_range)
         ledger.record(ledger_entry(f"{stage}.features", features, part_ids))
     if edges is None and graph.edges_private.shape[1]:
+        from privgraph.mechanisms import edge_mechanisms  # lazy: the registry, for the message
+
         raise ConfigError(
             "the input marks some edges private but the pipeline sets no edge mechanism: they would "
-            "be stored as they are; add an 'edges' mechanism (nonpriv_part drops them)"
+            f"be stored as they are; add an 'edges' mechanism ({', '.join(edge_mechanisms(epsilon_range=None))} drops them)"
         )
     release: dict[str, dict[str, Any]] = {}
     if labels is not None:
@@ -169,7 +175,7 @@ def privatize_graph(
         changes["y"] = _privatize_labels(graph, labels, parts, root_seed, executor)
     if edges is not None:  # the mechanism's shape releases the scope
         edge_changes, stats["edges"], release["edges"], private_record = edges.release_scope(
-            graph, changes, parts, root_seed, executor, device)
+            graph, changes, parts, root_seed, executor, encoder)
         changes.update(edge_changes)
         ledger.record(ledger_entry(f"{stage}.edges", edges, part_ids, n_max=int(graph.private_nodes().size)))
     if labels is not None:

@@ -8,7 +8,7 @@ computed by streaming its ranges, one range at a time:
   record's ``input_identity``).
 
 The fingerprint (public inputs only) runs as ONE task through
-:func:`~privgraph.privatize.parallel.map_partitions` (serially without an executor, on a Dask
+:func:`~privgraph.parts.executor.map_partitions` (serially without an executor, on a Dask
 worker with one). The keyed identity is computed in the CALLING process, always: the owner's
 HMAC key never leaves it (no task, no executor, no wire receives it or any HMAC under it; a
 per-run derived key would not do: whoever saw it and the digest on a cleartext link could test
@@ -38,7 +38,7 @@ from privgraph.config.disclosure import FINGERPRINT_FORMAT, Disclosure, public_i
 from privgraph.errors import GraphValidationError
 from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.ingest.partitioned_graph import PartitionedGraph, read_edge_range, read_node_range
-from privgraph.privatize.parallel import Executor, map_partitions
+from privgraph.parts.executor import Executor, map_partitions
 
 __all__ = ["input_digests", "keyed_identity_of", "public_fingerprint_of"]
 

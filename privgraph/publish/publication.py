@@ -1,6 +1,6 @@
 """What a privatize run publishes: the manifest of its version, built from the run.
 
-Above the store (which keeps the manifest FORMAT, :mod:`privgraph.publish.storage.manifest`) and beside
+Above the store (which keeps the manifest FORMAT, :mod:`privgraph.storage.manifest`) and beside
 the pipeline's configuration and declaration of what is public, which the manifest records.
 """
 
@@ -18,7 +18,7 @@ from privgraph.config.disclosure import Disclosure
 from privgraph.graph import GraphData
 from privgraph.guarantee.redaction import redact_uri
 from privgraph.privatize.release import PrivatizationResult
-from privgraph.publish.storage.manifest import code_version, validate_manifest
+from privgraph.storage.manifest import code_version, validate_manifest
 
 __all__ = ["build_manifest"]
 
@@ -99,7 +99,7 @@ def build_manifest(
         graph_in: the input graph (only its PUBLIC part is fingerprinted), or None with
             ``input_fingerprint`` (a graph that was never in this process: computed by a task).
         result: the privatization result (the released graph, the ledger, stats and release), or
-            a :class:`~privgraph.ingest.partitioned_release.PartitionedGraphRelease` (its
+            a :class:`~privgraph.privatize.partitioned_release.PartitionedGraphRelease` (its
             ``graph_summary`` holds the released graph's counts).
         input_fingerprint: :meth:`~privgraph.config.disclosure.Disclosure.fingerprint`'s value,
             when ``graph_in`` is None.

@@ -1,8 +1,8 @@
 """A partitioned release committed to the store: each partition's task writes its part of the
-version into a parts area (:mod:`privgraph.publish.storage.parts`), the client commits it.
+version into a parts area (:mod:`privgraph.storage.parts`), the client commits it.
 
 The privatize stage knows no store: :func:`~privgraph.privatize.partitioned.privatize_through_files`
-and :func:`~privgraph.ingest.partitioned_release.privatize_partitioned_graph` take a
+and :func:`~privgraph.privatize.partitioned_release.privatize_partitioned_graph` take a
 ``write_parts(input_dir, release_dir)`` and call it while their staging directory exists;
 :func:`parts_writer` is that callable for a parts area (:func:`write_release_parts` bound to it),
 and removes the area if anything in its block fails, so nothing half-written stays in the store.
@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from privgraph.privatize.parallel import Executor, map_partitions
+from privgraph.parts.executor import Executor, map_partitions
 from privgraph.privatize.part_files import ROW_FIELDS, load_part_array, part_dir, read_layout
 from privgraph.privatize.partitioned import PartitionedRelease, WriteParts
-from privgraph.publish.storage.graph_io import GRAPH_INFO, NODES, GraphPart, part_to_objects, partitioned_graph_info
-from privgraph.publish.storage.parts import PartsArea
-from privgraph.publish.storage.staging import PendingVersion
+from privgraph.storage.graph_io import GRAPH_INFO, NODES, GraphPart, part_to_objects, partitioned_graph_info
+from privgraph.storage.parts import PartsArea
+from privgraph.storage.staging import PendingVersion
 from privgraph.seeding import partition_seeds
 
 __all__ = ["commit_release_parts", "parts_writer", "store_partitioned_release", "write_release_parts"]
@@ -34,7 +34,7 @@ __all__ = ["commit_release_parts", "parts_writer", "store_partitioned_release", 
 def _store_file_part(i: int, seed: np.random.SeedSequence, *, source: str, out: str,
                      area: PartsArea) -> dict[str, Any]:
     """Partition ``i`` of the release, written by its task into the store's parts area as the
-    version's objects (:func:`~privgraph.publish.storage.graph_io.part_to_objects`): the released rows
+    version's objects (:func:`~privgraph.storage.graph_io.part_to_objects`): the released rows
     and edges from ``out``, the rest (public edges, splits, unprivatized fields) from ``source``.
     Returns the objects' ``{"sha256", "size"}`` by name. ``seed`` is unused (no randomness)."""
     src, rel = part_dir(Path(source), i), part_dir(Path(out), i)
@@ -87,7 +87,7 @@ def parts_writer(area: PartsArea | None, *, executor: Executor | None = None) ->
 
 def commit_release_parts(area: PartsArea, parts: dict[str, dict[str, Any]], num_nodes: int) -> PendingVersion:
     """The staged version of the parts the tasks wrote: ``graph.json`` written by the client, the
-    parts copied into the version without being read (:meth:`~privgraph.publish.storage.parts.PartsArea.commit`;
+    parts copied into the version without being read (:meth:`~privgraph.storage.parts.PartsArea.commit`;
     a failed commit keeps the area, for a retry)."""
     num_parts = sum(name.endswith("." + NODES) for name in parts)
     return area.commit(parts, {GRAPH_INFO: partitioned_graph_info(num_nodes, num_parts, sorted(parts))})
@@ -98,9 +98,9 @@ def store_partitioned_release(source: str | Path, release: PartitionedRelease, a
     """Write ``release`` (of the partitioned input ``source``) into the store as a PARTITIONED
     version and return it staged (publish its manifest, or abort it): :func:`write_release_parts`,
     then :func:`commit_release_parts`. The version loads
-    (:meth:`~privgraph.publish.storage.base.ArtifactStore.load_graph`) to the same graph as
+    (:meth:`~privgraph.storage.base.ArtifactStore.load_graph`) to the same graph as
     :func:`~privgraph.privatize.partitioned.load_partitioned_release`;
-    :meth:`~privgraph.publish.storage.base.ArtifactStore.iter_parts` streams it partition by
+    :meth:`~privgraph.storage.base.ArtifactStore.iter_parts` streams it partition by
     partition. On any failure the area is removed."""
     parts = write_release_parts(source, release.directory, area, executor=executor)
     try:

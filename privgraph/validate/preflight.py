@@ -27,11 +27,11 @@ from privgraph.errors import ClusterError, ConfigError, DatasetNotFoundError, Va
 from privgraph.ingest.datasets import SPLIT_FILE_OPTION, data_root, partitioned_path
 from privgraph.ingest.datasets.generic import check_generic_files
 from privgraph.ingest.partitioned_graph import open_partitioned_graph
-from privgraph.privatize.mechanisms import build_mechanism
-from privgraph.publish.storage import ArtifactStore, open_store
+from privgraph.mechanisms import build_mechanism
+from privgraph.storage import ArtifactStore, open_store
 from privgraph.guarantee.private_files import mkdir_private
 from privgraph.guarantee.redaction import redact_uri
-from privgraph.publish.storage.private_record import owner_key, owner_signing_key
+from privgraph.storage.private_record import owner_key, owner_signing_key
 from privgraph.validate import budget_failures
 
 __all__ = ["STORE_ENV", "CheckedRun", "check_before_reading", "check_budget", "check_private_records", "planned_ledger",

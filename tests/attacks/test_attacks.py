@@ -301,7 +301,7 @@ def test_linkteller_local_queries_equal_full_forward_queries(graph, sparse, aggr
 # -- attribute inference ---------------------------------------------------------------------------
 def test_attribute_inference_reads_weak_noise_and_is_held_to_the_public_guess_by_strong_noise(graph):
     from privgraph.evaluate.attacks.attribute import attribute_inference
-    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.mechanisms import build_mechanism
 
     rng = np.random.default_rng(0)
     x = (rng.random(graph.x.shape) < 0.3).astype(np.float32)  # 0/1 features, one common rate
@@ -324,7 +324,7 @@ def test_attribute_inference_reads_weak_noise_and_is_held_to_the_public_guess_by
 def test_the_suite_scores_attribute_inference_once_on_the_release(graph):
     from privgraph.evaluate.attacks import run_attacks
     from privgraph.config.pipeline import EvaluateConfig
-    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.mechanisms import build_mechanism
 
     mech = build_mechanism("feature_rr", {"epsilon": 64.0, "bins": 2, "lower": 0.0, "upper": 1.0})
     x = (np.random.default_rng(0).random(graph.x.shape) < 0.3).astype(np.float32)

@@ -20,7 +20,7 @@ from privgraph.config.disclosure import Disclosure, disclosure_of
 from privgraph.ingest.datasets import check_dataset_options, load_dataset
 from privgraph.errors import DatasetNotFoundError, GraphValidationError, exit_code_for
 from privgraph.graph import UNLABELLED, GraphData
-from privgraph.privatize.mechanisms.features.label_rr import LabelRR
+from privgraph.mechanisms.features.label_rr import LabelRR
 from privgraph.seeding import noise_generator
 
 N = 12

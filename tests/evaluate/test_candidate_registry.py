@@ -16,7 +16,7 @@ from privgraph.evaluate.candidates import CANDIDATES, Candidate, EvaluationConte
 from privgraph.evaluate.models import MODELS, NodeGNN, register_model
 from privgraph.evaluate.models.basic import check_generator, fresh_generator
 from privgraph.evaluate.models.sparse import sparse_aware_linear
-from privgraph.evaluate.report import UTILITY_ROWS, metrics_markdown
+from privgraph.publish.run_report import UTILITY_ROWS, metrics_markdown
 from privgraph.evaluate.selection import utility_summary
 from privgraph.evaluate.training import fit_node_classifier
 from privgraph.evaluate.utility import evaluate_utility

@@ -18,12 +18,12 @@ from privgraph.errors import ArtifactError, ArtifactIntegrityError
 from privgraph.evaluate.minibatch import ClusterSource, GraphClusterSource, fit_cluster_gcn
 from privgraph.evaluate.minibatch_parts import VersionPartsSource, _cluster_bytes
 from privgraph.graph import SPLIT_MASKS
-from privgraph.privatize.mechanisms import build_mechanism
-from privgraph.privatize.partition import partition_graph
+from privgraph.mechanisms import build_mechanism
+from privgraph.parts.partition import partition_graph
 from privgraph.privatize.partitioned import privatize_through_files
 from privgraph.publish.release_parts import commit_release_parts, write_release_parts
-from privgraph.publish.storage import LocalStore, graph_to_objects, put_version
-from privgraph.publish.storage.parts import open_parts_area
+from privgraph.storage import LocalStore, graph_to_objects, put_version
+from privgraph.storage.parts import open_parts_area
 from tests.storage.conftest import make_manifest
 
 pytestmark = [pytest.mark.dataset, pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")]
@@ -214,7 +214,7 @@ def test_the_same_clusters_from_the_version_on_s3(stored, moto_endpoint):
     over the S3 store serves the clusters of the local one."""
     import boto3
 
-    from privgraph.publish.storage.s3 import S3Store
+    from privgraph.storage.s3 import S3Store
 
     root, version, _ = stored
     client = boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1",

@@ -27,13 +27,13 @@ from privgraph.evaluate.models.kprop import KProp
 from privgraph.evaluate.public_reference import public_only_reference
 from privgraph.evaluate.minibatch_source import EdgelessSource
 from privgraph.evaluate.scale_metrics import version_metrics_at_scale
-from privgraph.privatize.mechanisms import build_mechanism
-from privgraph.privatize.parallel import SerialExecutor
-from privgraph.privatize.partition import partition_graph
+from privgraph.mechanisms import build_mechanism
+from privgraph.parts.executor import SerialExecutor
+from privgraph.parts.partition import partition_graph
 from privgraph.privatize.partitioned import privatize_through_files
 from privgraph.publish.release_parts import commit_release_parts, write_release_parts
-from privgraph.publish.storage import LocalStore
-from privgraph.publish.storage.parts import open_parts_area
+from privgraph.storage import LocalStore
+from privgraph.storage.parts import open_parts_area
 from privgraph.seeding import as_seed_sequence, partition_seeds, stage_seed
 
 pytestmark = [pytest.mark.dataset, pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")]
@@ -251,7 +251,7 @@ def test_a_sample_is_refused_where_the_graph_is_evaluated_in_memory(tmp_path):
 
 
 def test_the_report_says_the_figures_are_a_samples():
-    from privgraph.evaluate.report import scale_note
+    from privgraph.publish.run_report import scale_note
 
     e = {"method": "Cluster-GCN", "parts": 8, "clusters_per_batch": 4, "inference": "layerwise"}
     assert scale_note({"evaluation": {**e, "sample": None}}).startswith("evaluated at scale over 8 parts, 4 per step")

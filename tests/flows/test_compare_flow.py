@@ -50,7 +50,7 @@ def test_compare_flow_stores_a_private_report_and_private_artifacts(harness, tmp
     from prefect.client.orchestration import get_client
 
     from flows.compare import compare_flow
-    from privgraph.publish.storage import open_store
+    from privgraph.storage import open_store
 
     res = compare_flow(name="sbm-cmp", config_path=str(_config(tmp_path)))
     assert res["private"] is True

@@ -176,8 +176,8 @@ def test_the_dask_dashboard_link_serves_the_dashboard():
 
 def test_failure_between_data_and_manifest_leaves_no_version(harness, tmp_path, monkeypatch):
     from flows.privatize import privatize_flow
-    from privgraph.publish.storage import open_store
-    from privgraph.publish.storage.staging import PendingVersion
+    from privgraph.storage import open_store
+    from privgraph.storage.staging import PendingVersion
 
     def boom(self, manifest, **kwargs):
         raise OSError("disk full while writing manifest.json")
@@ -222,7 +222,7 @@ def test_evaluate_flow_on_a_published_version(harness, tmp_path):
 
 def test_label_scope_in_the_flow(harness, tmp_path):
     from flows.privatize import privatize_flow
-    from privgraph.publish.storage import open_store
+    from privgraph.storage import open_store
 
     cfg = _config(
         tmp_path,
@@ -248,7 +248,7 @@ def test_evaluate_checks_the_private_input_with_the_owners_keyed_identity(harnes
     from privgraph.config.loader import load_config
     from privgraph.ingest.datasets import load_dataset
     from privgraph.errors import ArtifactError
-    from privgraph.publish.storage import open_store
+    from privgraph.storage import open_store
 
     cfg = _config(tmp_path)
     res = privatize_flow(pipeline="sbm-small", config_path=str(cfg), evaluate=False)
@@ -279,9 +279,9 @@ def test_a_published_manifest_is_sealed_and_an_edited_one_is_refused(harness, tm
     from flows.evaluate import evaluate_flow
     from flows.privatize import privatize_flow
     from privgraph.errors import ArtifactTamperedError
-    from privgraph.publish.storage import open_store
-    from privgraph.publish.storage.manifest import manifest_bytes
-    from privgraph.publish.storage.private_record import owner_public_key
+    from privgraph.storage import open_store
+    from privgraph.storage.manifest import manifest_bytes
+    from privgraph.storage.private_record import owner_public_key
 
     monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
     cfg = _config(tmp_path)
@@ -306,7 +306,7 @@ def test_attacks_and_the_graph_report_run_and_stay_private(harness, tmp_path):
     import json
 
     from flows.privatize import privatize_flow
-    from privgraph.publish.storage import open_store
+    from privgraph.storage import open_store
 
     attacks = [{"name": "linkteller", "max_pairs": 100}, {"name": "link_stealing", "max_pairs": 100}, "membership", "attribute"]
     cfg = _config(tmp_path, evaluate={"runs": 1, "epochs": 30, "attacks": attacks})
@@ -326,7 +326,7 @@ def test_attacks_and_the_graph_report_run_and_stay_private(harness, tmp_path):
     assert abs(att["without_private_edges"]["linkteller"]["auc"] - 0.5) < 0.1  # no edge, no influence
     manifest = open_store(tmp_path / "store").read_manifest("sbm-small", res["version"])
     from flows.evaluate import feature_release_of
-    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.mechanisms import build_mechanism
 
     fr = feature_release_of(manifest["ledger"])  # what evaluate rebuilds for a published version
     assert fr["mechanism"] == "feature_rr" and build_mechanism(fr["mechanism"], fr["params"]).params() == fr["params"]
@@ -350,7 +350,7 @@ def test_files_layout_publishes_a_partitioned_version_and_a_refusal_leaves_nothi
     after the tasks wrote their parts leaves no object in the store."""
     from flows.privatize import privatize_flow
     from privgraph.errors import ValidationFailedError
-    from privgraph.publish.storage import open_store
+    from privgraph.storage import open_store
 
     cfg = _config(tmp_path, partitions={"num_parts": 3, "layout": "files"})
     res = privatize_flow(pipeline="sbm-small", config_path=str(cfg))

@@ -15,8 +15,8 @@ from privgraph.evaluate.progress import (
     broadcast,
     format_duration,
     listening,
-    rich_progress,
 )
+from privgraph.cli.progress_display import rich_progress
 
 
 class FakeClock:

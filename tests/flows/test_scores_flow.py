@@ -44,7 +44,7 @@ def _config(tmp_path: Path, scores: dict, budget: dict | None = None, labels: di
 
 def test_theta_from_public_scores_feeds_feature_rr(harness, tmp_path, monkeypatch):
     from flows.privatize import privatize_flow
-    from privgraph.publish.storage import open_store
+    from privgraph.storage import open_store
 
     monkeypatch.setenv("PRIVGRAPH_CACHE_DIR", str(tmp_path / "cache"))
     scores = {"gamma": 0.5, "sensitivity": {"sensitive_columns": [0, 1]}}

@@ -82,7 +82,7 @@ def test_cells_are_paired_budgetless_ones_reused_and_seeded(one_torch_thread):
 
 
 def test_a_cut_off_graph_comparison_resumes_from_its_checkpoint(tmp_path, monkeypatch, one_torch_thread):
-    from privgraph.publish.storage.private_record import CellCheckpoint
+    from privgraph.storage.private_record import CellCheckpoint
 
     monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
     gs = load_graph_set("graph_families", num_graphs=40, max_nodes=60, private_fraction=0.6)

@@ -10,7 +10,7 @@ import pytest
 
 from privgraph.ingest.datasets.graph_families import synthetic_graph_set
 from privgraph.evaluate.graph_classification import graph_seeds, privatize_graph_set, privatize_one_graph
-from privgraph.privatize.mechanisms import build_mechanism
+from privgraph.mechanisms import build_mechanism
 from privgraph.guarantee import GuaranteeKind
 
 

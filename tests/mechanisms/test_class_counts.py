@@ -10,13 +10,14 @@ import pytest
 from privgraph.errors import ConfigError
 from privgraph.graph import GraphData
 from privgraph.guarantee import GuaranteeKind, Scope
-from privgraph.privatize.mechanisms import MECHANISMS, build_mechanism
-from privgraph.privatize.mechanisms.edges.class_counts import (
+from privgraph.evaluate.release_encoder import encoder_on
+from privgraph.mechanisms import MECHANISMS, build_mechanism
+from privgraph.mechanisms.edges.class_counts import (
     NeighbourClassCounts,
     decode_class_counts,
     released_class_counts,
 )
-from privgraph.privatize.mechanisms.noise import discrete_laplace_variance
+from privgraph.mechanisms.noise import discrete_laplace_variance
 from tests.dp_audit import violation
 
 
@@ -43,7 +44,7 @@ def test_parameters_are_validated(params: dict, match: str) -> None:
 
 def test_a_pipeline_that_attacks_a_class_count_version_is_refused_at_load() -> None:
     from privgraph.config.loader import parse_config
-    from privgraph.privatize.mechanisms.edges.shapes import Aggregates
+    from privgraph.mechanisms.edges.shapes import Aggregates
 
     assert issubclass(MECHANISMS["class_counts"], Aggregates) and MECHANISMS["class_counts"].releases_aggregates
     cfg = {"pipelines": {"p": {"dataset": {"name": "sbm", "rho": 1.0, "options": {"num_nodes": 50}},
@@ -156,14 +157,14 @@ def homophilous_graph() -> GraphData:
 
 
 def test_pipeline_releases_counts_and_the_evaluation_decodes_them_above_the_floor(homophilous_graph: GraphData) -> None:
-    from privgraph.privatize.partition import partition_graph
+    from privgraph.parts.partition import partition_graph
     from privgraph.privatize.release import privatize_graph
     from privgraph.evaluate.utility import evaluate_utility
 
     g = homophilous_graph
     m = NeighbourClassCounts(epsilon=4.0, encoder_epochs=50)
     res = privatize_graph(g, features=None, edges=m, partitioning=partition_graph(g, 2, method="hash"),
-                          root_seed=np.random.SeedSequence(3), device="cpu")
+                          root_seed=np.random.SeedSequence(3), encoder=encoder_on("cpu"))
     v = res.graph
     assert v.edges_private.shape == (2, 0) and v.aggregates.shape == (2, 600, 4)
     assert res.ledger.entries[0].mechanism == "class_counts" and res.ledger.entries[0].params["private_nodes"] > 0

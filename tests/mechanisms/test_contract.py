@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from privgraph.privatize.mechanisms import MECHANISMS, Guarantee, Mechanism, Scope, build_mechanism
+from privgraph.mechanisms import MECHANISMS, Guarantee, Mechanism, Scope, build_mechanism
 
 # Minimal valid parameters per registry name (beyond ``epsilon``).
 VALID_PARAMS: dict[str, dict[str, Any]] = {
@@ -133,7 +133,7 @@ def test_unknown_mechanism() -> None:
 def test_every_mechanism_states_the_range_in_which_it_is_exact(name: str) -> None:
     """Each mechanism declares ``epsilon_range``; the bounds themselves are accepted, the next
     floats outside are refused at construction (so a pipeline is refused when it is loaded)."""
-    from privgraph.privatize.mechanisms.base import EpsilonRange
+    from privgraph.mechanisms.base import EpsilonRange
 
     cls = MECHANISMS[name]
     r = cls.epsilon_range

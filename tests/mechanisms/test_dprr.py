@@ -16,7 +16,7 @@ from scipy import stats
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import GuaranteeKind, Scope
-from privgraph.privatize.mechanisms.edges import (
+from privgraph.mechanisms.edges import (
     DPRR,
     expected_noisy_degree,
     expected_report_probability,
@@ -24,7 +24,7 @@ from privgraph.privatize.mechanisms.edges import (
     private_csr,
     symmetrize_reports,
 )
-from privgraph.privatize.mechanisms.edges.dprr import _place_false_reports
+from privgraph.mechanisms.edges.dprr import _place_false_reports
 
 
 # -- budget allocation -------------------------------------------------------------------------

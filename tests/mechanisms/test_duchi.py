@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privgraph.privatize.mechanisms.features.duchi import (
+from privgraph.mechanisms.features.duchi import (
     DuchiMechanism,
     duchi_1d_pmf,
     duchi_1d_transform,
@@ -27,7 +27,7 @@ from privgraph.privatize.mechanisms.features.duchi import (
     duchi_transform,
     duchi_variance,
 )
-from privgraph.privatize.mechanisms.features.feature_rr import worst_case_log_ratio
+from privgraph.mechanisms.features.feature_rr import worst_case_log_ratio
 
 EPSILONS = [1e-3, 0.1, 0.5, 1.0, 2.0, 5.0, 20.0]
 
@@ -119,8 +119,8 @@ def test_side_probability_is_certified_and_drawn_exactly(eps: float) -> None:
     the tie."""
     from fractions import Fraction
 
-    from privgraph.privatize.mechanisms.features.duchi import duchi_side_probability
-    from privgraph.privatize.mechanisms.features.piecewise_grid import exp_lower_bound
+    from privgraph.mechanisms.features.duchi import duchi_side_probability
+    from privgraph.mechanisms.features.piecewise_grid import exp_lower_bound
 
     q = duchi_side_probability(eps)
     fq = Fraction(q)

@@ -21,18 +21,18 @@ from scipy import stats
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.privatize.mechanisms.edges.dprr import DPRR, merge_with_public, private_csr, symmetrize_reports
-from privgraph.privatize.mechanisms.edges.edge_rand import (
+from privgraph.mechanisms.edges.dprr import DPRR, merge_with_public, private_csr, symmetrize_reports
+from privgraph.mechanisms.edges.edge_rand import (
     EdgeRand,
     flip_probability,
     pairs_of_ranks,
     private_pair_ranks,
     sample_excluding,
 )
-from privgraph.privatize.mechanisms.edges.lapgraph import LapGraph, select_top_pairs, top_laplace_order_statistics
-from privgraph.privatize.mechanisms.edges.local_lap import LocalLap
-from privgraph.privatize.mechanisms.edges.nonpriv_part import NonPrivPart
-from privgraph.privatize.mechanisms.edges.warner_rr import WarnerRR
+from privgraph.mechanisms.edges.lapgraph import LapGraph, select_top_pairs, top_laplace_order_statistics
+from privgraph.mechanisms.edges.local_lap import LocalLap
+from privgraph.mechanisms.edges.nonpriv_part import NonPrivPart
+from privgraph.mechanisms.edges.warner_rr import WarnerRR
 
 N_NODES = 30
 RUNS = 2000
@@ -692,7 +692,7 @@ def test_budget_above_exact_sampling_cap_is_refused(cls_name: str) -> None:
     (bernoulli_exact, binomial_exact) up to eps = 50; above, float64 cannot realise them, so the
     mechanism refuses at construction (its epsilon_range) rather than weakening; the same cap
     holds for every edge mechanism."""
-    from privgraph.privatize.mechanisms import build_mechanism
+    from privgraph.mechanisms import build_mechanism
 
     build_mechanism(cls_name, {"epsilon": 50.0})
     for eps in (float(np.nextafter(50.0, np.inf)), 60.0, 1e308):

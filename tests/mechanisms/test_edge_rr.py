@@ -12,10 +12,10 @@ import pytest
 
 from privgraph.graph import GraphData, in_sorted
 from privgraph.guarantee import GuaranteeKind, Scope
-from privgraph.privatize.mechanisms.edges.edge_rr import HRG_EPSILON_RANGE, EdgeRR
-from privgraph.privatize.mechanisms.edges.priv_hrg import PrivHRG
-from privgraph.privatize.mechanisms.hrg import FittedHRG, NoisyDendrogram, exponent, private_sensitivity
-from privgraph.privatize.mechanisms.hrg.convergence import MAX_STEPS_PER_LEAF
+from privgraph.mechanisms.edges.edge_rr import HRG_EPSILON_RANGE, EdgeRR
+from privgraph.mechanisms.edges.priv_hrg import PrivHRG
+from privgraph.mechanisms.hrg import FittedHRG, NoisyDendrogram, exponent, private_sensitivity
+from privgraph.mechanisms.hrg.convergence import MAX_STEPS_PER_LEAF
 
 BAD_EPSILONS = [
     (float("nan"), ValueError),

@@ -16,11 +16,11 @@ from privgraph.errors import ConfigError
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.ingest.datasets.split import split_public_private
 from privgraph.ingest.datasets.synthetic import sbm_graph
-from privgraph.privatize.mechanisms import MECHANISMS, build_mechanism, edge_mechanisms
-from privgraph.privatize.mechanisms.edges.edge_arrays import symmetrize_reports
-from privgraph.privatize.mechanisms.edges.shapes import SHAPES, Aggregates, EdgeMechanism, LocalReports
-from privgraph.privatize.mechanisms.registry import import_mechanism_modules, register_mechanism
-from privgraph.privatize.partition import partition_graph
+from privgraph.mechanisms import MECHANISMS, build_mechanism, edge_mechanisms
+from privgraph.mechanisms.edges.edge_arrays import symmetrize_reports
+from privgraph.mechanisms.edges.shapes import SHAPES, Aggregates, EdgeMechanism, LocalReports
+from privgraph.mechanisms.registry import import_mechanism_modules, register_mechanism
+from privgraph.parts.partition import partition_graph
 from privgraph.privatize.partitioned import privatize_through_files
 from privgraph.privatize.release import privatize_graph
 
@@ -123,8 +123,8 @@ def test_a_module_that_registers_a_mechanism_is_imported_by_its_package(tmp_path
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "coin.py").write_text(textwrap.dedent('''
-        from privgraph.privatize.mechanisms.edges.shapes import Central
-        from privgraph.privatize.mechanisms.registry import register_mechanism
+        from privgraph.mechanisms.edges.shapes import Central
+        from privgraph.mechanisms.registry import register_mechanism
 
 
         @register_mechanism

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from privgraph.privatize.mechanisms import MECHANISMS, build_mechanism
-from privgraph.privatize.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange
-from privgraph.privatize.mechanisms.features.scaled import MAX_COORDINATE_EPSILON
+from privgraph.mechanisms import MECHANISMS, build_mechanism
+from privgraph.mechanisms.base import MAX_EXACT_EPSILON, MIN_EXACT_EPSILON, EpsilonRange
+from privgraph.mechanisms.features.scaled import MAX_COORDINATE_EPSILON
 
 PER_COORDINATE = ["feature_rr", "laplace", "piecewise", "hybrid", "three_output", "pm_sub", "multibit"]
 WHOLE = ["duchi", "label_rr"]

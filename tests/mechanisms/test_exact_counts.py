@@ -21,18 +21,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-import privgraph.privatize.mechanisms.edges.dprr as dprr_module
+import privgraph.mechanisms.edges.dprr as dprr_module
 from privgraph.graph import GraphData
-from privgraph.privatize.mechanisms.edges.dprr import (
+from privgraph.mechanisms.edges.dprr import (
     DPRR,
     _report_probabilities,
     _sampling_probability,
     _true_neighbour_probabilities,
     private_csr,
 )
-from privgraph.privatize.mechanisms.edges.edge_rand import EdgeRand, flip_probability
-from privgraph.privatize.mechanisms.edges.warner_rr import WarnerRR
-from privgraph.privatize.mechanisms.sampling import binomial_exact, binomial_nonzero_probability
+from privgraph.mechanisms.edges.edge_rand import EdgeRand, flip_probability
+from privgraph.mechanisms.edges.warner_rr import WarnerRR
+from privgraph.mechanisms.sampling import binomial_exact, binomial_nonzero_probability
 
 ULP = 2.0**-53
 

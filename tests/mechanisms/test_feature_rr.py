@@ -14,7 +14,7 @@ from scipy import stats
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.privatize.mechanisms.features import FeatureRR, worst_case_log_ratio
+from privgraph.mechanisms.features import FeatureRR, worst_case_log_ratio
 
 KS = [2, 3, 4, 8, 16, 33]
 EPSILONS = [1e-6, 0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 20.0, 60.0]
@@ -205,7 +205,7 @@ def test_uniform_budgets_never_exceed_eps(d: int) -> None:
 
 
 def test_chunking_does_not_change_the_output(monkeypatch: pytest.MonkeyPatch) -> None:
-    import privgraph.privatize.mechanisms.features.feature_rr as mod
+    import privgraph.mechanisms.features.feature_rr as mod
 
     x = np.random.default_rng(3).random((301, 9))
     m = FeatureRR(epsilon=3.0, bins=6)
@@ -320,7 +320,7 @@ def test_two_bin_flip_probability_is_exact_at_large_budget() -> None:
     """k = 2 flips with probability 1/(1 + e^eps_i), drawn with bernoulli_exact: at eps_i = 30 a
     plain ``u < p`` (2^-53 resolution) would be off by 1.2e-3 relative; the exact sampler is not.
     Checked through the sampler's own rule on a grid of uniforms around the threshold."""
-    from privgraph.privatize.mechanisms.features.scaled import bernoulli_exact
+    from privgraph.mechanisms.features.scaled import bernoulli_exact
 
     p = 1.0 / (1.0 + np.exp(30.0))
     f = np.floor(p * 2.0**53)

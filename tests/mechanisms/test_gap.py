@@ -12,9 +12,9 @@ from scipy.stats import norm
 from privgraph.errors import ConfigError
 from tests.dp_audit import violation as _violation
 from privgraph.graph import GraphData
-from privgraph.privatize.mechanisms import build_mechanism
+from privgraph.mechanisms import build_mechanism
 from privgraph.guarantee import GuaranteeKind, Scope
-from privgraph.privatize.mechanisms.edges.gap import (
+from privgraph.mechanisms.edges.gap import (
     HOP_SENSITIVITY,
     AggregationPerturbation,
     noise_multiplier,

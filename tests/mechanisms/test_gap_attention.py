@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from privgraph.privatize.mechanisms import build_mechanism
-from privgraph.privatize.mechanisms.edges.gap import AggregationPerturbation, normalize_rows
-from privgraph.privatize.mechanisms.edges.gap_attention import (
+from privgraph.mechanisms import build_mechanism
+from privgraph.mechanisms.edges.gap import AggregationPerturbation, normalize_rows
+from privgraph.mechanisms.edges.gap_attention import (
     AttentionModel,
     attention_parameter_count,
     clipped_edge_gradient_sum,
@@ -142,7 +142,7 @@ def test_with_little_noise_the_attention_learns_to_weigh_same_class_edges_up():
     h, edges, y, train = _cora_like(n=120, seed=1)
     model, rec = train_attention(h, edges, np.arange(120), y, train, steps=60, noise_multiplier=0.05, clip=5.0,
                                  learning_rate=0.05, rng=np.random.default_rng(0))
-    from privgraph.privatize.mechanisms.edges.gap_attention import attention_weights
+    from privgraph.mechanisms.edges.gap_attention import attention_weights
 
     w = attention_weights(model, torch.as_tensor(h), edges)[: edges.shape[1]]
     same = y[edges[0]] == y[edges[1]]

@@ -14,10 +14,11 @@ import scipy.sparse as sp
 from privgraph.guarantee.ledger import LedgerEntry, PrivacyLedger
 from privgraph.errors import ConfigError, GraphValidationError
 from privgraph.graph import GraphData
-from privgraph.privatize.mechanisms import build_mechanism
+from privgraph.evaluate.release_encoder import encoder_on
+from privgraph.mechanisms import build_mechanism
 from privgraph.guarantee import GuaranteeKind, Scope
-from privgraph.privatize.mechanisms.edges.gap import AggregationPerturbation, clip_rows, node_sensitivity, normalize_rows
-from privgraph.privatize.partition import partition_graph
+from privgraph.mechanisms.edges.gap import AggregationPerturbation, clip_rows, node_sensitivity, normalize_rows
+from privgraph.parts.partition import partition_graph
 from privgraph.privatize.release import privatize_graph
 from tests.mechanisms.test_gap import _exact_gaussian_delta, _violation
 
@@ -142,7 +143,7 @@ def test_a_graph_over_the_public_degree_bound_is_refused_before_anything_is_priv
     features.privatize_rows = lambda *a, **k: calls.append(1)  # must never run
     with pytest.raises(GraphValidationError, match=r"a node with more than max_degree = 4 private edges") as refused:
         privatize_graph(g, features=features, edges=over, partitioning=partition_graph(g, 1, method="hash"),
-                        root_seed=np.random.SeedSequence(0), device="cpu")
+                        root_seed=np.random.SeedSequence(0), encoder=encoder_on("cpu"))
     assert calls == []
     # the message (shareable: CLI, --ci, Prefect) holds the public bound only; which node and its
     # degree are for the owner's private record (issue 24, leak 3)
@@ -158,7 +159,7 @@ def test_a_graph_over_the_public_degree_bound_is_refused_before_anything_is_priv
     # at the bound it runs: aggregates released, no private edge
     ok = build_mechanism("gap", {"epsilon": 1.0, "level": "node", "max_degree": 5, "encoder_epochs": 2})
     res = privatize_graph(g, features=None, edges=ok, partitioning=partition_graph(g, 1, method="hash"),
-                          root_seed=np.random.SeedSequence(0), device="cpu")
+                          root_seed=np.random.SeedSequence(0), encoder=encoder_on("cpu"))
     assert res.graph.aggregates.shape == (2, g.num_nodes, 16) and res.graph.edges_private.shape == (2, 0)
     assert res.ledger.entries[0].guarantee.kind is GuaranteeKind.NODE_DP
 

@@ -18,8 +18,8 @@ import pytest
 from scipy import stats
 from scipy.special import logsumexp
 
-from privgraph.privatize.mechanisms import gaussian_noise as gn
-from privgraph.privatize.mechanisms.gaussian_noise import (
+from privgraph.mechanisms import gaussian_noise as gn
+from privgraph.mechanisms.gaussian_noise import (
     ACCEPTANCE_ERROR,
     MAX_SIGMA,
     MIN_SIGMA,
@@ -29,7 +29,7 @@ from privgraph.privatize.mechanisms.gaussian_noise import (
     gaussian_on_grid,
     grid_sensitivity,
 )
-from privgraph.privatize.mechanisms.noise import WordStream, dyadic_parameter
+from privgraph.mechanisms.noise import WordStream, dyadic_parameter
 from privgraph.seeding import noise_generator
 
 SIGMAS = [0.5, 1.3, 4.0, 25.0]

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from privgraph.privatize.mechanisms.hrg import (
+from privgraph.mechanisms.hrg import (
     Dendrogram,
     NoisyDendrogram,
     Phase,
@@ -34,7 +34,7 @@ from privgraph.privatize.mechanisms.hrg import (
     sample_internal_nodes,
     split_internal_nodes,
 )
-from privgraph.privatize.mechanisms.noise import discrete_laplace
+from privgraph.mechanisms.noise import discrete_laplace
 
 COUNT_FIELDS = ("lca", "e_pub", "e_pri", "cnt_pub", "cnt_pri", "work", "parent")
 

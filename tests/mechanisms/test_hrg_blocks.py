@@ -1,4 +1,4 @@
-"""EdgeRR's and privHRG's public block tree (privgraph.privatize.mechanisms.hrg.blocks): the split covers the
+"""EdgeRR's and privHRG's public block tree (privgraph.mechanisms.hrg.blocks): the split covers the
 leaves, the composed dendrogram is a valid one whose likelihood is the blocks' plus the top's, the
 blocks' chains sample the exponential mechanism restricted to the block tree (chi-square over every
 dendrogram of the restricted set), and the mechanisms run with one check per block, reproducibly
@@ -15,16 +15,16 @@ import pytest
 from scipy import stats
 
 from privgraph.graph import GraphData
-from privgraph.privatize.mechanisms.edges.edge_rr import EdgeRR
-from privgraph.privatize.mechanisms.edges.priv_hrg import PrivHRG
-from privgraph.privatize.mechanisms.hrg import Dendrogram, Phase
-from privgraph.privatize.mechanisms.hrg import blocks as blocks_module
-from privgraph.privatize.mechanisms.hrg.blocks import (
+from privgraph.mechanisms.edges.edge_rr import EdgeRR
+from privgraph.mechanisms.edges.priv_hrg import PrivHRG
+from privgraph.mechanisms.hrg import Dendrogram, Phase
+from privgraph.mechanisms.hrg import blocks as blocks_module
+from privgraph.mechanisms.hrg.blocks import (
     LeafBlocks, bisection_blocks, block_edges, check_block_leaves, compose, range_blocks,
 )
-from privgraph.privatize.mechanisms.hrg import convergence as convergence_module
-from privgraph.privatize.mechanisms.hrg.convergence import clear_check_cache
-from privgraph.privatize.mechanisms.hrg.fit import _fit_blocks
+from privgraph.mechanisms.hrg import convergence as convergence_module
+from privgraph.mechanisms.hrg.convergence import clear_check_cache
+from privgraph.mechanisms.hrg.fit import _fit_blocks
 from tests.mechanisms.test_hrg import _all_trees, _from_nested
 
 
@@ -215,7 +215,7 @@ def test_the_published_check_record_does_not_move_with_a_private_edge(cls: type)
 def test_a_block_proxy_carries_the_whole_graphs_public_leaves() -> None:
     """A leaf whose only public edge leaves its block is still a public leaf in the block's proxy,
     as in the block's real chain (``_fit_blocks``)."""
-    from privgraph.privatize.mechanisms.hrg.proxy import edge_rr_proxy
+    from privgraph.mechanisms.hrg.proxy import edge_rr_proxy
 
     leaves = np.arange(6)
     inside = _edges([(0, 1)])  # leaf 2's public edge (2, 5) crosses to another block

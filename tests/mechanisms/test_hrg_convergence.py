@@ -16,11 +16,11 @@ import yaml
 
 from privgraph.errors import ConfigError, ValidationFailedError
 from privgraph.graph import GraphData, in_sorted
-from privgraph.privatize.mechanisms import build_mechanism
-from privgraph.privatize.mechanisms.edges.edge_rr import EdgeRR, chosen_steps
-from privgraph.privatize.mechanisms.edges.priv_hrg import PrivHRG
-from privgraph.privatize.mechanisms.hrg import Dendrogram, Phase, exponent
-from privgraph.privatize.mechanisms.hrg.convergence import (
+from privgraph.mechanisms import build_mechanism
+from privgraph.mechanisms.edges.edge_rr import EdgeRR, chosen_steps
+from privgraph.mechanisms.edges.priv_hrg import PrivHRG
+from privgraph.mechanisms.hrg import Dendrogram, Phase, exponent
+from privgraph.mechanisms.hrg.convergence import (
     MIN_STEPS_PER_LEAF,
     RHAT_THRESHOLD,
     SAFETY_FACTOR,
@@ -29,8 +29,8 @@ from privgraph.privatize.mechanisms.hrg.convergence import (
     convergence_check,
     split_rhat,
 )
-from privgraph.privatize.mechanisms.hrg.proxy import edge_rr_proxy, priv_hrg_proxy, synthetic_edges
-from privgraph.publish.storage.manifest import seed_key_paths
+from privgraph.mechanisms.hrg.proxy import edge_rr_proxy, priv_hrg_proxy, synthetic_edges
+from privgraph.storage.manifest import seed_key_paths
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -203,7 +203,7 @@ def test_the_same_check_again_is_kept_not_rerun(monkeypatch) -> None:
     """The record is a function of public inputs: the same check again in the process is a copy
     of the kept one (no chain runs, on_budget called per budget as before); another seed, kernel
     or proxy runs its chains."""
-    import privgraph.privatize.mechanisms.hrg.convergence as conv
+    import privgraph.mechanisms.hrg.convergence as conv
 
     g = _graph(100)
     leaves, pub, mask, v = EdgeRR(epsilon=1.0)._inputs(g)

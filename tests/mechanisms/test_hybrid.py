@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privgraph.privatize.mechanisms.features.duchi import duchi_1d_pmf, duchi_1d_variance
-from privgraph.privatize.mechanisms.features.feature_rr import worst_case_log_ratio
-from privgraph.privatize.mechanisms.features.hybrid import (
+from privgraph.mechanisms.features.duchi import duchi_1d_pmf, duchi_1d_variance
+from privgraph.mechanisms.features.feature_rr import worst_case_log_ratio
+from privgraph.mechanisms.features.hybrid import (
     EPS_STAR,
     HM_UNIFORMS,
     HybridMechanism,
@@ -28,7 +28,7 @@ from privgraph.privatize.mechanisms.features.hybrid import (
     hm_transform,
     hm_variance,
 )
-from privgraph.privatize.mechanisms.features.piecewise import pm_grid
+from privgraph.mechanisms.features.piecewise import pm_grid
 
 # float64 evaluation of the law (a few ulps per probability): see test_piecewise_grid.LOG_TOL
 LOG_TOL = 1e-12

@@ -15,9 +15,9 @@ from scipy import stats
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.privatize.mechanisms.features.feature_rr import worst_case_log_ratio
-from privgraph.privatize.mechanisms.features.label_rr import LabelRR
-from privgraph.privatize.mechanisms.randomized_response import (
+from privgraph.mechanisms.features.feature_rr import worst_case_log_ratio
+from privgraph.mechanisms.features.label_rr import LabelRR
+from privgraph.mechanisms.randomized_response import (
     label_rr_flip_probability,
     label_rr_keep_probability,
     label_rr_transition_matrix,

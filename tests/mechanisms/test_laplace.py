@@ -20,12 +20,12 @@ from scipy import stats
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.privatize.mechanisms.base import Mechanism
-from privgraph.privatize.mechanisms.features import scaled as laplace_module
-from privgraph.privatize.mechanisms.features.duchi import DuchiMechanism
-from privgraph.privatize.mechanisms.features.feature_rr import worst_case_log_ratio
-from privgraph.privatize.mechanisms.features.hybrid import HybridMechanism
-from privgraph.privatize.mechanisms.features.laplace import (
+from privgraph.mechanisms.base import Mechanism
+from privgraph.mechanisms.features import scaled as laplace_module
+from privgraph.mechanisms.features.duchi import DuchiMechanism
+from privgraph.mechanisms.features.feature_rr import worst_case_log_ratio
+from privgraph.mechanisms.features.hybrid import HybridMechanism
+from privgraph.mechanisms.features.laplace import (
     LAPLACE_GRID_STEP,
     LaplaceMechanism,
     laplace_grid_index,
@@ -35,7 +35,7 @@ from privgraph.privatize.mechanisms.features.laplace import (
     laplace_step_epsilon,
     laplace_variance,
 )
-from privgraph.privatize.mechanisms.features.piecewise import PiecewiseMechanism
+from privgraph.mechanisms.features.piecewise import PiecewiseMechanism
 
 CLASSES = [LaplaceMechanism, DuchiMechanism, PiecewiseMechanism, HybridMechanism]
 NAMES = {

@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import privgraph.privatize.mechanisms.features.scaled as base_mod
+import privgraph.mechanisms.features.scaled as base_mod
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.privatize.mechanisms.features.feature_rr import worst_case_log_ratio
-from privgraph.privatize.mechanisms.features.multibit import (
+from privgraph.mechanisms.features.feature_rr import worst_case_log_ratio
+from privgraph.mechanisms.features.multibit import (
     MultiBitEncoder,
     multibit_coordinate_pmf,
     multibit_pmf,
     optimal_m,
 )
-from privgraph.privatize.mechanisms.features.three_output import split_epsilon
+from privgraph.mechanisms.features.three_output import split_epsilon
 
 EPSILONS = [1e-4, 0.1, 0.5, 1.0, 2.18, 3.0, 8.0, 20.0, 50.0]
 Z_GRID = np.linspace(0.0, 1.0, 101)

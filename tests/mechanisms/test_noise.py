@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privgraph.privatize.mechanisms.noise import (
+from privgraph.mechanisms.noise import (
     WordStream,
     discrete_laplace,
     discrete_laplace_dyadic,
@@ -115,7 +115,7 @@ def test_probability_digits_are_exact() -> None:
     evaluation, and longer expansions extend shorter ones (they are digits, not roundings)."""
     import mpmath
 
-    from privgraph.privatize.mechanisms.noise import digit_groups, probability_digits
+    from privgraph.mechanisms.noise import digit_groups, probability_digits
 
     for a in (2.0**-20, 0.05, 1.0, 7.5):
         s, T = dyadic_parameter(a)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privgraph.privatize.mechanisms.features.piecewise import (
+from privgraph.mechanisms.features.piecewise import (
     PiecewiseMechanism,
     per_dimension_epsilon,
     pm_bound,

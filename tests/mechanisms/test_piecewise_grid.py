@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privgraph.privatize.mechanisms.features.feature_rr import worst_case_log_ratio
-from privgraph.privatize.mechanisms.features.piecewise import pm_bound, pm_variance
-from privgraph.privatize.mechanisms.features.piecewise_grid import (
+from privgraph.mechanisms.features.feature_rr import worst_case_log_ratio
+from privgraph.mechanisms.features.piecewise import pm_bound, pm_variance
+from privgraph.mechanisms.features.piecewise_grid import (
     GRID_CELLS,
     UNIFORMS_PER_ENTRY,
     PiecewiseGrid,
@@ -26,7 +26,7 @@ from privgraph.privatize.mechanisms.features.piecewise_grid import (
     exp_lower_bound,
     piecewise_grid,
 )
-from privgraph.privatize.mechanisms.features.pm_sub import pm_sub_bound
+from privgraph.mechanisms.features.pm_sub import pm_sub_bound
 
 FAMILIES = ["pm", "pm_sub"]
 SMALL_EPSILONS = [2.0**-20, 0.1, 1.0, math.log(9), 3.0, 10.0, 30.0]

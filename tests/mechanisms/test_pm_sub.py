@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-import privgraph.privatize.mechanisms.features.scaled as base_mod
+import privgraph.mechanisms.features.scaled as base_mod
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.privatize.mechanisms.features.feature_rr import worst_case_log_ratio
-from privgraph.privatize.mechanisms.features.pm_sub import (
+from privgraph.mechanisms.features.feature_rr import worst_case_log_ratio
+from privgraph.mechanisms.features.pm_sub import (
     PMSubMechanism,
     pm_sub_bound,
     pm_sub_cdf,
@@ -31,7 +31,7 @@ from privgraph.privatize.mechanisms.features.pm_sub import (
     pm_sub_tau,
     pm_sub_variance,
 )
-from privgraph.privatize.mechanisms.features.three_output import split_epsilon
+from privgraph.mechanisms.features.three_output import split_epsilon
 
 EPSILONS = [1e-3, 0.1, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 50.0]
 T_GRID = np.linspace(-1.0, 1.0, 41)

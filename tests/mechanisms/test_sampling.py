@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from privgraph.privatize.mechanisms.noise import discrete_laplace
-from privgraph.privatize.mechanisms.sampling import (
+from privgraph.mechanisms.noise import discrete_laplace
+from privgraph.mechanisms.sampling import (
     binomial_exact,
     rank_pairs,
     sample_distinct,
@@ -180,7 +180,7 @@ def test_chain_ratios_against_rational_arithmetic(n: int, p: float) -> None:
     """The chain's Pr(K > k) / Pr(K = k) (a series of positive terms in float64) against the same
     series in exact rationals, for the float p, wherever the chain runs (n p <= 1): within
     relative 2^-48 (the docstring promises 2^-46 for the decision probabilities built from it)."""
-    from privgraph.privatize.mechanisms.sampling import _tail_over_pmf
+    from privgraph.mechanisms.sampling import _tail_over_pmf
 
     assert n * p <= 1
 

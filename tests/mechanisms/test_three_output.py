@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-import privgraph.privatize.mechanisms.features.scaled as mod
+import privgraph.mechanisms.features.scaled as mod
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.privatize.mechanisms.features.feature_rr import worst_case_log_ratio
-from privgraph.privatize.mechanisms.features.three_output import (
+from privgraph.mechanisms.features.feature_rr import worst_case_log_ratio
+from privgraph.mechanisms.features.three_output import (
     EPS_STAR,
     MAX_COORDINATE_EPSILON,
     ThreeOutputMechanism,

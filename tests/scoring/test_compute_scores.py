@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from privgraph.privatize.mechanisms.features.feature_rr import FeatureRR
+from privgraph.mechanisms.features.feature_rr import FeatureRR
 from privgraph.ingest.scoring import compute_scores
 
 SEED = 918273645

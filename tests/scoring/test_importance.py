@@ -7,7 +7,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from privgraph.guarantee import GuaranteeKind, Scope
-from privgraph.privatize.mechanisms.features.label_rr import LabelRR
+from privgraph.mechanisms.features.label_rr import LabelRR
 from privgraph.ingest.scoring import (
     PrivateLabelsError,
     compute_scores,

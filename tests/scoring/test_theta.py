@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from privgraph.privatize.mechanisms.features.feature_rr import FeatureRR
+from privgraph.mechanisms.features.feature_rr import FeatureRR
 from privgraph.ingest.scoring import ScoresConfig, theta_from_scores
 
 ALPHA = np.array([0.5, 0.3, 0.2])

@@ -19,7 +19,7 @@ import pytest
 from privgraph.guarantee.ledger import LedgerEntry, PrivacyLedger
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
-from privgraph.publish.storage import ArtifactStore, LocalStore
+from privgraph.storage import ArtifactStore, LocalStore
 
 
 @dataclasses.dataclass
@@ -74,7 +74,7 @@ def s3_bucket(s3_client):
 
 
 def _s3_backend(client: Any, bucket: str, prefix: str = "artifacts") -> Backend:
-    from privgraph.publish.storage.s3 import S3Store
+    from privgraph.storage.s3 import S3Store
 
     store = S3Store(bucket, prefix, client=client)
     lead = f"{prefix}/"

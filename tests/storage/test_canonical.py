@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 
 from privgraph.errors import ArtifactError, ArtifactIntegrityError, ArtifactTamperedError
 from privgraph.graph import GraphData
-from privgraph.publish.storage import LocalStore, graph_to_objects, objects_to_graph
-from privgraph.publish.storage.graph_io import (
+from privgraph.storage import LocalStore, graph_to_objects, objects_to_graph
+from privgraph.storage.graph_io import (
     EDGES,
     FEATURES,
     GRAPH_INFO,
@@ -41,8 +41,8 @@ from privgraph.publish.storage.graph_io import (
     partitioned_graph_info,
     read_graph_info,
 )
-from privgraph.publish.storage.manifest import manifest_bytes
-from privgraph.publish.storage.staging import put_version, stage_version
+from privgraph.storage.manifest import manifest_bytes
+from privgraph.storage.staging import put_version, stage_version
 from tests.storage.conftest import make_manifest
 
 PIPE = "cora-feature-rr"
@@ -157,7 +157,7 @@ def _planted(graph: GraphData, plant: str) -> tuple[str, dict[str, bytes], str]:
 
 @pytest.fixture
 def key(tmp_path, monkeypatch):
-    from privgraph.publish.storage.private_record import owner_signing_key
+    from privgraph.storage.private_record import owner_signing_key
 
     monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
     return owner_signing_key(tmp_path / "private")

@@ -11,7 +11,7 @@ import pytest
 
 from privgraph.errors import exit_code_for, one_line
 from privgraph.graph import GraphData
-from privgraph.publish.storage.private_record import CellCheckpoint, owner_key_path
+from privgraph.storage.private_record import CellCheckpoint, owner_key_path
 
 
 def _graph(private_first: bool = False) -> GraphData:

@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 
 from privgraph.errors import ArtifactError, ArtifactExistsError, ArtifactIntegrityError
-from privgraph.publish.storage import (
+from privgraph.storage import (
     ArtifactNameError,
     PendingVersion,
     VersionInfo,
     graph_to_objects,
     objects_to_graph,
 )
-from privgraph.publish.storage.manifest import manifest_bytes
-from privgraph.publish.storage.staging import gc_staged, put_version, stage_version
+from privgraph.storage.manifest import manifest_bytes
+from privgraph.storage.staging import gc_staged, put_version, stage_version
 
 PIPE = "cora-feature-rr"
 

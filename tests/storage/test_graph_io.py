@@ -13,7 +13,7 @@ import pytest
 
 from privgraph.errors import ArtifactError
 from privgraph.graph import GraphData
-from privgraph.publish.storage import graph_to_objects, objects_to_graph
+from privgraph.storage import graph_to_objects, objects_to_graph
 
 
 def test_edges_parquet_schema_and_order(graph):

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-import privgraph.publish.storage.local as local_mod
+import privgraph.storage.local as local_mod
 from privgraph.errors import ArtifactError, ArtifactExistsError, ArtifactIntegrityError
-from privgraph.publish.storage import LocalStore, graph_to_objects, open_store
-from privgraph.publish.storage.staging import put_version, stage_version
+from privgraph.storage import LocalStore, graph_to_objects, open_store
+from privgraph.storage.staging import put_version, stage_version
 
 PIPE = "cora-feature-rr"
 
@@ -169,7 +169,7 @@ def test_a_planted_symlink_is_never_followed(tmp_path, manifest):
 def test_private_record_directories_are_owner_only(tmp_path):
     import stat
 
-    from privgraph.publish.storage.private_record import write_private_record
+    from privgraph.storage.private_record import write_private_record
 
     old = os.umask(0o022)
     try:
@@ -188,9 +188,9 @@ def test_artifacts_commands_verify_list_show_gc(tmp_path, graph, manifest, manif
     from typer.testing import CliRunner
 
     from privgraph.cli import app
-    from privgraph.publish.storage.manifest import manifest_bytes
-    from privgraph.publish.storage.private_record import owner_signing_key
-    from privgraph.publish.storage.seal import public_key_hex
+    from privgraph.storage.manifest import manifest_bytes
+    from privgraph.storage.private_record import owner_signing_key
+    from privgraph.storage.seal import public_key_hex
 
     monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
     key = owner_signing_key(tmp_path / "private")
@@ -246,7 +246,7 @@ def test_gc_removes_a_killed_writes_partial_file_and_the_folder(tmp_path):
     gc removes both and the folder, once; the next gc has nothing to remove (issue 27)."""
     import datetime as dt
 
-    from privgraph.publish.storage.staging import gc_staged
+    from privgraph.storage.staging import gc_staged
 
     store = LocalStore(tmp_path / "store")
     staged = stage_version(store, PIPE, {"edges.parquet": b"left"}, created=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
@@ -266,9 +266,9 @@ def test_list_and_show_say_whether_the_seal_was_checked_against_a_trusted_key(tm
     from typer.testing import CliRunner
 
     from privgraph.cli import app
-    from privgraph.publish.storage.manifest import manifest_bytes
-    from privgraph.publish.storage.private_record import owner_signing_key
-    from privgraph.publish.storage.seal import public_key_hex
+    from privgraph.storage.manifest import manifest_bytes
+    from privgraph.storage.private_record import owner_signing_key
+    from privgraph.storage.seal import public_key_hex
 
     monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
     key = owner_signing_key(tmp_path / "private")
@@ -315,7 +315,7 @@ def test_the_artifacts_commands_refuse_a_file_the_manifest_does_not_list(tmp_pat
     from typer.testing import CliRunner
 
     from privgraph.cli import app
-    from privgraph.publish.storage.private_record import owner_signing_key
+    from privgraph.storage.private_record import owner_signing_key
 
     monkeypatch.delenv("PRIVGRAPH_HOME", raising=False)
     key = owner_signing_key(tmp_path / "private")

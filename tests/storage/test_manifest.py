@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from privgraph.errors import ArtifactError
-from privgraph.publish.storage.manifest import (
+from privgraph.storage.manifest import (
     REQUIRED_KEYS,
     _code_version_at,
     code_version,
     seed_key_paths,
     validate_manifest,
 )
-from privgraph.publish.storage.staging import put_version
+from privgraph.storage.staging import put_version
 
 
 def test_valid_manifest_passes(manifest):
@@ -137,7 +137,7 @@ def _config():
 
 def test_build_manifest_holds_public_facts_only(graph, tmp_path):
     from privgraph.publish.publication import build_manifest
-    from privgraph.publish.storage import LocalStore, graph_to_objects
+    from privgraph.storage import LocalStore, graph_to_objects
 
     from privgraph.config.disclosure import declare_public
 

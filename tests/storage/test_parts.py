@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from privgraph.errors import ArtifactError, ArtifactIntegrityError
-from privgraph.privatize.mechanisms import build_mechanism
+from privgraph.mechanisms import build_mechanism
 from privgraph.privatize.partitioned import load_partitioned_release, privatize_partitioned
 from privgraph.publish.release_parts import parts_writer, store_partitioned_release
-from privgraph.publish.storage.graph_io import (
+from privgraph.storage.graph_io import (
     GRAPH_INFO,
     GraphPart,
     assemble_parts,
@@ -24,8 +24,8 @@ from privgraph.publish.storage.graph_io import (
     objects_to_graph,
     read_graph_info,
 )
-from privgraph.publish.storage.parts import open_parts_area
-from privgraph.publish.storage.staging import gc_staged, put_version
+from privgraph.storage.parts import open_parts_area
+from privgraph.storage.staging import gc_staged, put_version
 from tests.storage.conftest import make_manifest
 from tests.test_partitioned import graph, partitioning, source  # noqa: F401 - the shared input fixtures
 
@@ -138,7 +138,7 @@ def test_gc_removes_an_abandoned_parts_area(backend):
 
 @pytest.mark.dask
 def test_same_version_on_two_dask_workers(source, release, tmp_path):
-    from privgraph.publish.storage import LocalStore
+    from privgraph.storage import LocalStore
     from tasks.dask_executor import DaskExecutor
 
     serial = store_partitioned_release(source, release, open_parts_area(LocalStore(tmp_path / "a"), PIPE, WHEN))
@@ -182,8 +182,8 @@ def test_dask_workers_write_their_parts_to_s3_themselves(source, release, moto_e
     """On a LocalCluster against moto's S3 server: the area pickles to the workers, each makes
     its own S3 client and writes its partition's objects; the client process puts graph.json
     only and copies the parts server-side. The version equals the local serial one."""
-    from privgraph.publish.storage import LocalStore
-    from privgraph.publish.storage.s3 import S3Store
+    from privgraph.storage import LocalStore
+    from privgraph.storage.s3 import S3Store
     from tasks.dask_executor import DaskExecutor
 
     for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}.items():

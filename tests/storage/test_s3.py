@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 
 from privgraph.errors import ArtifactError, ArtifactExistsError
-from privgraph.publish.storage import open_store
+from privgraph.storage import open_store
 
 pytest.importorskip("boto3")
 pytest.importorskip("moto")
 
-from privgraph.publish.storage.s3 import S3Store  # noqa: E402
-from privgraph.publish.storage.staging import put_version
+from privgraph.storage.s3 import S3Store  # noqa: E402
+from privgraph.storage.staging import put_version
 
 PIPE = "cora-feature-rr"
 

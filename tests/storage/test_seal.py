@@ -14,11 +14,11 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from privgraph.errors import ArtifactError, ArtifactIntegrityError, ArtifactTamperedError
-from privgraph.publish.storage import graph_to_objects
-from privgraph.publish.storage.manifest import manifest_bytes
-from privgraph.publish.storage.private_record import owner_public_key, owner_signing_key, owner_signing_key_path
-from privgraph.publish.storage.seal import check_seal, public_key_hex, seal_manifest, sealed_payload
-from privgraph.publish.storage.staging import put_version, stage_version
+from privgraph.storage import graph_to_objects
+from privgraph.storage.manifest import manifest_bytes
+from privgraph.storage.private_record import owner_public_key, owner_signing_key, owner_signing_key_path
+from privgraph.storage.seal import check_seal, public_key_hex, seal_manifest, sealed_payload
+from privgraph.storage.staging import put_version, stage_version
 
 PIPE = "cora-feature-rr"
 

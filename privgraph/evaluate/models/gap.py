@@ -5,7 +5,7 @@ Perturbation" (USENIX Security 2023), Section 4.4, as paper 001 runs it (Section
 aggregate :math:`\check{X}^{(k)}` (``k = 0 .. K``; hop 0 the encoded features) passes through its
 own MLP, the outputs are concatenated and a head maps them to the class logits. The model reads
 no edge: its input is the release of
-:class:`~privgraph.privatize.mechanisms.edges.gap.AggregationPerturbation`, so training it is
+:class:`~privgraph.mechanisms.edges.gap.AggregationPerturbation`, so training it is
 post-processing. Because hop 0 has its own MLP, the model can always use the node's own
 (structure-free) information, however noisy the other hops are.
 """

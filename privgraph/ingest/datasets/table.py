@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from privgraph.ingest.arrow_io import read_parquet_bytes
+from privgraph.storage.arrow_io import read_parquet_bytes
 from privgraph.errors import DETAIL_LIMIT, GraphValidationError, data_refusal
 
 if TYPE_CHECKING:  # pandas is imported where a table is read: a config check reads none
@@ -97,7 +97,7 @@ class Table:
         if not raw.strip():
             raise GraphValidationError(f"{path}: empty file; expected a header row and data rows")
         # Fast path: pandas' C parser (no thread: Arrow's CSV reader starts a pool that can abort
-        # the interpreter at exit, see privgraph.ingest.arrow_io), accepted only when no cell is missing,
+        # the interpreter at exit, see privgraph.storage.arrow_io), accepted only when no cell is missing,
         # every typed column came out with its type and the file has exactly one line per row
         # after the header (so row i is line i + 2).
         try:

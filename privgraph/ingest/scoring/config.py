@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from privgraph.privatize.mechanisms.base import MAX_EXACT_EPSILON as MAX_COORDINATE_EPSILON
+from privgraph.mechanisms.base import MAX_EXACT_EPSILON as MAX_COORDINATE_EPSILON
 
 __all__ = [
     "PublicNodesConfig",

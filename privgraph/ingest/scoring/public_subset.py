@@ -29,7 +29,7 @@ from privgraph.errors import ConfigError
 from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.guarantee import Guarantee
 from privgraph.guarantee.params import check_epsilon, check_int
-from privgraph.privatize.mechanisms.features.label_rr import LabelRR
+from privgraph.mechanisms.features.label_rr import LabelRR
 from privgraph.seeding import as_generator, stage_seed
 
 __all__ = [

@@ -1,6 +1,6 @@
 r"""The unifying score :math:`\theta` (HeteroRR, papers 000/002: Eq. 7 and Algorithm 1, lines 4-5)
 and :func:`compute_scores`, the one entry point that turns a graph and a :class:`ScoresConfig`
-into the ``theta`` that :class:`~privgraph.privatize.mechanisms.features.feature_rr.FeatureRR` takes.
+into the ``theta`` that :class:`~privgraph.mechanisms.features.feature_rr.FeatureRR` takes.
 
 .. math::
     \theta_i = \gamma\,\alpha_i + (1 - \gamma)\left[\beta_{\min} + (\beta_{\max} - \beta_i)\right],
@@ -39,6 +39,7 @@ from privgraph.ingest.scoring import importance as _imp, sensitivity as _sens
 from privgraph.guarantee.params import check_real_vector
 from privgraph.ingest.scoring.cache import ScoreCache, fingerprint
 from privgraph.ingest.scoring.config import ScoresConfig, as_scores_config, finite_real
+from privgraph.mechanisms.features.label_rr import LabelRR
 from privgraph.ingest.scoring.public_subset import PublicRows, PublicSubset, public_rows, randomize_private_labels
 from privgraph.seeding import as_generator, as_seed_sequence, noise_generator, stage_seed
 
@@ -137,7 +138,7 @@ class ScoreResult:
         """
         if self.guarantee is None:
             raise ValueError("the scores used no private label: there is no charge to record")
-        return LedgerEntry(stage="scores.labels", mechanism="label_rr", guarantee=self.guarantee,
+        return LedgerEntry(stage="scores.labels", mechanism=LabelRR.name, guarantee=self.guarantee,
                            partitions=partitions, params={"epsilon": self.guarantee.epsilon})
 
 
