@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privgraph.ingest import partitioned_graph, partitioned_stage
+from privgraph.ingest import partitioned_graph
+from privgraph.privatize import partitioned_input
 from privgraph.ingest.partitioned_graph import load_partitioned_graph, open_partitioned_graph
 from privgraph.privatize.partitioned_input import partition_partitioned_graph, partitioned_input_from_graph
 from privgraph.ingest.partitioned_writer import write_partitioned_graph
@@ -166,7 +167,7 @@ def test_the_client_never_reads_the_graph(tmp_path, monkeypatch):
     def refuse(*args: Any, **kw: Any) -> Any:
         raise AssertionError("the client read the graph")
 
-    for module in (partitioned_graph, partitioned_stage):
+    for module in (partitioned_graph, partitioned_input):
         for name in ("read_node_range", "read_edge_range", "load_partitioned_graph"):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, refuse)

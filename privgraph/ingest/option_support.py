@@ -67,7 +67,11 @@ OPTION_SUPPORT: tuple[OptionSupport, ...] = (
 def run_path(dataset: str, layout: str, *, whole_graph_stages: bool) -> str:
     """The path a pipeline runs on: ``scale`` for a ``partitioned`` dataset in the files layout
     unless a stage needs the whole graph in the flow process (``whole_graph_stages``: scores,
-    embeddings), else ``files`` or ``memory`` by ``partitions.layout``."""
+    embeddings), else ``files`` or ``memory`` by ``partitions.layout``.
+
+    >>> run_path("partitioned", "files", whole_graph_stages=False), run_path("cora", "files", whole_graph_stages=False)
+    ('scale', 'files')
+    """
     if dataset == "partitioned" and layout == "files" and not whole_graph_stages:
         return SCALE
     return FILES if layout == "files" else MEMORY
@@ -92,6 +96,12 @@ def check_options_on_path(path: str, fields_set: Iterable[str], options: Mapping
 
     Raises:
         ConfigError: ``dataset.<key>: ...`` naming the option, why and what to do instead (exit code 2).
+
+    >>> check_options_on_path("memory", {"rho"}, {})
+    >>> check_options_on_path("scale", {"rho"}, {})
+    Traceback (most recent call last):
+    ...
+    privgraph.errors.ConfigError: dataset.rho: not applied on the path at scale ...
     """
     refused = refused_options(path, fields_set, options)
     if refused:

@@ -63,6 +63,13 @@ def split_public_private(graph: GraphData, rho: float, *, seed: Any) -> GraphDat
 
     Raises:
         ValueError: ``rho`` is not a number in ``[0, 1]``.
+
+    >>> path = GraphData(num_nodes=5, edges_public=[[0, 1, 2, 3], [1, 2, 3, 4]])
+    >>> marked = split_public_private(path, 0.5, seed=0)
+    >>> marked.edges_public.shape[1], marked.edges_private.shape[1]
+    (2, 2)
+    >>> np.array_equal(marked.edges_private, split_public_private(path, 0.5, seed=0).edges_private)
+    True
     """
     rho = check_fraction(rho, "rho")
     e = graph.edges("all")
@@ -105,7 +112,11 @@ def private_edge_positions(m: int, rho: float, *, seed: Any) -> np.ndarray:
 
 def node_parts(num_nodes: int, masks: tuple[np.ndarray | None, ...]) -> np.ndarray:
     """Each node's part of a node split, int8 ``[n]``: 0 train, 1 val, 2 test (``masks`` in that
-    order; a None mask holds no node), 3 for a node in none (a part of its own)."""
+    order; a None mask holds no node), 3 for a node in none (a part of its own).
+
+    >>> node_parts(4, (np.array([True, False, False, False]), None, np.array([False, True, False, False]))).tolist()
+    [0, 2, 3, 3]
+    """
     part = np.full(num_nodes, 3, dtype=np.int8)
     for i, m in enumerate(masks):
         if m is not None:
@@ -115,7 +126,11 @@ def node_parts(num_nodes: int, masks: tuple[np.ndarray | None, ...]) -> np.ndarr
 
 def uncut_edges(part: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Boolean ``[m]``: the edges ``[2, m]`` whose two ends lie in the same part of
-    :func:`node_parts` (what ``drop_cut_edges`` keeps: paper 001's inductive protocol)."""
+    :func:`node_parts` (what ``drop_cut_edges`` keeps: paper 001's inductive protocol).
+
+    >>> uncut_edges(np.array([0, 0, 2]), np.array([[0, 1], [1, 2]])).tolist()
+    [True, False]
+    """
     return part[edges[0]] == part[edges[1]]
 
 
