@@ -196,7 +196,7 @@ def _client(args: dict[str, Any]) -> None:
 
     from privgraph.config.disclosure import disclosure_of
     from privgraph.evaluate.metrics import evaluation_entropy
-    from privgraph.guarantee.ledger import BudgetPolicy
+    from privgraph.guarantee.budget import BudgetPolicy
     from privgraph.privatize.partitioned_release import privatize_partitioned_graph
     from privgraph.privatize.partitioned_input import partition_partitioned_graph
     from privgraph.ingest.partitioned_writer import write_partitioned_graph

@@ -28,7 +28,7 @@ from prefect import get_run_logger
 from flows.reporting import label_flow_run, publish_ledger, publish_metrics
 from privgraph.config.pipeline import PipelineConfig
 from privgraph.guarantee.redaction import redact_uri
-from privgraph.guarantee.ledger import BudgetPolicy
+from privgraph.guarantee.budget import BudgetPolicy
 from privgraph.storage import open_store
 from privgraph.storage.parts import PartsArea, open_parts_area
 from privgraph.storage.private_record import write_private_record

@@ -89,7 +89,7 @@ class ConfigError(PrivgraphError, ValueError):
 
 
 class BudgetExceededError(PrivgraphError):
-    """A privacy-budget cap of the :class:`~privgraph.guarantee.ledger.BudgetPolicy` is exceeded."""
+    """A privacy-budget cap of the :class:`~privgraph.guarantee.budget.BudgetPolicy` is exceeded."""
 
     exit_code = EXIT_CHECKPOINT
 

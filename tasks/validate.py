@@ -7,7 +7,8 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from privgraph.guarantee.ledger import BudgetPolicy, PrivacyLedger
+from privgraph.guarantee.budget import BudgetPolicy
+from privgraph.guarantee.ledger import PrivacyLedger
 from privgraph.graph import GraphData
 from privgraph.validate import ValidationReport, run_checkpoint, run_checkpoint_from_summaries
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from privgraph.guarantee.budget import BudgetPolicy
 from privgraph.guarantee.ledger import (
-    BudgetPolicy,
     LedgerEntry,
     PrivacyLedger,
     UnsupportedCompositionError,

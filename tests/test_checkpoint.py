@@ -9,7 +9,8 @@ import pytest
 
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, Scope
-from privgraph.guarantee.ledger import BudgetPolicy, LedgerEntry, PrivacyLedger
+from privgraph.guarantee.budget import BudgetPolicy
+from privgraph.guarantee.ledger import LedgerEntry, PrivacyLedger
 from privgraph.privatize.summary import release_summary
 from privgraph.validate import run_checkpoint, run_checkpoint_from_summaries
 

@@ -5,7 +5,7 @@ published:
 
 * ``budget``: one row per ledger scope with the spent epsilon and delta (composed by
   :class:`~privgraph.guarantee.ledger.PrivacyLedger`) and the caps of the pipeline's
-  :class:`~privgraph.guarantee.ledger.BudgetPolicy`; every scope that spends must have a cap, and
+  :class:`~privgraph.guarantee.budget.BudgetPolicy`; every scope that spends must have a cap, and
   spent <= cap; a scope spends delta > 0 only under its delta cap (``budget_delta``).
 * ``output``: the released edges are canonical (``0 <= src < dst < n``) and the released features
   are finite and lie in the mechanisms' output range ([0, 1] for the feature mechanisms), checked
@@ -26,7 +26,8 @@ from typing import Any
 
 import pandas as pd
 
-from privgraph.guarantee.ledger import BudgetPolicy, PrivacyLedger
+from privgraph.guarantee.budget import BudgetPolicy
+from privgraph.guarantee.ledger import PrivacyLedger
 from privgraph.errors import ValidationFailedError
 from privgraph.graph import GraphData
 from privgraph.privatize.summary import SUMMARY_FIELDS, release_summary

@@ -20,7 +20,8 @@ import socket
 import tempfile
 from pathlib import Path
 
-from privgraph.guarantee.ledger import BudgetPolicy, LedgerEntry, PrivacyLedger
+from privgraph.guarantee.budget import BudgetPolicy
+from privgraph.guarantee.ledger import LedgerEntry, PrivacyLedger
 from privgraph.config.loader import load_config
 from privgraph.config.pipeline import PipelineConfig, PipelinesConfig
 from privgraph.errors import ClusterError, ConfigError, DatasetNotFoundError, ValidationFailedError
