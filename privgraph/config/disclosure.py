@@ -52,7 +52,7 @@ from privgraph.graph import SPLIT_MASKS, GraphData
 from privgraph.ingest.scoring.public_subset import PublicRows, public_rows
 
 if TYPE_CHECKING:
-    from privgraph.config.pipeline import PipelineConfig, PipelinesConfig
+    from privgraph.config.pipeline import DatasetConfig, PipelineConfig, PipelinesConfig
     from privgraph.ingest.scoring.config import PublicNodesConfig, ScoresConfig
 
 __all__ = ["Disclosure", "declare_public", "disclosure_of", "FINGERPRINT_FORMAT", "public_input_header"]
@@ -262,19 +262,7 @@ def declare_public(name: str, cfg: PipelineConfig) -> Disclosure:
         ConfigError: a stage treats as public what another declares private; the one-line
             message names both YAML paths.
     """
-    ds = cfg.dataset
-    if ds.rho is not None and ds.rho > 0:
-        private_edges_by: str | None = f"pipelines.{name}.dataset.rho"
-    elif ds.rho is None and ds.name == "generic":
-        private_edges_by = f"pipelines.{name}.dataset.options.edges"  # a private column may mark some
-    elif ds.rho is None and ds.name == "partitioned":
-        private_edges_by = f"pipelines.{name}.dataset.options.path"  # its edges' private flags
-    elif ds.rho is None and ds.name == "images":
-        private_edges_by = f"pipelines.{name}.dataset.options.path"  # edges.csv's private column
-    elif ds.rho is None and ds.name == "photos" and ds.options.get("private_fraction", 0.3) > 0:
-        private_edges_by = f"pipelines.{name}.dataset.options.private_fraction"  # the bundled graph's (default 0.3)
-    else:
-        private_edges_by = None
+    private_edges_by = _private_edges_by(name, cfg.dataset)
     scores = cfg.scores
     pn = None if scores is None else scores.public_nodes
     reads_labels = bool(scores is not None and scores.reads_labels)
@@ -288,6 +276,32 @@ def declare_public(name: str, cfg: PipelineConfig) -> Disclosure:
         label_mechanism=cfg.labels is not None,
         label_mask=None if cfg.labels is None else _label_masks(cfg.labels),
     )
+    _refuse_conflicts(d, cfg)
+    return d
+
+
+def _private_edges_by(name: str, ds: DatasetConfig) -> str | None:
+    """The YAML path that makes some of pipeline ``name``'s edges private, or ``None`` (none are)."""
+    if ds.rho is not None and ds.rho > 0:
+        return f"pipelines.{name}.dataset.rho"
+    if ds.rho is None and ds.name == "generic":
+        return f"pipelines.{name}.dataset.options.edges"  # a private column may mark some
+    if ds.rho is None and ds.name == "partitioned":
+        return f"pipelines.{name}.dataset.options.path"  # its edges' private flags
+    if ds.rho is None and ds.name == "images":
+        return f"pipelines.{name}.dataset.options.path"  # edges.csv's private column
+    if ds.rho is None and ds.name == "photos" and ds.options.get("private_fraction", 0.3) > 0:
+        return f"pipelines.{name}.dataset.options.private_fraction"  # the bundled graph's (default 0.3)
+    return None
+
+
+def _refuse_conflicts(d: Disclosure, cfg: PipelineConfig) -> None:
+    """Refuse a declaration ``d`` in which one stage treats as public what another keeps private.
+
+    Raises:
+        ConfigError: one line naming both YAML paths.
+    """
+    ds, pn, reads_labels, private_edges_by = cfg.dataset, d.public_nodes, d.scores_read_labels, d.private_edges_by
     p = d.path
     # a file's flags may mark no edge (known only once read: refused then, if they mark one); rho
     # marks round(rho * m) edges on every dataset, so it is refused here, on every path
@@ -330,7 +344,6 @@ def declare_public(name: str, cfg: PipelineConfig) -> Disclosure:
                 "privatizes every label (no mask): there is no public label to draw; set "
                 f"{p('scores', 'public_nodes', 'charge_epsilon')} or a labels mask"
             )
-    return d
 
 
 def disclosure_of(config: PipelinesConfig, name: str, scores: ScoresConfig | None = None) -> Disclosure:
