@@ -114,6 +114,21 @@ def _privatize_labels(
     return y_out
 
 
+def _refuse_unprotected_edges(graph: GraphData) -> None:
+    """Refuse a graph with private edges when the pipeline sets no edge mechanism.
+
+    Raises:
+        ConfigError: the private edges would be released as they are.
+    """
+    if graph.edges_private.shape[1]:
+        from privgraph.mechanisms import edge_mechanisms  # lazy: the registry, for the message
+
+        raise ConfigError(
+            "the input marks some edges private but the pipeline sets no edge mechanism: they would "
+            f"be stored as they are; add an 'edges' mechanism ({', '.join(edge_mechanisms(epsilon_range=None))} drops them)"
+        )
+
+
 def privatize_graph(
     graph: GraphData,
     *,
@@ -160,13 +175,8 @@ def privatize_graph(
         output_range = features.output_range()
         stats["feature_range"] = None if output_range is None else list(output_range)
         ledger.record(ledger_entry(f"{stage}.features", features, part_ids))
-    if edges is None and graph.edges_private.shape[1]:
-        from privgraph.mechanisms import edge_mechanisms  # lazy: the registry, for the message
-
-        raise ConfigError(
-            "the input marks some edges private but the pipeline sets no edge mechanism: they would "
-            f"be stored as they are; add an 'edges' mechanism ({', '.join(edge_mechanisms(epsilon_range=None))} drops them)"
-        )
+    if edges is None:
+        _refuse_unprotected_edges(graph)
     release: dict[str, dict[str, Any]] = {}
     if labels is not None:
         if labels.scope is not Scope.LABELS:
