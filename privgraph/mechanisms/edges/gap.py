@@ -268,31 +268,7 @@ class AggregationPerturbation(Aggregates):
         self.grid_exponent = check_int(grid_exponent, "grid_exponent", minimum=8)
         if self.grid_exponent > 30:
             raise ValueError(f"gap: grid_exponent must be at most 30, got {self.grid_exponent}")
-        if level not in LEVELS:
-            raise ValueError(f"gap: level must be one of {list(LEVELS)}, got {level!r}")
-        self.level = level
-        if level == "edge":
-            if max_degree is not None or row_clip is not None:
-                raise ValueError("gap: max_degree and row_clip apply to level 'node' only")
-            self.max_degree = self.row_clip = None
-            self.sensitivity = grid_sensitivity(HOP_SENSITIVITY, 2 * self.encoder_dim, self.grid_exponent)
-        else:
-            if max_degree is None:
-                raise ValueError("gap: level 'node' needs max_degree, the public bound on every node's private edges")
-            self.max_degree = check_int(max_degree, "max_degree", minimum=1)
-            if self.max_degree > _MAX_DEGREE:
-                raise ValueError(f"gap: max_degree must be at most {_MAX_DEGREE}, got {self.max_degree}")
-            clip = math.sqrt(self.max_degree) if row_clip is None else row_clip
-            if isinstance(clip, bool) or not isinstance(clip, (int, float)) or not (math.isfinite(clip) and clip >= 1):
-                raise ValueError(f"gap: row_clip must be a finite number >= 1, got {row_clip!r}")
-            self.row_clip = float(clip)
-            if weights == "learned":
-                raise ValueError("gap: learned attention weights are trained under edge-level privacy; level 'node' "
-                                 "takes weights 'sum' or 'similarity'")
-            self.sensitivity = grid_sensitivity(
-                node_sensitivity(self.max_degree, self.row_clip), (self.max_degree + 1) * self.encoder_dim,
-                self.grid_exponent,
-            )
+        self._set_level(level, max_degree, row_clip)
         self.attention_steps = check_int(attention_steps, "attention_steps", minimum=1)
         if self.attention_steps > 10_000:
             raise ValueError(f"gap: attention_steps must be at most 10000, got {self.attention_steps}")
@@ -306,6 +282,36 @@ class AggregationPerturbation(Aggregates):
             prior = (2 * self.attention_steps, self.attention_noise_multiplier)
         self.noise_multiplier, self.accountant_epsilon = noise_multiplier(self.epsilon, self.delta, self.hops, prior=prior)
         self.sigma = self.noise_multiplier * self.sensitivity
+
+    def _set_level(self, level: str, max_degree: int | None, row_clip: float | None) -> None:
+        """Check the privacy level and its bounds; set ``level``, ``max_degree``, ``row_clip`` and the
+        aggregation's grid ``sensitivity`` (edge level: one edge; node level: one node's ``max_degree``
+        clipped rows). Reads ``weights``, ``encoder_dim`` and ``grid_exponent``, checked before."""
+        if level not in LEVELS:
+            raise ValueError(f"gap: level must be one of {list(LEVELS)}, got {level!r}")
+        self.level = level
+        if level == "edge":
+            if max_degree is not None or row_clip is not None:
+                raise ValueError("gap: max_degree and row_clip apply to level 'node' only")
+            self.max_degree = self.row_clip = None
+            self.sensitivity = grid_sensitivity(HOP_SENSITIVITY, 2 * self.encoder_dim, self.grid_exponent)
+            return
+        if max_degree is None:
+            raise ValueError("gap: level 'node' needs max_degree, the public bound on every node's private edges")
+        self.max_degree = check_int(max_degree, "max_degree", minimum=1)
+        if self.max_degree > _MAX_DEGREE:
+            raise ValueError(f"gap: max_degree must be at most {_MAX_DEGREE}, got {self.max_degree}")
+        clip = math.sqrt(self.max_degree) if row_clip is None else row_clip
+        if isinstance(clip, bool) or not isinstance(clip, (int, float)) or not (math.isfinite(clip) and clip >= 1):
+            raise ValueError(f"gap: row_clip must be a finite number >= 1, got {row_clip!r}")
+        self.row_clip = float(clip)
+        if self.weights == "learned":
+            raise ValueError("gap: learned attention weights are trained under edge-level privacy; level 'node' "
+                             "takes weights 'sum' or 'similarity'")
+        self.sensitivity = grid_sensitivity(
+            node_sensitivity(self.max_degree, self.row_clip), (self.max_degree + 1) * self.encoder_dim,
+            self.grid_exponent,
+        )
 
     @property
     def guarantee(self) -> Guarantee:
