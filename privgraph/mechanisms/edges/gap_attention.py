@@ -132,6 +132,26 @@ def clipped_edge_gradient_sum(
     return total
 
 
+def _seeded_layers(d: int, classes: int, rng: np.random.Generator) -> tuple[AttentionModel, torch.nn.Linear]:
+    """The attention model and the classification head (float64), both initialised from ONE draw of
+    ``rng``; torch's global random state is left as it was."""
+    init = torch.Generator().manual_seed(int(rng.integers(2**62)))
+    with torch.random.fork_rng(devices=[]):  # the layers' own default draws leave torch's global state as it was
+        model = AttentionModel(d).double()
+        head = torch.nn.Linear(d, classes).double()
+    _reset(model, init)
+    _reset(head, init)
+    return model, head
+
+
+def _set_gradients(params: list[torch.Tensor], flat: torch.Tensor) -> None:
+    """Set each parameter's ``grad`` to its slice of ``flat`` (the parameters' order, flattened)."""
+    offset = 0
+    for p in params:
+        p.grad = flat[offset: offset + p.numel()].reshape(p.shape).clone()
+        offset += p.numel()
+
+
 def train_attention(
     h_unit: np.ndarray,
     edges: np.ndarray,
@@ -163,13 +183,7 @@ def train_attention(
     y = torch.as_tensor(np.asarray(labels, dtype=np.int64))
     if int(train.sum()) == 0:
         raise ValueError("gap: learned attention weights need training nodes with labels")
-    classes = int(y[train].max()) + 1
-    init = torch.Generator().manual_seed(int(rng.integers(2**62)))
-    with torch.random.fork_rng(devices=[]):  # the layers' own default draws leave torch's global state as it was
-        model = AttentionModel(d).double()
-        head = torch.nn.Linear(d, classes).double()
-    _reset(model, init)
-    _reset(head, init)
+    model, head = _seeded_layers(d, int(y[train].max()) + 1, rng)
     from opacus import GradSampleModule  # lazy: opacus, only where the attention trains
 
     sampled = GradSampleModule(model, batch_first=True, loss_reduction="sum")
@@ -197,10 +211,7 @@ def train_attention(
         total = clipped_edge_gradient_sum(sampled, pairs, scale, clip)
         # mechanism 2: the noisy sum of the clipped per-edge gradients
         noisy_grad = torch.as_tensor(gaussian_on_grid(total.numpy(), sigma_grad, rng, grid_exponent=grid_exponent))
-        offset = 0
-        for p in params:
-            p.grad = (noisy_grad[offset: offset + p.numel()].reshape(p.shape) / n_train).clone()
-            offset += p.numel()
+        _set_gradients(params, noisy_grad / n_train)
         opt.step()
     model.eval()
     return model, {"steps": steps, "sigma_aggregate": sigma_agg, "sigma_gradient": sigma_grad,
