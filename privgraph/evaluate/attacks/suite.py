@@ -64,13 +64,7 @@ def run_attacks(
         return {}
     ss = as_seed_sequence(seed_sequence)
     train_seed, pair_seed, score_seed, attribute_seed, shadow_seed = ss.spawn(5)
-    needs_pairs = [a for a in attacks if a.name in ("linkteller", "link_stealing")]
-    samples: dict[str, PairSample | str] = {}
-    for a in needs_pairs:
-        try:
-            samples[a.name] = private_edge_pairs(clean, np.random.default_rng(pair_seed), max_positive=a.max_pairs)
-        except GraphValidationError as exc:
-            samples[a.name] = str(exc)
+    samples = _pair_samples(clean, attacks, pair_seed)
     # progress in PUBLIC units only: the number of LinkTeller's query nodes is drawn from the raw
     # private edges, and progress lines reach Prefect's logs (issue 24, leak 2)
     ticks = QUERY_TICKS if any(a.name == "linkteller" for a in attacks) else 0
@@ -97,14 +91,7 @@ def run_attacks(
             elif isinstance(sample, str):
                 results[a.name] = {"skipped": sample}
             elif a.name == "link_stealing":
-                results[a.name] = link_stealing_unsupervised(post, sample, rng, metric=a.metric).to_dict()
-                if a.supervised:
-                    try:
-                        shadow = public_edge_pairs(clean, np.random.default_rng(pair_seed), max_positive=a.max_pairs)
-                    except GraphValidationError as exc:
-                        results["link_stealing_supervised"] = {"skipped": f"no shadow pairs: {exc}"}
-                    else:
-                        results["link_stealing_supervised"] = link_stealing_supervised(post, sample, post, shadow, rng).to_dict()
+                results.update(_link_stealing(a, post, sample, clean, pair_seed, rng))
             elif a.name == "membership":
                 labels = clean.y if a.signal == "true_label" else None
                 results[a.name] = membership_inference(post, graph.train_mask, graph.test_mask, rng,
@@ -115,6 +102,37 @@ def run_attacks(
                 raise ValueError(f"unknown attack {a.name!r}")
             tracker.advance(detail=f"{a.name}, {which} model")
         out[which] = results
+    return out
+
+
+def _pair_samples(clean: GraphData, attacks: Sequence[Any], pair_seed: np.random.SeedSequence) -> dict[str, PairSample | str]:
+    """The candidate pairs of each edge attack (``linkteller``, ``link_stealing``), each drawn from
+    ``clean``'s private edges with a generator of ``pair_seed`` (the same pairs for every model),
+    or why there are none (the attack is then reported as skipped)."""
+    samples: dict[str, PairSample | str] = {}
+    for a in attacks:
+        if a.name not in ("linkteller", "link_stealing"):
+            continue
+        try:
+            samples[a.name] = private_edge_pairs(clean, np.random.default_rng(pair_seed), max_positive=a.max_pairs)
+        except GraphValidationError as exc:
+            samples[a.name] = str(exc)
+    return samples
+
+
+def _link_stealing(
+    a: Any, post: Any, sample: PairSample, clean: GraphData, pair_seed: np.random.SeedSequence, rng: np.random.Generator,
+) -> dict[str, Any]:
+    """Link stealing on one model's posteriors ``post``: the unsupervised attack, and with
+    ``a.supervised`` the attack trained on shadow pairs of ``clean``'s PUBLIC edges."""
+    out = {a.name: link_stealing_unsupervised(post, sample, rng, metric=a.metric).to_dict()}
+    if a.supervised:
+        try:
+            shadow = public_edge_pairs(clean, np.random.default_rng(pair_seed), max_positive=a.max_pairs)
+        except GraphValidationError as exc:
+            out["link_stealing_supervised"] = {"skipped": f"no shadow pairs: {exc}"}
+        else:
+            out["link_stealing_supervised"] = link_stealing_supervised(post, sample, post, shadow, rng).to_dict()
     return out
 
 
