@@ -203,21 +203,11 @@ def run_comparison(
                    executor=executor, probe=probe, kwargs=kwargs, checkpoint=checkpoint, progress=progress,
                    true_degree=true_degree, records=records,
                    tracker=ProgressTracker("comparison cells", len(mechanisms) * len(epsilons) * runs, progress))
-    eps0 = float(epsilons[0])
     for name, entry in mechanisms.items():
         registry, params, use_scores = mechanism_entry(name, entry)
         if use_scores:
             params = {**params, "theta": theta}
-        constant = not takes_epsilon(registry)  # spends no budget: one set of runs serves every eps
-        for eps in epsilons:
-            eps = float(eps)
-            if constant and eps != eps0:
-                cells.reuse(name, eps, eps0, runs)
-                continue
-            mech = build_at_epsilon(registry, params, eps)
-            priv_seeds = partition_seeds(stage_seed(root_seed, f"{name}/{eps!r}"), runs)
-            for i, (ps, ts) in enumerate(zip(priv_seeds, train_seeds, strict=True)):
-                cells.run(name, eps, mech, i, ps, ts)
+        cells.run_mechanism(name, registry, params, epsilons, root_seed, train_seeds)
     return ComparisonResult(
         scope=sc.value, target=target, epsilons=tuple(float(e) for e in epsilons),
         mechanisms=tuple(mechanisms), runs=runs, records=tuple(records), degree_curves=cells.curves,
@@ -260,6 +250,24 @@ class _Cells:
         if f"{name}/{eps0:g}" in self.curves:
             self.curves[f"{name}/{eps:g}"] = self.curves[f"{name}/{eps0:g}"]
         self.tracker.advance(runs, detail=f"{name} eps={eps:g}: no budget, runs of eps={eps0:g} reused", timed=False)
+
+    def run_mechanism(self, name: str, registry: Any, params: dict[str, Any], epsilons: Sequence[float],
+                      root_seed: np.random.SeedSequence, train_seeds: list[np.random.SeedSequence]) -> None:
+        """Every run of mechanism ``name`` (``registry`` built with ``params``) at each of ``epsilons``:
+        run ``i`` at ``eps`` privatized with child ``i`` of ``stage_seed(root_seed, f"{name}/{eps!r}")``
+        and trained with ``train_seeds[i]``; a mechanism that spends no budget runs at the first
+        epsilon only, its runs reused for the others (:meth:`reuse`)."""
+        runs, eps0 = len(train_seeds), float(epsilons[0])
+        constant = not takes_epsilon(registry)  # spends no budget: one set of runs serves every eps
+        for eps in epsilons:
+            eps = float(eps)
+            if constant and eps != eps0:
+                self.reuse(name, eps, eps0, runs)
+                continue
+            mech = build_at_epsilon(registry, params, eps)
+            priv_seeds = partition_seeds(stage_seed(root_seed, f"{name}/{eps!r}"), runs)
+            for i, (ps, ts) in enumerate(zip(priv_seeds, train_seeds, strict=True)):
+                self.run(name, eps, mech, i, ps, ts)
 
     def run(self, name: str, eps: float, mech: Any, i: int, ps: np.random.SeedSequence,
             ts: np.random.SeedSequence) -> None:
