@@ -23,7 +23,7 @@ from privgraph.graph import GraphData
 from privgraph.evaluate.graph_utility import structure_plot_png
 from privgraph.mechanisms import build_mechanism
 from privgraph.seeding import as_seed_sequence, stage_seed
-from privgraph.storage import open_store
+from privgraph.storage import ArtifactStore, open_store
 from privgraph.storage.private_record import input_identity, owner_signing_key, read_private_record
 from privgraph.storage.seal import public_key_hex
 from privgraph.evaluate.selection import OWNER_ONLY
@@ -80,16 +80,7 @@ def evaluate_flow(
     clean, _ = ingest_with_features(cfg, pipeline)
     check_evaluable(clean, cfg.dataset.name, cfg.dataset.options)  # labels and a split, or one line (exit 2)
     identity = "staged by this run" if staged else _check_input(pipeline, version, cfg, disclosure, clean, fingerprint)
-    manifest: dict[str, Any] | None = None
-    if cfg.evaluate.drop:
-        try:
-            manifest = st.read_manifest(pipeline, version)
-        except ArtifactIntegrityError:
-            raise
-        except ArtifactError:
-            if not staged:
-                raise
-            manifest = None  # staged: made by this configuration, its manifest not yet written
+    manifest = _drop_manifest(st, pipeline, version, staged) if cfg.evaluate.drop else None
     noise = label_noise(cfg, manifest) if cfg.evaluate.drop else {}
     root = as_seed_sequence(seed_entropy)
     metrics = dict(evaluate(private, clean, cfg, manifest, seed_entropy))
@@ -110,6 +101,19 @@ def evaluate_flow(
     publish_private_evaluation(pipeline, version, owner_only)
     return {"pipeline": pipeline, "version": version, "metrics": metrics,
             "private_evaluation": owner_only, "input_check": identity}
+
+
+def _drop_manifest(st: ArtifactStore, pipeline: str, version: str, staged: bool) -> dict[str, Any] | None:
+    """The version's manifest, whose ledger states the label noise Drop corrects for; ``None`` for a
+    staged version whose manifest is not yet written (made by this configuration)."""
+    try:
+        return st.read_manifest(pipeline, version)
+    except ArtifactIntegrityError:
+        raise
+    except ArtifactError:
+        if not staged:
+            raise
+        return None
 
 
 def feature_release_of(ledger: dict[str, Any]) -> dict[str, Any] | None:
