@@ -32,7 +32,7 @@ from privgraph.mechanisms.edges.dprr import (
 )
 from privgraph.mechanisms.edges.edge_rand import EdgeRand, flip_probability
 from privgraph.mechanisms.edges.warner_rr import WarnerRR
-from privgraph.mechanisms.sampling import binomial_exact, binomial_nonzero_probability
+from privgraph.mechanisms.exact_binomial import binomial_exact, binomial_nonzero_probability
 
 ULP = 2.0**-53
 

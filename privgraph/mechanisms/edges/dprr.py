@@ -19,9 +19,10 @@ from privgraph.mechanisms.edges.edge_arrays import (
     symmetrize_reports,
 )
 from privgraph.mechanisms.edges.shapes import LocalReports
+from privgraph.mechanisms.exact_binomial import binomial_exact
 from privgraph.mechanisms.noise import discrete_laplace
 from privgraph.mechanisms.registry import register_mechanism
-from privgraph.mechanisms.sampling import DISCRETE_LAPLACE_RANGE, bernoulli_exact, binomial_exact
+from privgraph.mechanisms.sampling import DISCRETE_LAPLACE_RANGE, bernoulli_exact
 
 __all__ = [
     "DPRR",
@@ -217,7 +218,7 @@ class DPRR(LocalReports):
         :math:`p q_v` and :math:`1 - p q_v`, each computed without cancellation, so both are
         realised exactly: about one uniform per edge end); false reports are
         :math:`K_v \sim \mathrm{Binomial}(N - d_v, (1 - p) q_v)`
-        (:func:`~privgraph.mechanisms.sampling.binomial_exact`: :math:`\Pr(K_v = 0)` realised
+        (:func:`~privgraph.mechanisms.exact_binomial.binomial_exact`: :math:`\Pr(K_v = 0)` realised
         exactly even where :math:`(N - d_v)(1 - p) q_v` is below :math:`10^{-16}`, about one
         uniform per node) candidates placed uniformly without replacement (rejection in rounds;
         an explicit complement, :math:`O(N)`, only for a node whose :math:`K_v` or :math:`d_v`

@@ -19,10 +19,10 @@ from privgraph.guarantee.params import check_epsilon, check_int
 from privgraph.mechanisms.base import EpsilonRange, check_generator
 from privgraph.mechanisms.edges.edge_arrays import as_ids, merge_with_public
 from privgraph.mechanisms.edges.shapes import Central
+from privgraph.mechanisms.exact_binomial import binomial_exact
 from privgraph.mechanisms.registry import register_mechanism
 from privgraph.mechanisms.sampling import (
     bernoulli_exact,
-    binomial_exact,
     rank_pairs,
     sample_excluding,
     unrank_pairs,
@@ -101,7 +101,7 @@ class EdgeRand(Central):
         :math:`O((m + \text{output}) \log(m + \text{output}))` time and memory: one exact Bernoulli
         draw per true edge (:func:`~privgraph.mechanisms.sampling.bernoulli_exact`); the number of
         non-edges that turn into edges is drawn as :math:`\mathrm{Binomial}(M - m, s/2)`
-        (:func:`~privgraph.mechanisms.sampling.binomial_exact`: its :math:`\Pr(0)` realised
+        (:func:`~privgraph.mechanisms.exact_binomial.binomial_exact`: its :math:`\Pr(0)` realised
         exactly however small :math:`(M - m) s / 2` is) and that many non-edge pairs are placed
         uniformly without replacement (:func:`sample_excluding` over the pair ranks). LinkTeller's code
         draws a dense :math:`N \times N` Bernoulli matrix; the output distribution here is the same.

@@ -20,8 +20,9 @@ from privgraph.mechanisms.edges.edge_arrays import (
 )
 from privgraph.mechanisms.edges.edge_rand import flip_probability
 from privgraph.mechanisms.edges.shapes import LocalReports
+from privgraph.mechanisms.exact_binomial import binomial_exact
 from privgraph.mechanisms.registry import register_mechanism
-from privgraph.mechanisms.sampling import bernoulli_exact, binomial_exact, sample_excluding
+from privgraph.mechanisms.sampling import bernoulli_exact, sample_excluding
 
 __all__ = ["WarnerRR"]
 
@@ -65,7 +66,7 @@ class WarnerRR(LocalReports):
         :math:`O(d_v + K_v)` per node, up to a log factor: one exact Bernoulli draw per true
         neighbour (:func:`~privgraph.mechanisms.sampling.bernoulli_exact`); the false reports are
         :math:`K_v \sim \mathrm{Binomial}(N - d_v, 1 - p)`
-        (:func:`~privgraph.mechanisms.sampling.binomial_exact`, :math:`\Pr(K_v = 0)` realised
+        (:func:`~privgraph.mechanisms.exact_binomial.binomial_exact`, :math:`\Pr(K_v = 0)` realised
         exactly however small :math:`(N - d_v)(1 - p)` is: about one uniform per node) candidates
         placed uniformly without replacement among the non-neighbours other than :math:`v`
         (:func:`~privgraph.mechanisms.sampling.sample_excluding`). Paper 004's RR costs
