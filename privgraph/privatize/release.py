@@ -4,6 +4,23 @@ This is the library side of the ``privatize`` stage: pure, no Prefect. Each mech
 per node partition through :func:`privgraph.parts.executor.map_partitions`, with partition ``i`` of
 stage ``s`` seeded by ``partition_seeds(stage_seed(root, s), P)[i]``; so a seeded run gives the
 same private graph with any number of workers and any scheduler.
+
+:func:`privatize_graph` on a graph with one private edge:
+
+>>> from privgraph.mechanisms import build_mechanism
+>>> from privgraph.parts.partition import partition_graph
+>>> g = GraphData(num_nodes=4, edges_public=[[0, 1], [1, 2]], edges_private=[[2], [3]])
+>>> r = privatize_graph(g, features=None, edges=build_mechanism("warner_rr", {"epsilon": 1.0}),
+...                     partitioning=partition_graph(g, 2, "hash"), root_seed=np.random.SeedSequence(0))
+>>> [(e.stage, e.mechanism, e.epsilon, e.guarantee.ledger_epsilon) for e in r.ledger.entries]
+[('privatize.edges', 'warner_rr', 1.0, 2.0)]
+>>> r.graph.edges_public.tolist()  # released as they are
+[[0, 1], [1, 2]]
+>>> privatize_graph(g, features=None, edges=None, partitioning=partition_graph(g, 2, "hash"),
+...                 root_seed=np.random.SeedSequence(0))
+Traceback (most recent call last):
+...
+privgraph.errors.ConfigError: the input marks some edges private but the pipeline sets no edge mechanism: ...
 """
 
 from __future__ import annotations

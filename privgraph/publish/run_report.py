@@ -25,6 +25,18 @@ def _fmt(v: Any) -> str:
 def ledger_markdown(
     pipeline: str, version: str | None, ledger: dict[str, Any], validation: dict[str, Any] | None = None
 ) -> str:
+    """The ledger (``PrivacyLedger.to_dict()``) as the markdown table the Prefect UI and
+    ``privgraph artifacts show`` print, with the validation's budget rows when given.
+
+    >>> from privgraph.guarantee import Guarantee, Scope
+    >>> from privgraph.guarantee.ledger import LedgerEntry, PrivacyLedger
+    >>> g = Guarantee("edge_ldp", 1.0, Scope.EDGES, unit_epsilon=2.0)
+    >>> table = ledger_markdown("demo", None, PrivacyLedger([LedgerEntry("privatize.edges", "warner_rr", g)]).to_dict())
+    >>> print(table.splitlines()[0])
+    ## Privacy ledger: demo (staged, not published)
+    >>> print(table.splitlines()[4])
+    | privatize.edges | warner_rr | edges | edge_ldp | 1 | edge_dp 2 | all |
+    """
     lines = [f"## Privacy ledger: {pipeline} {version or '(staged, not published)'}", ""]
     lines += [
         "| stage | mechanism | scope | kind | epsilon | in scope unit | partitions |",
