@@ -30,7 +30,7 @@ from prefect import flow
 from flows.privatize_at_scale import privatize_at_scale
 from flows.publication import announce, checkpoint_and_stage, evaluate_and_publish, staging_area
 from flows.reporting import label_flow_run, pipeline_tags, publish_ledger
-from flows.termination import redeliver_termination_lost_in_callbacks
+from flows.termination import import_what_a_subflow_imports, redeliver_termination_lost_in_callbacks
 from privgraph.config.disclosure import disclosure_of
 from privgraph.config.loader import load_config
 from privgraph.evaluate.metrics import check_evaluable, evaluation_entropy, evaluation_problem
@@ -54,6 +54,8 @@ def privatize_flow(
 ) -> dict[str, Any]:
     """Privatize the pipeline's graph and publish a version; returns version, ledger, metrics."""
     redeliver_termination_lost_in_callbacks()  # a served run's SIGTERM must not vanish in a GC callback
+    if evaluate:  # the evaluate subflow's first import, before the run rather than in the middle of it
+        import_what_a_subflow_imports()
     checked = take_checked(config_path, pipeline, store, evaluate)  # the CLI's load and preflight, done once
     cfgs = checked.config if checked is not None else load_config(config_path)
     cfg = cfgs.get(pipeline)
