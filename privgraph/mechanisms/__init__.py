@@ -64,8 +64,7 @@ def feature_mechanisms(**declared: Any) -> list[str]:
     >>> feature_mechanisms(takes_scores=True)
     ['feature_rr']
     """
-    return sorted(n for n, c in MECHANISMS.items() if issubclass(c, FeatureMechanism)
-                  and all(getattr(c, key) == value for key, value in declared.items()))
+    return sorted(n for n, c in MECHANISMS.items() if issubclass(c, FeatureMechanism) and c.declares(**declared))
 
 
 def build_mechanism(name: str, params: Mapping[str, Any]) -> Mechanism:

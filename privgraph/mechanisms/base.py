@@ -147,6 +147,11 @@ class FeatureMechanism:
 
     takes_scores: ClassVar[bool] = False
 
+    @classmethod
+    def declares(cls, **declared: Any) -> bool:
+        """Whether the class declares every ``attribute=value`` of ``declared``."""
+        return all(getattr(cls, key) == value for key, value in declared.items())
+
     def output_range(self) -> tuple[float, float] | None:
         return None
 
