@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from privgraph.config.base import Float, Int, StrictModel as _Strict
+from privgraph.config.base import Float, Int, StrictModel
 from privgraph.errors import ConfigError
 
 __all__ = ["GNN_MODELS", "AttackConfig", "EvaluateConfig", "GNNModel"]
@@ -41,7 +41,7 @@ GNN_MODELS: dict[str, GNNModel] = {
 _AGGRS = tuple(dict.fromkeys(a for m in GNN_MODELS.values() for a in m.aggrs))
 
 
-class LinkTellerAttack(_Strict):
+class LinkTellerAttack(StrictModel):
     """LinkTeller (influence analysis) on the private edges (:mod:`privgraph.evaluate.attacks.linkteller`)."""
 
     name: Literal["linkteller"]
@@ -49,7 +49,7 @@ class LinkTellerAttack(_Strict):
     delta: Float = Field(default=1e-4, gt=0, le=0.1, description="relative feature perturbation of a query")
 
 
-class LinkStealingAttack(_Strict):
+class LinkStealingAttack(StrictModel):
     """Link stealing from posteriors (:mod:`privgraph.evaluate.attacks.link_stealing`)."""
 
     name: Literal["link_stealing"]
@@ -60,7 +60,7 @@ class LinkStealingAttack(_Strict):
                              description="also the supervised attack, trained on the public edges the adversary knows")
 
 
-class MembershipAttack(_Strict):
+class MembershipAttack(StrictModel):
     """Node membership inference, training vs test nodes (:mod:`privgraph.evaluate.attacks.membership`)."""
 
     name: Literal["membership"]
@@ -70,7 +70,7 @@ class MembershipAttack(_Strict):
                                      "labelled nodes outside the target's training and test sets)")
 
 
-class AttributeAttack(_Strict):
+class AttributeAttack(StrictModel):
     """Private feature rows reconstructed from the release (:mod:`privgraph.evaluate.attacks.attribute`)."""
 
     name: Literal["attribute"]
@@ -103,7 +103,7 @@ OFF_AT_SCALE: dict[str, Any] = {"model": "gcn", "kprop_labels": 0, "drop": False
                                 "ensemble": 1, "feature_dim": None, "attacks": []}
 
 
-class EvaluateConfig(_Strict):
+class EvaluateConfig(StrictModel):
     runs: Int = Field(default=5, ge=1)
     epochs: Int = Field(default=200, ge=1)
     hidden: Int = Field(default=64, ge=1)

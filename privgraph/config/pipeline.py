@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from privgraph.config.base import Float, Int, StrictModel as _Strict, finite_positive as _finite_positive
+from privgraph.config.base import Float, Int, StrictModel, finite_positive
 from privgraph.config.evaluate import EvaluateConfig
 from privgraph.errors import ConfigError
 from privgraph.guarantee.redaction import redact_uri
@@ -44,7 +44,7 @@ IMAGE_DATASETS = ("images", "photos")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
-class DatasetConfig(_Strict):
+class DatasetConfig(StrictModel):
     """Which graph to ingest and how its edges are split into public and private."""
 
     name: str
@@ -94,7 +94,7 @@ class MechanismConfig(BaseModel):
     @field_validator("epsilon", mode="before")
     @classmethod
     def _eps(cls, v: Any) -> float | None:
-        return None if v is None else _finite_positive(v)
+        return None if v is None else finite_positive(v)
 
     def params(self) -> dict[str, Any]:
         """The constructor keywords: epsilon (when set: NonPriv-Part takes none) plus the
@@ -103,7 +103,7 @@ class MechanismConfig(BaseModel):
         return {**eps, **(self.model_extra or {})}
 
 
-class PartitionConfig(_Strict):
+class PartitionConfig(StrictModel):
     num_parts: Int = Field(default=4, ge=1)
     method: Literal["metis", "hash", "ldg"] = Field(
         default="metis",
@@ -136,7 +136,7 @@ def cleartext_remote(address: str | None) -> bool:
         return True
 
 
-class DaskConfig(_Strict):
+class DaskConfig(StrictModel):
     address: str | None = Field(default=None, description="an existing scheduler (tcp://host:port or tls://host:port); else a LocalCluster")
     n_workers: Int = Field(default=2, ge=1)
     threads_per_worker: Int = Field(default=1, ge=1)
@@ -151,7 +151,7 @@ class DaskConfig(_Strict):
         return v
 
 
-class ScheduleConfig(_Strict):
+class ScheduleConfig(StrictModel):
     """When to run the pipeline as a scheduled production run (``privgraph serve``)."""
 
     cron: str = Field(description="five-field cron expression, e.g. '0 3 * * *'")
@@ -171,7 +171,7 @@ class ScheduleConfig(_Strict):
         return v
 
 
-class EmbedConfig(_Strict):
+class EmbedConfig(StrictModel):
     """The ``embed`` stage: ResNet-50 embeddings of the node images as the node features."""
 
     model: Literal["resnet50"] = "resnet50"
@@ -189,7 +189,7 @@ class EmbedConfig(_Strict):
     cache: bool = Field(default=True, description="reuse embeddings from the owner's private cache ($PRIVGRAPH_CACHE_DIR/embeddings)")
 
 
-class PipelineConfig(_Strict):
+class PipelineConfig(StrictModel):
     """One pipeline: dataset, mechanisms per scope, budget caps, seed, storage, evaluation."""
 
     description: str = ""
@@ -269,7 +269,7 @@ class PipelineConfig(_Strict):
     @classmethod
     def _caps(cls, v: dict[str, Any]) -> dict[str, float]:
         for scope, cap in v.items():
-            _finite_positive(cap, f"budget cap for {scope}")
+            finite_positive(cap, f"budget cap for {scope}")
         return {k: float(c) for k, c in v.items()}
 
     @model_validator(mode="after")
@@ -314,7 +314,7 @@ class PipelineConfig(_Strict):
         return self
 
 
-class ComparisonConfig(_Strict):
+class ComparisonConfig(StrictModel):
     """A utility comparison (``privgraph compare NAME``): one scope privatized by each mechanism
     at each epsilon, ``runs`` seeded times, the same model trained on each (privgraph.evaluate.comparison)."""
 
@@ -367,7 +367,7 @@ class ComparisonConfig(_Strict):
         return ev.model_copy(update={"attacks": [a for a in ev.attacks if a.name != "attribute"], "ensemble": 1})
 
 
-class GraphSetConfig(_Strict):
+class GraphSetConfig(StrictModel):
     """A multi-graph dataset for graph classification (paper 004's experiment)."""
 
     name: Literal["tu", "graph_families"] = Field(
@@ -380,7 +380,7 @@ class GraphSetConfig(_Strict):
     split_seed: Int = Field(default=0, ge=0, description="seeds the (public) choice of private users; never written to a report")
 
 
-class GraphComparisonConfig(_Strict):
+class GraphComparisonConfig(StrictModel):
     """A graph-classification comparison (``privgraph compare NAME``): every graph's private edges
     privatized by each mechanism at each epsilon, GIN-0 cross-validated on each release against
     NonPriv-Full (privgraph.evaluate.graph_comparison)."""
@@ -408,7 +408,7 @@ class GraphComparisonConfig(_Strict):
         return self
 
 
-class PipelinesConfig(_Strict):
+class PipelinesConfig(StrictModel):
     pipelines: dict[str, PipelineConfig]
     comparisons: dict[str, ComparisonConfig] = Field(default_factory=dict)
     graph_comparisons: dict[str, GraphComparisonConfig] = Field(
