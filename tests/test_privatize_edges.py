@@ -26,9 +26,10 @@ EDGE_PARAMS = {
     "nonpriv_part": {},
     "edge_rr": {"epsilon": 1.0, "rounds": 1},  # steps: auto, from the public convergence check
     "priv_hrg": {"epsilon": 0.2},
+    "blink": {"epsilon": 4.0, "variant": "hybrid"},
 }
 # per-node mechanisms: their reports are computed per partition through parallel.py
-PER_NODE = ("dprr", "warner_rr", "local_lap")
+PER_NODE = ("dprr", "warner_rr", "local_lap", "blink")
 # EdgeRR's sampling runs per chunk of dendrogram internal nodes through the same map
 MAPPED = PER_NODE + ("edge_rr",)
 

@@ -1,4 +1,4 @@
-"""The exact binomial: the NUMBER of successes of ``n`` Bernoulli(``p``) decisions, with
+r"""The exact binomial: the NUMBER of successes of ``n`` Bernoulli(``p``) decisions, with
 :math:`\Pr(K = 0)` realised exactly however small ``n p`` is (:func:`binomial_exact`).
 
 DPRR, Warner RR and EdgeRand draw their numbers of false reports or edges here (placed afterwards
