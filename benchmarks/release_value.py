@@ -14,8 +14,14 @@ or a manifest), for a machine that has torch but not the orchestration stack (a 
 ``--set evaluate.device=cuda``). The figures follow the same protocol; the seeds differ from a CLI
 run's only in how the stages' seeds are derived from ``seed``.
 
+``--baseline-set`` (repeatable) runs a second configuration at the same seeds (the same
+pipeline with those overrides, e.g. ``--baseline-set edges.mechanism=nonpriv_part``: no edge
+release) and the last line adds the paired t-test of the chosen model's per-run accuracies, run
+``i`` of repeat ``r`` against the baseline's (the feature release and the training seeds are the
+same in both: only what the overrides change differs).
+
 Run: ``PRIVGRAPH_DATA_ROOT=../shared/datasets python benchmarks/release_value.py cora --repeats 2
-[--set evaluate.runs=3] [--set features.mechanism=multibit] [--library]``
+[--set evaluate.runs=3] [--set features.mechanism=multibit] [--library] [--baseline-set KEY=VALUE]``
 """
 
 from __future__ import annotations
@@ -107,6 +113,7 @@ def run_once(pipeline: str, sets: list[str], seed: int, tmp: Path, library: bool
         if metrics.get(key):
             line[key] = round(metrics[key]["test_acc_mean"], 4)
     line["selected_std"] = round(metrics["selected"]["test_acc_std"], 4)
+    line["selected_runs"] = [round(a, 4) for a in metrics["selected"]["test_acc"]]
     line["chosen"] = metrics["selected"]["models"]
     if metrics["private"].get("kprop"):
         line["kprop"] = metrics["private"]["kprop"]  # [K_x, K_y] chosen per run by kprop_search
@@ -128,17 +135,31 @@ def main() -> None:
     ap.add_argument("--first-seed", type=int, default=0, help="the seed of the first repeat (then +1 each)")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="KEY.PATH=YAML value (repeatable)")
     ap.add_argument("--library", action="store_true", help="run the stages in-process through the library (no Prefect)")
+    ap.add_argument("--baseline-set", dest="baseline", action="append", default=[],
+                    help="KEY.PATH=YAML value of a baseline run at the same seeds (repeatable)")
     args = ap.parse_args()
-    lines = []
+    lines, base = [], []
     with tempfile.TemporaryDirectory(prefix="release-value-") as tmp:
         for seed in range(args.first_seed, args.first_seed + args.repeats):
             lines.append(run_once(args.pipeline, args.sets, seed, Path(tmp), args.library))
             print(json.dumps(lines[-1]), flush=True)
+            if args.baseline:
+                base.append(run_once(args.pipeline, args.baseline, seed, Path(tmp), args.library))
+                print(json.dumps({**base[-1], "baseline": True}), flush=True)
     summary: dict[str, Any] = {"pipeline": args.pipeline, "set": args.sets, "repeats": args.repeats, "mean": {}}
     for key in (*ROWS, "value_of_release"):
         vals = [ln[key] for ln in lines if key in ln]
         if vals:
             summary["mean"][key] = round(sum(vals) / len(vals), 4)
+    if base:
+        from scipy import stats
+
+        a = [x for ln in lines for x in ln["selected_runs"]]
+        b = [x for ln in base for x in ln["selected_runs"]]
+        t = stats.ttest_rel(a, b)
+        summary["vs_baseline"] = {"baseline_set": args.baseline, "runs": len(a),
+                                  "mean_difference": round(sum(a) / len(a) - sum(b) / len(b), 4),
+                                  "pvalue": float(f"{t.pvalue:.3g}"), "test": "paired t-test (scipy.stats.ttest_rel)"}
     print(json.dumps(summary), flush=True)
 
 

@@ -1,0 +1,142 @@
+"""Edge mechanisms in Blink's setting, as JSON lines: every edge private, features and labels public,
+row-normalised features, Blink's 50/25/25 node split; each cell beside Blink's published accuracy.
+
+Blink's setting (Zhu, Tan, Xiao, CCS 2023; github zhxchd/Blink_GNN): ``src/data/split.py`` splits
+``range(n)`` with scikit-learn's ``train_test_split(test_size=0.5, random_state=42)`` (train, rest)
+and the rest again with the same call (val, test); that is ``RandomState(42).permutation`` taken
+twice (:func:`blink_split`, no scikit-learn needed). Its loaders apply PyG's ``NormalizeFeatures``
+(each feature row divided by its sum). Blink's graphs are PyG's: Cora is the same graph here
+(Planetoid); Facebook here is MUSAE's raw form (4,714 bag-of-words features, not PyG's 128
+processed ones), so its figures compare the mechanisms, not the feature sets.
+
+Each cell runs :func:`privgraph.evaluate.comparison.run_comparison` (scope ``edges``, paired runs:
+run ``i`` of every cell trains with the same seed) and prints, per mechanism and epsilon, the GNN
+over the release, the feature-only floor, the model chosen by validation accuracy among every
+candidate (:data:`~privgraph.evaluate.candidates.CANDIDATES`), the value of the release over the
+public data alone (here the floor: nothing else is public) with its paired test, the raw graph's
+GNN, and Blink's published accuracy of its three variants (GCN, mean of 30 runs; its ``None`` row
+is the raw graph and its MLP row the floor). The GNN is privgraph's GCN at its defaults (hidden
+64, Adam 0.01, weight decay 5e-4, dropout 0.5, the epoch of best validation accuracy); Blink's
+is a 16-wide GCN whose learning rate, weight decay, dropout and degree share it tunes per cell on
+validation loss.
+
+Run: ``PRIVGRAPH_DATA_ROOT=../shared/datasets python benchmarks/blink_setting.py cora --eps 4 6
+[--mechanisms blink_hard blink_hybrid dprr] [--runs 5] [--device auto]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from privgraph.evaluate.comparison import run_comparison  # noqa: E402
+from privgraph.evaluate.comparison_report import summarize  # noqa: E402
+from privgraph.graph import GraphData  # noqa: E402
+from privgraph.ingest.datasets import load_dataset  # noqa: E402
+from privgraph.parts.partition import partition_graph  # noqa: E402
+
+#: the mechanisms a cell can run: label -> parameters other than epsilon
+MECHANISMS: dict[str, dict[str, Any]] = {
+    "blink_hard": {"mechanism": "blink", "variant": "hard", "degree_share": 0.1},
+    "blink_hybrid": {"mechanism": "blink", "variant": "hybrid", "degree_share": 0.1},
+    "dprr": {},
+    "warner_rr": {},
+}
+
+#: Blink's published test accuracy (GCN, mean over 30 runs), github zhxchd/Blink_GNN,
+#: scripts/output/results.json at e55cb7b: variant -> dataset -> epsilon -> accuracy; the key
+#: "None" is the raw graph; MLP is the floor (results.json's mlp entry of the same file)
+BLINK_PUBLISHED: dict[str, dict[str, dict[str, float]]] = {
+    "hard": {
+        "cora": {"1": 0.712, "2": 0.712, "3": 0.710, "4": 0.770, "5": 0.845, "6": 0.864, "7": 0.867, "8": 0.871,
+                 "None": 0.868},
+        "facebook": {"1": 0.762, "2": 0.762, "3": 0.762, "4": 0.765, "5": 0.839, "6": 0.882, "7": 0.894,
+                     "8": 0.897, "None": 0.897},
+    },
+    "soft": {
+        "cora": {"1": 0.636, "2": 0.642, "3": 0.722, "4": 0.810, "5": 0.857, "6": 0.864, "7": 0.867, "8": 0.866},
+        "facebook": {"1": 0.498, "2": 0.509, "3": 0.678, "4": 0.799, "5": 0.857, "6": 0.886, "7": 0.894,
+                     "8": 0.896},
+    },
+    "hybrid": {
+        "cora": {"1": 0.704, "2": 0.704, "3": 0.700, "4": 0.790, "5": 0.839, "6": 0.864, "7": 0.866, "8": 0.865},
+        "facebook": {"1": 0.742, "2": 0.745, "3": 0.743, "4": 0.789, "5": 0.836, "6": 0.876, "7": 0.893,
+                     "8": 0.896},
+    },
+}
+
+
+def blink_split(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Blink's ``train_val_test_split(n)``: scikit-learn's ``train_test_split(range(n),
+    test_size=0.5, random_state=42)`` is ``RandomState(42).permutation(n)``, its first
+    ``ceil(n / 2)`` the held-out part and the rest train; the held-out part is split the same way
+    (its first ``ceil(k / 2)`` test, the rest val). Returns the three boolean masks."""
+    perm = np.random.RandomState(42).permutation(n)
+    held = perm[: -(-n // 2)]
+    train = perm[-(-n // 2):]
+    inner = np.random.RandomState(42).permutation(held.size)
+    test, val = held[inner[: -(-held.size // 2)]], held[inner[-(-held.size // 2):]]
+    masks = tuple(np.zeros(n, bool) for _ in range(3))
+    for mask, ids in zip(masks, (train, val, test), strict=True):
+        mask[ids] = True
+    return masks
+
+
+def blink_graph(dataset: str) -> GraphData:
+    """The dataset with every edge private, row-normalised features and Blink's split."""
+    g = load_dataset(dataset, rho=1.0)
+    x = np.asarray(g.x, dtype=np.float64)
+    x = (x / np.maximum(x.sum(axis=1, keepdims=True), 1e-12)).astype(np.float32)
+    train, val, test = blink_split(g.num_nodes)
+    return g.replace(x=x, train_mask=train, val_mask=val, test_mask=test)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dataset", choices=("cora", "facebook"))
+    ap.add_argument("--eps", type=float, nargs="+", default=[1, 2, 3, 4, 5, 6, 7, 8])
+    ap.add_argument("--mechanisms", nargs="+", default=["blink_hard", "blink_hybrid"], choices=sorted(MECHANISMS))
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--epochs", type=int, default=200)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    graph = blink_graph(args.dataset)
+    for eps in args.eps:  # one comparison per epsilon: a line as soon as its cells are done
+        t0 = time.perf_counter()
+        result = run_comparison(
+            graph, scope="edges", mechanisms={m: MECHANISMS[m] for m in args.mechanisms}, epsilons=[eps],
+            runs=args.runs, target=args.mechanisms[0], partitioning=partition_graph(graph, 1, "hash"),
+            root_seed=np.random.SeedSequence(args.seed),
+            train_kwargs={"epochs": args.epochs, "patience": 50, "device": args.device},
+        )
+        seconds = time.perf_counter() - t0
+        summary = summarize(result)
+        key = f"{int(eps)}" if float(eps).is_integer() else repr(eps)
+        published = {v: BLINK_PUBLISHED[v][args.dataset].get(key) for v in BLINK_PUBLISHED}
+        for name in args.mechanisms:
+            cell = summary["cells"][name][repr(float(eps))]
+            value = cell.get("value_of_release", {})
+            print(json.dumps({
+                "dataset": args.dataset, "mechanism": name, "epsilon": eps, "runs": args.runs,
+                "gnn": round(cell["mean"], 4), "floor": round(cell["feature_only"]["mean"], 4),
+                "chosen": round(cell["selected"]["mean"], 4), "chosen_models": cell["selected"]["models"],
+                "value_over_public": value.get("mean_difference"), "value_p": value.get("pvalue"),
+                "raw_graph": round(summary["clean"]["mean"], 4),
+                "blink_published": published, "blink_published_best": max(v for v in published.values() if v),
+                "blink_published_raw": BLINK_PUBLISHED["hard"][args.dataset]["None"],
+                "seconds_all_cells": round(seconds, 1),
+            }), flush=True)
+
+
+if __name__ == "__main__":
+    main()
