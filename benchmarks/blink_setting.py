@@ -47,6 +47,9 @@ from privgraph.parts.partition import partition_graph  # noqa: E402
 MECHANISMS: dict[str, dict[str, Any]] = {
     "blink_hard": {"mechanism": "blink", "variant": "hard", "degree_share": 0.1},
     "blink_hybrid": {"mechanism": "blink", "variant": "hybrid", "degree_share": 0.1},
+    # beyond Blink: the prior shifted for pairs of similar (public) features, shifts fitted by EM
+    "blink_hard_features": {"mechanism": "blink", "variant": "hard", "prior": "features"},
+    "blink_hybrid_features": {"mechanism": "blink", "variant": "hybrid", "prior": "features"},
     "dprr": {},
     "warner_rr": {},
 }

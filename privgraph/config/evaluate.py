@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
@@ -29,15 +31,32 @@ class GNNModel:
     hidden_multiple: int = 1
 
 
-#: the GNNs ``evaluate.model`` names: each is the model registered under that name in
-#: :data:`privgraph.evaluate.models.basic.MODELS` (its own module; checked by the tests)
-GNN_MODELS: dict[str, GNNModel] = {
-    "gcn": GNNModel("GCN", ("mean", "gcn"), "aggregates by mean or symmetric normalisation"),
-    "sage": GNNModel("GraphSAGE (mean)", ("mean",), "aggregates by mean"),
-    "gat": GNNModel("GAT (8 attention heads; hidden a multiple of 8)", ("mean",),
-                    "aggregates by attention-weighted mean", hidden_multiple=8),
-    "gin": GNNModel("GIN-0 (sum)", ("sum",), "sums (GIN-0)"),
-}
+#: where the model modules are: read as text (their decorators' literal arguments), never imported
+MODELS_DIR = Path(__file__).resolve().parent.parent / "evaluate" / "models"
+
+
+def declared_models(directory: Path = MODELS_DIR) -> dict[str, GNNModel]:
+    """The GNNs ``evaluate.model`` may name, by name: each class of a module in ``directory``
+    decorated with ``@register_model("<name>", what=..., aggrs=..., aggregates=...[,
+    hidden_multiple=...])`` declares one (the arguments literal; a model registered by its name
+    alone, such as GAP's over released aggregates, is not configurable). The configuration reads
+    the declarations from the sources so that it loads without torch, and a model is one module;
+    :func:`~privgraph.evaluate.models.basic.register_model` keeps the same declaration at run
+    time, and the tests hold the two equal."""
+    out: dict[str, GNNModel] = {}
+    for path in sorted(directory.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            for dec in getattr(node, "decorator_list", ()):
+                if (isinstance(dec, ast.Call) and getattr(dec.func, "id", None) == "register_model"
+                        and dec.keywords):
+                    kw = {k.arg: ast.literal_eval(k.value) for k in dec.keywords if k.arg}
+                    out[ast.literal_eval(dec.args[0])] = GNNModel(**{**kw, "aggrs": tuple(kw["aggrs"])})
+    return dict(sorted(out.items(), key=lambda item: (item[0] != "gcn", item[0])))  # the default first
+
+
+#: the GNNs ``evaluate.model`` names (:func:`declared_models`): each is the model registered under
+#: that name in :data:`privgraph.evaluate.models.basic.MODELS`, declared in its own module
+GNN_MODELS: dict[str, GNNModel] = declared_models()
 _AGGRS = tuple(dict.fromkeys(a for m in GNN_MODELS.values() for a in m.aggrs))
 
 

@@ -5,16 +5,19 @@ evaluation, the report and ``fit_node_classifier``, and gone once removed."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
 import torch
 from torch.nn import Parameter, ParameterList
 
-from privgraph.config.evaluate import GNN_MODELS, EvaluateConfig
+from privgraph.config.evaluate import GNN_MODELS, EvaluateConfig, GNNModel, declared_models
 from privgraph.evaluate.candidates import CANDIDATES, Candidate, EvaluationContext, in_tie_order, register_candidate
 from privgraph.evaluate.models import MODELS, NodeGNN, register_model
-from privgraph.evaluate.models.basic import check_generator, fresh_generator
+from privgraph.evaluate.models.basic import DECLARED, check_generator, fresh_generator
 from privgraph.evaluate.models.sparse import sparse_aware_linear
 from privgraph.publish.run_report import UTILITY_ROWS, metrics_markdown
 from privgraph.evaluate.selection import utility_summary
@@ -163,3 +166,25 @@ def test_every_configurable_model_is_a_registered_gnn_admitting_its_aggregations
         for aggr in spec.aggrs:
             assert cls(4, 8, 2, aggr=aggr, generator=torch.Generator().manual_seed(0)).aggr == aggr
         assert EvaluateConfig(model=name, hidden=8 * spec.hidden_multiple).aggr in spec.aggrs  # aggr left out
+
+
+def test_the_configuration_reads_each_models_declaration_from_its_module(tmp_path):
+    """What ``evaluate.model`` admits is declared once, in the model's decorator: the configuration
+    reads it from the sources without importing torch, equal to what ``register_model`` received
+    at run time; a new module in the models folder is the whole declaration (read here from a
+    folder holding one module written in the test)."""
+    assert GNN_MODELS == {name: DECLARED[name] for name in GNN_MODELS} and set(DECLARED) == set(GNN_MODELS)
+    assert "gap" in MODELS and "gap" not in GNN_MODELS  # registered by name alone: not configurable
+    (tmp_path / "probe.py").write_text(textwrap.dedent('''
+        import torch
+        from privgraph.evaluate.models.basic import NodeGNN, register_model
+
+        @register_model("probe", what="a probe", aggrs=("sum",), aggregates="sums", hidden_multiple=2)
+        class Probe(NodeGNN):
+            pass
+    '''))
+    assert declared_models(tmp_path) == {"probe": GNNModel("a probe", ("sum",), "sums", 2)}
+    code = ("import sys; import privgraph.config.evaluate as e; "
+            "print(list(e.GNN_MODELS), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-1] == "False"  # the configuration loads no torch

@@ -20,9 +20,10 @@ from privgraph.guarantee import GuaranteeKind, Scope
 from privgraph.ingest.datasets.split import split_public_private
 from privgraph.ingest.datasets.synthetic import sbm_graph
 from privgraph.mechanisms import MECHANISMS, build_mechanism
-from privgraph.mechanisms.edges.blink import (
-    Blink,
-    BlinkEstimate,
+from privgraph.mechanisms.edges.blink import Blink
+from privgraph.mechanisms.edges.link_posterior import (
+    FeatureSimilarityPrior,
+    LinkPosterior,
     PublicNeighbourPrior,
     beta_model_fit,
     pairs_above,
@@ -165,7 +166,7 @@ def test_beta_model_fit_matches_the_degrees() -> None:
     np.testing.assert_allclose(p.sum(axis=1), d, rtol=1e-8)
 
 
-def _dense_posterior(est: BlinkEstimate, n_c: int) -> np.ndarray:
+def _dense_posterior(est: LinkPosterior, n_c: int) -> np.ndarray:
     """Blink's server as the paper writes it: the n_c x n_c posterior, from the same beta (and the
     same shifts of the prior)."""
     x = np.zeros((n_c, n_c))
@@ -180,20 +181,21 @@ def _dense_posterior(est: BlinkEstimate, n_c: int) -> np.ndarray:
     return p
 
 
-@pytest.mark.parametrize("prior", ["degrees", "public_neighbours"])
+@pytest.mark.parametrize("prior", ["degrees", "public_neighbours", "features"])
 @pytest.mark.parametrize("eps", [0.5, 2.0, 6.0])
 def test_server_selections_match_a_dense_posterior(eps: float, prior: str) -> None:
     """hard() is every pair of posterior > 1/2 and hybrid() the round(sum p) largest (ties kept) of
     the dense posterior; expected_edges() is the dense sum; with the public prior too."""
     g = _graph(n=40, m=90, seed=int(eps * 10), public=60)
+    g = g.replace(x=np.random.default_rng(7).normal(size=(40, 5)).astype(np.float32))
     cand = g.private_nodes()
     indptr, indices = private_csr(g.edges_private, g.num_nodes)
     m = Blink(epsilon=eps, degree_share=0.2, prior=prior)
     rng = np.random.default_rng(4)
     deg = m.noisy_degrees(cand, indptr, indices, cand, rng)
     arcs = m.link_reports(cand, indptr, indices, cand, rng)
-    est = m.estimate(cand, deg, arcs, g.num_nodes, g.edges_public)
-    assert (est.off.size > 0) == (prior == "public_neighbours")
+    est = m.estimate(cand, deg, arcs, g.num_nodes, m.pair_classes(g, cand))
+    assert (est.off.size > 0) == (prior != "degrees")
     p = _dense_posterior(est, cand.size)
     iu = np.triu_indices(cand.size, 1)
     pu = p[iu]
@@ -228,18 +230,50 @@ def test_public_neighbour_prior_against_brute_force() -> None:
     prior = PublicNeighbourPrior(g.edges_public, n)
     np.testing.assert_allclose(prior.log_odds_ratio, np.log(odds) - np.log(odds[0]), rtol=1e-12)
     cand = g.private_nodes()
-    i, j, lam = prior.shifts(cand)
+    cls = prior.classes(cand)
     sub = cn[np.ix_(cand, cand)]
-    want = {(x, y): np.log(odds[min(sub[x, y], 3)]) - np.log(odds[0])
-            for x, y in itertools.combinations(range(cand.size), 2) if sub[x, y] > 0}
-    assert dict(zip(zip(i.tolist(), j.tolist(), strict=True), lam.tolist(), strict=True)) == pytest.approx(want)
+    want = {(x, y): min(sub[x, y], 3) for x, y in itertools.combinations(range(cand.size), 2) if sub[x, y] > 0}
+    assert dict(zip(zip(cls.i.tolist(), cls.j.tolist(), strict=True), cls.b.tolist(), strict=True)) == want
     deg = np.full(cand.size, 3)
-    est = BlinkEstimate(cand, deg, np.zeros((2, 0), np.int64), n, 1.0, prior)
-    p = 1 / (1 + np.exp(-(est.beta[:, None] + est.beta[None, :] + est.shift)))
-    off = np.zeros_like(p)
-    off[i, j] = lam
+    est = LinkPosterior(cand, deg, np.zeros((2, 0), np.int64), n, 1.0, cls)
+    off = np.zeros((cand.size, cand.size))
+    off[cls.i, cls.j] = prior.log_odds_ratio[cls.b]
     p = 1 / (1 + np.exp(-(est.beta[:, None] + est.beta[None, :] + est.shift + off + off.T)))
     assert p[np.triu_indices(cand.size, 1)].sum() == pytest.approx(deg.sum() / 2, rel=1e-9)
+
+
+def test_feature_similarity_classes_against_brute_force() -> None:
+    """Pair {u, v} is in class 1 / 2 / 3 when v is among u's 2 / 4 / 6 most cosine-similar rows
+    (or u among v's; the closer rank), ties aside (continuous random features)."""
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=(25, 6))
+    cand = np.arange(3, 25)
+    cls = FeatureSimilarityPrior(x, ranks=(2, 4, 6)).classes(cand)
+    r = x[cand] / np.linalg.norm(x[cand], axis=1, keepdims=True)
+    sim = r @ r.T
+    np.fill_diagonal(sim, -np.inf)
+    rank = np.argsort(np.argsort(-sim, axis=1), axis=1) + 1
+    best = np.minimum(rank, rank.T)
+    want = {(a, b): int(1 + np.searchsorted([2, 4, 6], best[a, b])) for a, b in
+            itertools.combinations(range(cand.size), 2) if best[a, b] <= 6}
+    assert dict(zip(zip(cls.i.tolist(), cls.j.tolist(), strict=True), cls.b.tolist(), strict=True)) == want
+
+
+def test_em_matches_each_class_expectation_to_the_posterior() -> None:
+    """After EM the prior's expected edges per class equal the posterior's (its fixed point), and
+    the similar pairs of a homophilous graph get a positive shift."""
+    g = split_public_private(sbm_graph(300, num_classes=3, avg_degree=6.0, num_features=8, seed=4), 1.0, seed=1)
+    cand = g.private_nodes()
+    indptr, indices = private_csr(g.edges_private, g.num_nodes)
+    m = Blink(epsilon=3.0, prior="features")
+    rng = np.random.default_rng(2)
+    deg = m.noisy_degrees(cand, indptr, indices, cand, rng)
+    arcs = m.link_reports(cand, indptr, indices, cand, rng)
+    est = m.estimate(cand, deg, arcs, g.num_nodes, m.pair_classes(g, cand))
+    prior = est._prior_sums(est.shift, est.log_odds)
+    post = est._posterior_sums(est.shift, est.log_odds)
+    np.testing.assert_allclose(prior, post, rtol=2e-3)
+    assert est.log_odds[1] > 0
 
 
 def test_the_public_prior_finds_more_true_edges_where_private_edges_are_like_public_ones() -> None:

@@ -19,7 +19,7 @@ from privgraph.ingest.datasets.synthetic import sbm_graph
 from privgraph.mechanisms import MECHANISMS, build_mechanism, edge_mechanisms
 from privgraph.mechanisms.edges.edge_arrays import symmetrize_reports
 from privgraph.mechanisms.edges.shapes import SHAPES, Aggregates, EdgeMechanism, LocalReports
-from privgraph.mechanisms.registry import import_mechanism_modules, register_mechanism
+from privgraph.mechanisms.registry import import_registering_modules, register_mechanism
 from privgraph.parts.partition import partition_graph
 from privgraph.privatize.partitioned import privatize_through_files
 from privgraph.privatize.release import privatize_graph
@@ -135,7 +135,7 @@ def test_a_module_that_registers_a_mechanism_is_imported_by_its_package(tmp_path
     (pkg / "helper.py").write_text("raise RuntimeError('a helper module is not imported by the registry')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        import_mechanism_modules("shapes_probe_pkg", [str(pkg)])
+        import_registering_modules("shapes_probe_pkg", [str(pkg)])
         assert MECHANISMS["coin_module_test"].__module__ == "shapes_probe_pkg.coin"
         assert "shapes_probe_pkg.helper" not in sys.modules
     finally:

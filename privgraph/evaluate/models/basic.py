@@ -8,9 +8,10 @@ here reads or advances torch's global random state.
 Adding a GNN is one module in this package: a subclass of :class:`NodeGNN` that implements
 ``_check_aggr`` (the aggregations it admits), ``_build`` (its layers, drawn from the generator),
 ``reset_parameters``, ``propagation`` (what its layers read of the edges) and ``layer`` (layer
-``i`` over it), registered by name with :func:`register_model`; import it in
-:mod:`privgraph.evaluate.models` and name it in ``evaluate.model``'s declaration
-(:data:`privgraph.config.evaluate.GNN_MODELS`, read by the configuration without torch).
+``i`` over it), registered by name with :func:`register_model` and its declaration (what ``evaluate.model``
+admits: the aggregations, the multiple ``hidden`` must be of), which the configuration reads
+from the source without torch (:func:`privgraph.config.evaluate.declared_models`); the package
+imports every module that registers one.
 
 >>> from privgraph.evaluate.models import MODELS
 >>> sorted(MODELS)
@@ -30,28 +31,40 @@ import torch
 from torch import Tensor
 from torch.nn import Module
 
+from privgraph.config.evaluate import GNNModel
 from privgraph.evaluate.models.sparse import cached_pair
 from privgraph.seeding import as_seed_sequence
 
-__all__ = ["MODELS", "NORMALIZE", "GeneratorDropout", "NodeGNN", "check_generator", "check_normalize",
+__all__ = ["DECLARED", "MODELS", "NORMALIZE", "GeneratorDropout", "NodeGNN", "check_generator", "check_normalize",
            "check_positive_int", "fresh_generator", "register_model", "torch_seed"]
 
 #: the node classifiers by the name ``fit_node_classifier(model=...)`` takes, filled by :func:`register_model`
 MODELS: dict[str, type[Module]] = {}
+#: the declarations of the models ``evaluate.model`` names, as :func:`register_model` received them
+DECLARED: dict[str, GNNModel] = {}
 #: the normalisations of a propagation over the closed neighbourhood (GCN layers, KProp)
 NORMALIZE = ("mean", "gcn")
 
 _M = TypeVar("_M", bound=type[Module])
 
 
-def register_model(name: str) -> Callable[[_M], _M]:
+def register_model(name: str, **declaration: Any) -> Callable[[_M], _M]:
     """A class decorator: the model is trained by ``fit_node_classifier(model=name)``. Its
     constructor takes ``(in_channels, hidden_channels, out_channels, *, dropout, cached,
-    generator, **model_kwargs)`` as :class:`NodeGNN`'s, and ``reset_parameters(generator)``."""
+    generator, **model_kwargs)`` as :class:`NodeGNN`'s, and ``reset_parameters(generator)``.
+
+    ``declaration`` (literal values: the configuration reads them from the source without torch,
+    :func:`privgraph.config.evaluate.declared_models`): ``what``, ``aggrs``, ``aggregates`` and
+    optionally ``hidden_multiple``, the fields of :class:`~privgraph.config.evaluate.GNNModel`;
+    without them the model is not one ``evaluate.model`` names (GAP's, over released aggregates)."""
+    spec = GNNModel(**{**declaration, "aggrs": tuple(declaration["aggrs"])}) if declaration else None
+
     def add(cls: _M) -> _M:
         if name in MODELS and MODELS[name] is not cls:
             raise ValueError(f"register_model: {name!r} is already {MODELS[name].__name__}")
         MODELS[name] = cls
+        if spec is not None:
+            DECLARED[name] = spec
         return cls
     return add
 

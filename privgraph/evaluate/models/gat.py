@@ -38,7 +38,8 @@ def _check_attention_mean(aggr: Any) -> str:
     return "mean"
 
 
-@register_model("gat")
+@register_model("gat", what="GAT (8 attention heads; hidden a multiple of 8)", aggrs=("mean",),
+                aggregates="aggregates by attention-weighted mean", hidden_multiple=8)
 class GAT(NodeGNN):
     r"""A multi-layer graph attention network for node classification.
 

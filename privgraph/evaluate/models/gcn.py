@@ -191,7 +191,7 @@ class GraphConvolution(MessagePassing):
         )
 
 
-@register_model("gcn")
+@register_model("gcn", what="GCN", aggrs=("mean", "gcn"), aggregates="aggregates by mean or symmetric normalisation")
 class GCN(NodeGNN):
     r"""A multi-layer graph convolutional network for node classification.
 

@@ -45,7 +45,7 @@ def _sum_operator(
     return propagation_pair(ei, w, num_nodes)
 
 
-@register_model("gin")
+@register_model("gin", what="GIN-0 (sum)", aggrs=("sum",), aggregates="sums (GIN-0)")
 class GIN(NodeGNN):
     r"""A multi-layer graph isomorphism network (GIN-0) for node classification.
 

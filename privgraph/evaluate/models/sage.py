@@ -42,7 +42,7 @@ def _mean_operator(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> tu
     return propagation_pair(edge_index, w, num_nodes)
 
 
-@register_model("sage")
+@register_model("sage", what="GraphSAGE (mean)", aggrs=("mean",), aggregates="aggregates by mean")
 class GraphSAGE(NodeGNN):
     r"""A multi-layer GraphSAGE network (mean aggregator) for node classification.
 

@@ -25,7 +25,7 @@ from privgraph.mechanisms.edges.shapes import (
     NoisyDegrees,
 )
 from privgraph.mechanisms.edges.warner_rr import WarnerRR
-from privgraph.mechanisms.registry import import_mechanism_modules
+from privgraph.mechanisms.registry import import_registering_modules
 
 __all__ = [
     "SHAPES",
@@ -53,4 +53,4 @@ __all__ = [
     "symmetrize_reports",
 ]
 
-import_mechanism_modules(__name__, __path__)  # a module that registers a mechanism is all it takes
+import_registering_modules(__name__, __path__)  # a module that registers a mechanism is all it takes

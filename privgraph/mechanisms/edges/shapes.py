@@ -156,14 +156,18 @@ class _ReleasesEdges(EdgeMechanism):
     def released_edges(
         self, graph: GraphData, parts: list[np.ndarray], root: np.random.SeedSequence, executor: Executor | None,
     ) -> tuple[np.ndarray, dict[str, Any], dict[str, Any], dict[str, Any]]:
-        """``(noisy edges, stats, release, private record)`` of the shape's own steps."""
+        """``(noisy edges, stats, release, private record)`` of the shape's own steps over ``graph``,
+        the released view: its features and labels are the released ones."""
         raise NotImplementedError
 
     def release_scope(
         self, graph: GraphData, released: Mapping[str, Any], parts: list[np.ndarray], root: np.random.SeedSequence,
         executor: Executor | None, encoder: ReleaseEncoder | None,
     ) -> EdgeRelease:
-        noisy, stats, release, private_record = self.released_edges(graph, parts, root, executor)
+        # the shape hands its hooks the released view: the private edges, and the features and
+        # labels as released (a prior that reads them reads the release, never the raw rows)
+        view = graph.replace(**{k: released[k] for k in ("x", "y") if k in released}) if released else graph
+        noisy, stats, release, private_record = self.released_edges(view, parts, root, executor)
         edges = noisy if self.all_edges_private else merge_with_public(noisy, graph.edges_public)
         release["released_private_edges"] = int(edges.shape[1])
         changes = {"edges_private": edges}

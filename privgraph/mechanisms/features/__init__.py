@@ -9,7 +9,7 @@ from privgraph.mechanisms.features.multibit import MultiBitEncoder
 from privgraph.mechanisms.features.piecewise import PiecewiseMechanism
 from privgraph.mechanisms.features.pm_sub import PMSubMechanism
 from privgraph.mechanisms.features.three_output import ThreeOutputMechanism
-from privgraph.mechanisms.registry import import_mechanism_modules
+from privgraph.mechanisms.registry import import_registering_modules
 
 __all__ = [
     "DuchiMechanism",
@@ -24,4 +24,4 @@ __all__ = [
     "worst_case_log_ratio",
 ]
 
-import_mechanism_modules(__name__, __path__)  # a module that registers a mechanism is all it takes
+import_registering_modules(__name__, __path__)  # a module that registers a mechanism is all it takes
