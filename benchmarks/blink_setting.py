@@ -50,6 +50,9 @@ MECHANISMS: dict[str, dict[str, Any]] = {
     # beyond Blink: the prior shifted for pairs of similar (public) features, shifts fitted by EM
     "blink_hard_features": {"mechanism": "blink", "variant": "hard", "prior": "features"},
     "blink_hybrid_features": {"mechanism": "blink", "variant": "hybrid", "prior": "features"},
+    "blink_hard_features_d05": {"mechanism": "blink", "variant": "hard", "prior": "features", "degree_share": 0.05},
+    "blink_hybrid_features_d05": {"mechanism": "blink", "variant": "hybrid", "prior": "features",
+                                  "degree_share": 0.05},
     "dprr": {},
     "warner_rr": {},
 }
