@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from privgraph.config.loader import parse_config
-from privgraph.errors import ConfigError
+from privgraph.errors import ConfigError, GraphValidationError
 from privgraph.graph import GraphData
 from privgraph.guarantee import GuaranteeKind, Scope
 from privgraph.ingest.datasets.split import split_public_private
@@ -326,3 +326,15 @@ def test_a_pipeline_releases_through_blink_and_refuses_the_files_layout() -> Non
     assert res.graph.edges_private.shape[1] > 0 and res.stats["edges"] == {"private_nodes": graph.private_nodes().size}
     with pytest.raises(ConfigError, match=r"partitions\.layout: files runs the per-node edge mechanisms"):
         parse_config({"pipelines": {"p": {**pipeline, "partitions": {"layout": "files"}}}})
+
+
+def test_the_feature_prior_refuses_a_graph_over_its_bound_before_privatizing(monkeypatch) -> None:  # noqa: ANN001
+    g = _graph(n=40, m=60).replace(x=np.ones((40, 3), np.float32))
+    monkeypatch.setattr(FeatureSimilarityPrior, "MAX_NODES", 10)
+    Blink(epsilon=2.0).check_input(g.edges_private, g.num_nodes)  # Blink's prior: no bound
+    with pytest.raises(GraphValidationError, match=r"prior 'features' .* at most 10 nodes"):
+        Blink(epsilon=2.0, prior="features").check_input(g.edges_private, g.num_nodes)
+    with pytest.raises(GraphValidationError, match="at most 10"):
+        privatize_graph(g, features=None, edges=Blink(epsilon=2.0, prior="features"),
+                        partitioning=partition_graph(g, 2, "hash"), root_seed=np.random.SeedSequence(1))
+

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, sum_upper
 from privgraph.guarantee.params import check_epsilon, check_int, check_probability
@@ -159,6 +160,22 @@ class Blink(NoisyDegrees):
     def __repr__(self) -> str:
         return (f"Blink(epsilon={self.epsilon!r}, degree_share={self.degree_share!r}, variant={self.variant!r}, "
                 f"prior={self.prior!r})")
+
+    def check_input(self, edges_private: np.ndarray, num_nodes: int) -> None:
+        """With ``prior="features"``, refuse a graph whose ``V_pri`` (public) exceeds the feature
+        prior's bound, before anything is privatized.
+
+        Raises:
+            GraphValidationError: ``|V_pri|`` over :attr:`FeatureSimilarityPrior.MAX_NODES` (exit 2)."""
+        if self.prior != "features":
+            return
+        n_pri = int(np.unique(np.asarray(edges_private, dtype=np.int64)).size)
+        if n_pri > FeatureSimilarityPrior.MAX_NODES:
+            raise GraphValidationError(
+                f"blink: prior 'features' compares the feature rows of every pair of V_pri and serves at most "
+                f"{FeatureSimilarityPrior.MAX_NODES} nodes with private edges; this graph has {n_pri} (V_pri is "
+                f"public): use prior 'degrees' or 'public_neighbours'"
+            )
 
     # -- the users' reports ------------------------------------------------------------------------
     def noisy_degrees(
