@@ -200,7 +200,7 @@ class PipelineConfig(StrictModel):
     budget: dict[Literal["features", "edges", "labels"], Float] = Field(default_factory=dict)
     budget_delta: dict[Literal["features", "edges", "labels"], Float] = Field(
         default_factory=dict,
-        description="the delta a capped scope may spend (approximate DP, e.g. gap); without one a scope admits pure DP only",
+        description="the delta a capped scope may spend (an (eps, delta) mechanism's); without one a scope admits pure DP only",
     )
     partitions: PartitionConfig = PartitionConfig()
     executor: Literal["serial", "dask"] = "dask"
@@ -323,7 +323,7 @@ class ComparisonConfig(StrictModel):
     scope: Literal["features", "edges"]
     target: str = Field(description="the mechanism t-tested against the best other one")
     mechanisms: dict[str, dict[str, Any]] = Field(
-        description="label -> parameters other than epsilon; 'mechanism' names the registered one when the label differs; 'use_scores: true' gives feature_rr the scores' theta"
+        description="label -> parameters other than epsilon; 'mechanism' names the registered one when the label differs; 'use_scores: true' gives a mechanism that takes scores the scores' theta"
     )
     epsilons: list[Float] = Field(min_length=1)
     runs: Int = Field(default=3, ge=2)
