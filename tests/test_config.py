@@ -11,6 +11,7 @@ import yaml
 from privgraph.config.disclosure import disclosure_of
 from privgraph.config.loader import load_config, parse_config
 from privgraph.errors import ConfigError
+from privgraph.validate.preflight import check_budget
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -57,6 +58,18 @@ def test_repo_pipelines_yaml_is_valid():
     assert cora.budget == {"features": 1.0, "edges": 2.0}  # edge-level DP: 2 x DPRR's per-node eps
     for name in cfg.pipelines:
         disclosure_of(cfg, name)  # every shipped pipeline declares what is public without conflict
+        check_budget(cfg.get(name))  # and its mechanisms fit its caps before any data is read
+
+
+def test_a_budget_cap_of_exactly_twice_the_per_node_epsilon_is_met():
+    """An edge-LDP mechanism that both endpoints spend on (DPRR, Warner RR, Blink) charges the
+    ledger 2 eps exactly: a cap of 2 eps passes the checkpoint (Blink's eps_d + eps_a once
+    summed, rounded up, to just above 2 eps and failed cora-blink's cap of 8 before the run)."""
+    base = {"dataset": {"name": "cora", "rho": 0.2}}
+    for mech, eps in (("blink", 4.0), ("blink", 0.3), ("dprr", 1.0), ("warner_rr", 0.7)):
+        cfg = parse_config({"pipelines": {"p": {**base, "edges": {"mechanism": mech, "epsilon": eps},
+                                                "budget": {"edges": 2 * eps}}}})
+        check_budget(cfg.get("p"))
 
 
 def test_valid_base():

@@ -4,13 +4,14 @@ and its links, and the server's Bayesian estimate of every link."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 
 from privgraph.errors import GraphValidationError
 from privgraph.graph import GraphData
-from privgraph.guarantee import Guarantee, GuaranteeKind, Scope, sum_upper
+from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.guarantee.params import check_epsilon, check_int, check_probability
 from privgraph.mechanisms.base import MIN_EXACT_EPSILON, EpsilonRange, check_generator
 from privgraph.mechanisms.edges.edge_arrays import as_ids, check_node_inputs, merge_with_public, private_csr
@@ -118,12 +119,13 @@ class Blink(NoisyDegrees):
         self.allocate()
 
     def allocate(self) -> tuple[float, float]:
-        """``(eps_d, eps_a)``: the degree's and the links' budget, ``eps_d + eps_a <= epsilon`` in
-        floats; each part in its sampler's range (a ``ValueError`` names it)."""
+        """``(eps_d, eps_a)``: the degree's and the links' budget, ``eps_d + eps_a <= epsilon`` as
+        exact rationals (so ``2 * epsilon``, a float exactly, bounds an edge's cost); each part in
+        its sampler's range (a ``ValueError`` names it)."""
         eps = check_epsilon(self.epsilon)
         eps_d = self.degree_share * eps
         eps_a = eps - eps_d
-        while eps_a > 0 and eps_d + eps_a > eps:  # never let float rounding overspend
+        while eps_a > 0 and Fraction(eps_d) + Fraction(eps_a) > Fraction(eps):  # exactly, not in floats
             eps_a = math.nextafter(eps_a, 0.0)
         DISCRETE_LAPLACE_RANGE.check(eps_d, "eps_d (degree_share * epsilon: the degrees' noise)", self.name)
         WarnerRR.epsilon_range.check(eps_a, "eps_a (epsilon - eps_d: the links' randomized response)", self.name)
@@ -131,12 +133,12 @@ class Blink(NoisyDegrees):
 
     @property
     def guarantee(self) -> Guarantee:
-        eps_d, eps_a = self.allocate()
+        self.allocate()
         return Guarantee(
             kind=GuaranteeKind.EDGE_LDP,
             epsilon=self.epsilon,
             scope=Scope.EDGES,
-            unit_epsilon=sum_upper(eps_d, eps_d, eps_a, eps_a),  # two degrees and two reported bits
+            unit_epsilon=2.0 * self.epsilon,  # two degrees and two bits: 2 (eps_d + eps_a) <= 2 eps exactly
             assumptions=(
                 "V_pri (nodes with private edges) is public",
                 "an undirected edge changes both endpoints' degrees and one bit of each endpoint's "
