@@ -251,7 +251,7 @@ def test_config_fields():
         ({"kprop_labels": 2.5}, "pipelines.cora.evaluate.kprop_labels: .*integer"),
         ({"kprop_labels": True}, "pipelines.cora.evaluate.kprop_labels: .*integer"),
         ({"drop": "sometimes"}, "pipelines.cora.evaluate.drop: .*boolean"),
-        ({"model": "transformer"}, "pipelines.cora.evaluate.model: .*'gcn', 'sage', 'gat' or 'gin'"),
+        ({"model": "transformer"}, "pipelines.cora.evaluate.model: .*'gcn', 'gat', 'gin' or 'sage'"),
         ({"model": "sage", "aggr": "gcn"}, "pipelines.cora.evaluate: model 'sage' aggregates by"),
     ],
 )
