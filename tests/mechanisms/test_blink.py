@@ -340,3 +340,86 @@ def test_the_feature_prior_refuses_a_graph_over_its_bound_before_privatizing(mon
         privatize_graph(g, features=None, edges=Blink(epsilon=2.0, prior="features"),
                         partitioning=partition_graph(g, 2, "hash"), root_seed=np.random.SeedSequence(1))
 
+
+
+def _fixed_prior(g: GraphData, m: Blink, seed: int) -> LinkPosterior:
+    cand = g.private_nodes()
+    indptr, indices = private_csr(g.edges_private, g.num_nodes)
+    deg = m.noisy_degrees(cand, indptr, indices, cand, np.random.default_rng(seed))
+    return m.estimate(cand, deg, np.zeros((2, 0), np.int64), g.num_nodes, m.pair_classes(g, cand))
+
+
+@pytest.mark.parametrize("prior", ["degrees", "public_neighbours"])
+@pytest.mark.parametrize("eps", [0.5, 1.5, 3.0])
+def test_reach_is_every_pair_whose_posterior_can_pass_one_half(eps: float, prior: str) -> None:
+    """reach() lists exactly the pairs of prior logit > -2 eps_a (the dense prior), with that logit;
+    reach_size() counts them."""
+    g = _graph(n=40, m=120, seed=3, public=60)
+    m = Blink(epsilon=eps, degree_share=0.2, prior=prior)
+    est = _fixed_prior(g, m, 11)
+    n_c = est.candidates.size
+    off = np.zeros((n_c, n_c))
+    off[est.off_i, est.off_j] = est.off
+    dense = est.beta[:, None] + est.beta[None, :] + est.shift + off + off.T
+    a, b = np.triu_indices(n_c, 1)
+    want = {(int(i), int(j)): float(dense[i, j]) for i, j in zip(a, b, strict=True) if dense[i, j] > -2 * est.eps_a}
+    i, j, logit = est.reach()
+    got = {(int(u), int(v)): float(w) for u, v, w in zip(i, j, logit, strict=True)}
+    assert 0 < len(want) < a.size  # the boundary cuts through the pairs
+    assert got.keys() == want.keys()
+    assert all(got[k] == pytest.approx(want[k], abs=1e-12) for k in want)
+    assert est.reach_size() == len(want)
+
+
+@pytest.mark.parametrize("prior", ["degrees", "public_neighbours"])
+def test_hard_in_reach_releases_each_pair_with_its_posterior_law(prior: str) -> None:
+    """Each pair is released with Pr(prior + eps_a (2x - 2) > 0), x ~ Binomial(2, p) on an edge and
+    Binomial(2, 1 - p) off one: the law of link_reports then hard() (whose parts the tests above
+    hold to Warner RR's bits and to the dense posterior). 4,000 draws; per pair |z| < 5 where
+    0 < Pr < 1 (false failure < 1e-4 over the pairs), exact counts where Pr is 0 or 1."""
+    g = _graph(n=30, m=80, seed=9, public=40)
+    m = Blink(epsilon=2.0, degree_share=0.2, prior=prior)
+    est = _fixed_prior(g, m, 2)
+    eps_a = est.eps_a
+    p_keep = 1 / (1 + math.exp(-eps_a))
+    cand = est.candidates
+    edges = {(int(min(u, v)), int(max(u, v))) for u, v in g.edges_private.T}
+    n_c = cand.size
+    off = np.zeros((n_c, n_c))
+    off[est.off_i, est.off_j] = est.off
+    prior_logit = est.beta[:, None] + est.beta[None, :] + est.shift + off + off.T
+    a, b = np.triu_indices(n_c, 1)
+    law = np.zeros(a.size)
+    for k, (i, j) in enumerate(zip(a, b, strict=True)):
+        bit = p_keep if (int(cand[i]), int(cand[j])) in edges else 1 - p_keep
+        law[k] = sum(math.comb(2, x) * bit ** x * (1 - bit) ** (2 - x)
+                     for x in range(3) if prior_logit[i, j] + eps_a * (2 * x - 2) > 0)
+    assert ((law > 0) & (law < 1)).sum() >= 20 and (law == 0).any()
+    draws = 4000
+    counts = np.zeros(a.size)
+    rng = np.random.default_rng(123)
+    for _ in range(draws):
+        e = m.hard_in_reach(est, g.edges_private, rng)
+        i, j = np.searchsorted(cand, e[0]), np.searchsorted(cand, e[1])
+        counts[(i * (2 * n_c - i - 1)) // 2 + (j - i - 1)] += 1  # the pair's position in triu order
+    inner = (law > 0) & (law < 1)
+    z = (counts[inner] - draws * law[inner]) / np.sqrt(draws * law[inner] * (1 - law[inner]))
+    assert np.abs(z).max() < 5
+    assert (counts[law == 0] == 0).all() and (counts[law == 1] == draws).all()
+
+
+def test_privatize_edges_draws_in_reach_where_fewer_pairs_than_reports(monkeypatch) -> None:  # noqa: ANN001
+    """At a small eps_a on a sparse graph the pairs within reach are far fewer than the false reports:
+    privatize_edges draws them (no report list); at a large one the reports are few and it draws them."""
+    g = split_public_private(sbm_graph(300, num_classes=3, avg_degree=6.0, num_features=4, seed=1), 1.0, seed=2)
+    calls: list[str] = []
+    real_reach, real_reports = Blink.hard_in_reach, Blink.link_reports
+    monkeypatch.setattr(Blink, "hard_in_reach", lambda self, *a: calls.append("reach") or real_reach(self, *a))
+    monkeypatch.setattr(Blink, "link_reports", lambda self, *a: calls.append("reports") or real_reports(self, *a))
+    for eps, want in ((1.0, "reach"), (8.0, "reports")):
+        calls.clear()
+        Blink(epsilon=eps).privatize_edges(g, np.random.default_rng(0))
+        assert calls == [want]
+    calls.clear()  # the fitted prior and hybrid read the reports
+    Blink(epsilon=1.0, variant="hybrid").privatize_edges(g, np.random.default_rng(0))
+    assert calls == ["reports"]

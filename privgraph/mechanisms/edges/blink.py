@@ -25,7 +25,7 @@ from privgraph.mechanisms.edges.shapes import NoisyDegrees
 from privgraph.mechanisms.edges.warner_rr import WarnerRR
 from privgraph.mechanisms.noise import discrete_laplace
 from privgraph.mechanisms.registry import register_mechanism
-from privgraph.mechanisms.sampling import DISCRETE_LAPLACE_RANGE
+from privgraph.mechanisms.sampling import DISCRETE_LAPLACE_RANGE, bernoulli_exact
 
 __all__ = ["Blink"]
 
@@ -92,7 +92,11 @@ class Blink(NoisyDegrees):
         :math:`O(k \log k + N \log N + U^2 I)` for :math:`k` reports, :math:`U \le N` distinct
         noisy degrees and :math:`I \le 1000` fixed-point steps; no :math:`N \times N` array (the
         paper's server is dense). The pairs no endpoint reported enter only through sorted
-        sums (:func:`~privgraph.mechanisms.edges.link_posterior.pairs_above`).
+        sums (:func:`~privgraph.mechanisms.edges.link_posterior.pairs_above`). Blink-hard with a
+        prior that reads no report draws only the pairs its prior leaves within reach of 1/2
+        (:meth:`hard_in_reach`, the same law) where they are fewer than the expected false
+        reports :math:`|V_{pri}|^2 / (1 + e^{\varepsilon_a})`: at small :math:`\varepsilon` on a
+        sparse graph, a few thousand pairs instead of :math:`O(N^2)` reports.
     """
 
     name: ClassVar[str] = "blink"
@@ -242,9 +246,47 @@ class Blink(NoisyDegrees):
             )
         if candidates.size < 2:
             return np.zeros((2, 0), dtype=np.int64)
+        classes = self.pair_classes(graph, candidates)
+        if self.variant == "hard" and (classes is None or classes.log_odds is not None):
+            # the prior reads no report: only the pairs it leaves within reach need theirs
+            prior_only = self.estimate(candidates, noisy_degrees, np.zeros((2, 0), np.int64), graph.num_nodes, classes)
+            _, q = WarnerRR(epsilon=self.allocate()[1]).report_probabilities()
+            if prior_only.reach_size() < q * candidates.size * (candidates.size - 1):
+                return self.hard_in_reach(prior_only, graph.edges_private, rng)
         arcs = self.link_reports(candidates, indptr, indices, candidates, rng)
-        est = self.estimate(candidates, noisy_degrees, arcs, graph.num_nodes, self.pair_classes(graph, candidates))
+        est = self.estimate(candidates, noisy_degrees, arcs, graph.num_nodes, classes)
         return est.hard() if self.variant == "hard" else est.hybrid()
+
+    def hard_in_reach(self, prior_only: LinkPosterior, edges_private: np.ndarray,
+                      rng: np.random.Generator) -> np.ndarray:
+        r"""Blink-hard drawn pair by pair where the prior reads no report: the same distribution as
+        :meth:`link_reports` then :meth:`LinkPosterior.hard`, at a cost linear in the pairs within
+        reach rather than in the reports.
+
+        A pair's two reports are its own two bits, independent of every other pair's, so its count
+        is :math:`x_{uv} \sim \mathrm{Binomial}(2, p)` on an edge and :math:`\mathrm{Binomial}(2, 1 - p)`
+        off one (each bit flipped with probability :math:`1 / (1 + e^{\varepsilon_a})`,
+        :func:`~privgraph.mechanisms.sampling.bernoulli_exact`, as :class:`WarnerRR`). A pair outside
+        :meth:`LinkPosterior.reach` is never released whatever its reports, so only the pairs within
+        reach draw theirs.
+
+        Args:
+            prior_only (LinkPosterior): the server's estimate from the noisy degrees and public data
+                alone (no reports; its prior not fitted to them).
+            edges_private (np.ndarray): int64 ``[2, m]``, the private edges.
+            rng (np.random.Generator): the only source of randomness.
+        """
+        rng = check_generator(rng)
+        i, j, prior = prior_only.reach()
+        n = np.int64(prior_only.num_nodes)
+        e = np.asarray(edges_private, dtype=np.int64)
+        edge_keys = np.unique(np.minimum(e[0], e[1]) * n + np.maximum(e[0], e[1]))
+        is_edge = np.isin(prior_only.candidates[i] * n + prior_only.candidates[j], edge_keys)
+        _, q = WarnerRR(epsilon=prior_only.eps_a).report_probabilities()
+        flipped = bernoulli_exact(q, rng.random(2 * i.size), rng).reshape(2, i.size)
+        x = (flipped ^ is_edge[None, :]).sum(axis=0)
+        keep = prior + prior_only.eps_a * (2.0 * x - 2.0) > 0
+        return prior_only.pair_edges(i[keep], j[keep])
 
     def privatize(self, graph: GraphData, rng: np.random.Generator) -> GraphData:
         """A copy of ``graph`` whose ``edges_private`` are the released pairs that are not public

@@ -332,7 +332,33 @@ class LinkPosterior:
         above = ol > threshold
         return np.concatenate([i, oi[above]]), np.concatenate([j, oj[above]]), np.concatenate([logit, ol[above]])
 
-    def _edges(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    def reach_size(self) -> int:
+        r"""How many pairs :meth:`reach` holds, counted without listing them (the unclassed ones
+        from the sorted :math:`\beta`, within one float step of the boundary)."""
+        lowest = -2.0 * self.eps_a
+        classed = self.beta[self.off_i] + self.beta[self.off_j] + self.shift
+        unclassed = _count_above(np.sort(self.beta), lowest - self.shift) - int(np.count_nonzero(classed > lowest))
+        return max(unclassed, 0) + int(np.count_nonzero(classed + self.off > lowest))
+
+    def reach(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r"""``(i, j, prior_logit)``: every pair (positions in ``candidates``, ``i < j``) whose
+        posterior can pass 1/2, i.e. whose prior logit exceeds :math:`-2 \varepsilon_a` (two reports
+        add at most :math:`2 \varepsilon_a`); no other pair is ever in :meth:`hard`. Reads the prior
+        only: valid where it was not fitted to the reports (no classes, or fixed shifts)."""
+        lowest = -2.0 * self.eps_a
+        i, j = pairs_above(self.beta, lowest - self.shift)
+        if self.off_keys.size:
+            k = self.candidates[i] * np.int64(self.num_nodes) + self.candidates[j]
+            keep = ~np.isin(k, self.off_keys)  # the classed pairs: their own prior
+            i, j = i[keep], j[keep]
+        prior = self.beta[i] + self.beta[j] + self.shift
+        ol = self.beta[self.off_i] + self.beta[self.off_j] + self.shift + self.off
+        above = ol > lowest
+        return (np.concatenate([i, self.off_i[above]]), np.concatenate([j, self.off_j[above]]),
+                np.concatenate([prior, ol[above]]))
+
+    def pair_edges(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """The pairs ``(i, j)`` (positions in ``candidates``) as node ids ``[2, m]``, sorted."""
         u, v = self.candidates[i], self.candidates[j]
         order = np.lexsort((v, u))
         return np.ascontiguousarray(np.stack([u[order], v[order]]).astype(np.int64))
@@ -341,7 +367,7 @@ class LinkPosterior:
         """Blink-hard: every pair of posterior above 1/2 (logit > 0), ``[2, m']`` sorted."""
         r = self.logit > 0
         i0, j0, _ = self._unreported(0.0)
-        return self._edges(np.concatenate([self.u[r], i0]), np.concatenate([self.v[r], j0]))
+        return self.pair_edges(np.concatenate([self.u[r], i0]), np.concatenate([self.v[r], j0]))
 
     def expected_edges(self) -> float:
         r""":math:`\sum_{u<v} \hat p_{uv}` over every pair of ``V_pri`` (the posterior's sums per class)."""
@@ -370,7 +396,7 @@ class LinkPosterior:
         j = np.concatenate([self.v, j0])
         kth = float(np.partition(logits, logits.size - k)[logits.size - k]) if logits.size >= k else -np.inf
         keep = logits >= kth
-        return self._edges(i[keep], j[keep])
+        return self.pair_edges(i[keep], j[keep])
 
 
 def _solve(f: Callable[[float], float], target: float, guess: float = 0.0) -> float:
