@@ -37,6 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from privgraph.evaluate.candidates import CANDIDATES  # noqa: E402
 from privgraph.evaluate.comparison import run_comparison  # noqa: E402
 from privgraph.evaluate.comparison_report import summarize  # noqa: E402
 from privgraph.graph import GraphData  # noqa: E402
@@ -53,6 +54,12 @@ MECHANISMS: dict[str, dict[str, Any]] = {
     "blink_hard_features_d05": {"mechanism": "blink", "variant": "hard", "prior": "features", "degree_share": 0.05},
     "blink_hybrid_features_d05": {"mechanism": "blink", "variant": "hybrid", "prior": "features",
                                   "degree_share": 0.05},
+    # beyond Blink: a second estimate with the pairs the first joins through common neighbours as classes
+    "blink_hard_closure": {"mechanism": "blink", "variant": "hard", "closure": True},
+    "blink_hard_features_closure_d05": {"mechanism": "blink", "variant": "hard", "prior": "features",
+                                        "closure": True, "degree_share": 0.05},
+    "blink_hybrid_features_closure_d05": {"mechanism": "blink", "variant": "hybrid", "prior": "features",
+                                          "closure": True, "degree_share": 0.05},
     "dprr": {},
     "warner_rr": {},
 }
@@ -136,6 +143,7 @@ def main() -> None:
                 "dataset": args.dataset, "mechanism": name, "epsilon": eps, "runs": args.runs,
                 "gnn": round(cell["mean"], 4), "floor": round(cell["feature_only"]["mean"], 4),
                 "chosen": round(cell["selected"]["mean"], 4), "chosen_models": cell["selected"]["models"],
+                "candidates": {c.name: round(cell[c.name]["mean"], 4) for c in CANDIDATES if c.name in cell},
                 "value_over_public": value.get("mean_difference"), "value_p": value.get("pvalue"),
                 "raw_graph": round(summary["clean"]["mean"], 4),
                 "blink_published": published, "blink_published_best": max(v for v in published.values() if v),

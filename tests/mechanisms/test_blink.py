@@ -25,8 +25,10 @@ from privgraph.mechanisms.edges.blink import Blink
 from privgraph.mechanisms.edges.link_posterior import (
     FeatureSimilarityPrior,
     LinkPosterior,
+    PairClasses,
     PublicNeighbourPrior,
     beta_model_fit,
+    closure_classes,
     pairs_above,
     report_counts,
 )
@@ -73,6 +75,7 @@ def test_guarantee_and_budget_split(eps: float, share: float) -> None:
     ({"epsilon": 1e-6}, ValueError, "epsilon"),
     ({"epsilon": 2.0**-19, "degree_share": 0.01}, ValueError, "eps_d"),
     ({"epsilon": float("nan")}, ValueError, "epsilon"),
+    ({"epsilon": 1.0, "closure": "yes"}, ValueError, "closure must be true or false"),
 ])
 def test_refusals(kwargs: dict, exc: type, match: str) -> None:
     with pytest.raises(exc, match=match):
@@ -319,7 +322,8 @@ def test_a_pipeline_releases_through_blink_and_refuses_the_files_layout() -> Non
     pipeline = {"dataset": {"name": "cora", "rho": 1.0}, "edges": edges, "budget": {"edges": 12.0}}
     cfg = parse_config({"pipelines": {"p": pipeline}}).pipelines["p"]
     mech = build_mechanism(cfg.edges.mechanism, {k: v for k, v in edges.items() if k != "mechanism"})
-    assert mech.params() == {"epsilon": 6.0, "degree_share": 0.2, "variant": "hybrid", "prior": "degrees"}
+    assert mech.params() == {"epsilon": 6.0, "degree_share": 0.2, "variant": "hybrid", "prior": "degrees",
+                             "closure": False}
     graph = split_public_private(sbm_graph(150, num_classes=3, avg_degree=5.0, num_features=4, seed=1), 1.0, seed=2)
     res = privatize_graph(graph, features=None, edges=mech, partitioning=partition_graph(graph, 3, "hash"),
                           root_seed=np.random.SeedSequence(5))
@@ -423,3 +427,49 @@ def test_privatize_edges_draws_in_reach_where_fewer_pairs_than_reports(monkeypat
     calls.clear()  # the fitted prior and hybrid read the reports
     Blink(epsilon=1.0, variant="hybrid").privatize_edges(g, np.random.default_rng(0))
     assert calls == ["reports"]
+
+
+def test_closure_classes_cross_common_neighbours_with_the_base_classes_against_brute_force() -> None:
+    """A pair with c common neighbours in the estimate (c capped at 2) and base class b is in class
+    b + (B + 1) c; a pair with neither is in no class."""
+    rng = np.random.default_rng(3)
+    n_c = 30
+    a, b = np.triu_indices(n_c, 1)
+    pick = rng.random(a.size) < 0.12
+    i, j = a[pick], b[pick]
+    base_pick = rng.random(a.size) < 0.1
+    base = PairClasses(a[base_pick], b[base_pick], rng.integers(1, 4, base_pick.sum()), 3)
+    got = closure_classes(i, j, n_c, base)
+    adj = np.zeros((n_c, n_c), int)
+    adj[i, j] = adj[j, i] = 1
+    common = np.minimum(adj @ adj, 2)
+    base_of = {(int(u), int(v)): int(c) for u, v, c in zip(base.i, base.j, base.b, strict=True)}
+    want = {(int(u), int(v)): base_of.get((int(u), int(v)), 0) + 4 * int(common[u, v]) for u, v in zip(a, b, strict=True)}
+    want = {k: c for k, c in want.items() if c > 0}
+    assert got.classes == 11 and got.log_odds is None
+    assert dict(zip(zip(got.i.tolist(), got.j.tolist(), strict=True), got.b.tolist(), strict=True)) == want
+    keys = got.i * n_c + got.j
+    assert np.all(np.diff(keys) > 0)  # sorted by key, as LinkPosterior reads them
+
+
+def test_closure_raises_precision_on_a_clustered_graph() -> None:
+    """On a clustered graph (a ring of 600 nodes, each joined to its 3 nearest on either side, 10% of
+    the edges rewired at random: clustering about 0.4; every edge private) at eps 4, the second
+    estimate with the first one's triangles as classes releases a set of higher precision than
+    Blink's prior alone, at most 15% fewer true edges (seeded)."""
+    n = 600
+    rng = np.random.default_rng(2)
+    u = np.repeat(np.arange(n), 3)
+    v = (u + np.tile(np.arange(1, 4), n)) % n
+    rewire = rng.random(u.size) < 0.1
+    v[rewire] = rng.integers(0, n, rewire.sum())
+    keep = u != v
+    g = GraphData.from_edges(n, np.stack([u[keep], v[keep]]), private=np.ones(keep.sum(), bool), deduplicate=True)
+    true = set(map(tuple, g.edges_private.T.tolist()))
+    found = {}
+    for closure in (False, True):
+        m = Blink(epsilon=4.0, closure=closure)
+        assert m.params()["closure"] is closure and f"closure={closure}" in repr(m)
+        got = set(map(tuple, m.privatize_edges(g, np.random.default_rng(1)).T.tolist()))
+        found[closure] = (len(got & true), len(got & true) / max(len(got), 1))
+    assert found[True][1] > found[False][1] and found[True][0] >= 0.85 * found[False][0]

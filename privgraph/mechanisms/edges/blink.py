@@ -20,6 +20,7 @@ from privgraph.mechanisms.edges.link_posterior import (
     LinkPosterior,
     PairClasses,
     PublicNeighbourPrior,
+    closure_classes,
 )
 from privgraph.mechanisms.edges.shapes import NoisyDegrees
 from privgraph.mechanisms.edges.warner_rr import WarnerRR
@@ -83,6 +84,11 @@ class Blink(NoisyDegrees):
             the pairs within each other's 5, 20 or 50 most similar released feature rows, by shifts
             fitted to the reports (EM). Public data and the reports only: post-processing, so it
             spends nothing (default: ``"degrees"``).
+        closure (bool, optional): after a first estimate under ``prior``, estimate again with the
+            pairs that it joins through 1 or 2+ common neighbours as classes of their own, crossed
+            with the prior's, every class's shift fitted to the reports by EM
+            (:func:`~privgraph.mechanisms.edges.link_posterior.closure_classes`; triadic closure,
+            beyond Blink; post-processing) (default: ``False``).
 
     Shapes:
         - input: ``edges_private`` :math:`[2, m]`
@@ -111,7 +117,7 @@ class Blink(NoisyDegrees):
     scope: ClassVar[Scope] = Scope.EDGES
 
     def __init__(self, *, epsilon: float, degree_share: float = 0.1, variant: str = "hard",
-                 prior: str = "degrees") -> None:
+                 prior: str = "degrees", closure: bool = False) -> None:
         self.epsilon = type(self).epsilon_range.check(epsilon, "epsilon", type(self).name)
         self.degree_share = check_probability(degree_share, "degree_share", open_low=True, open_high=True)
         if variant not in VARIANTS:
@@ -120,6 +126,9 @@ class Blink(NoisyDegrees):
         if prior not in PRIORS:
             raise ValueError(f"blink: prior must be one of {', '.join(PRIORS)}, got {prior!r}")
         self.prior = prior
+        if not isinstance(closure, bool):
+            raise ValueError(f"blink: closure must be true or false, got {type(closure).__name__}")
+        self.closure = closure
         self.allocate()
 
     def allocate(self) -> tuple[float, float]:
@@ -155,7 +164,7 @@ class Blink(NoisyDegrees):
 
     def params(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "degree_share": self.degree_share, "variant": self.variant,
-                "prior": self.prior}
+                "prior": self.prior, "closure": self.closure}
 
     def params_for(self, n_max: int) -> dict[str, Any]:
         """:meth:`params` plus ``n_max = |V_pri|`` and the split ``eps_d``, ``eps_a``."""
@@ -165,7 +174,7 @@ class Blink(NoisyDegrees):
 
     def __repr__(self) -> str:
         return (f"Blink(epsilon={self.epsilon!r}, degree_share={self.degree_share!r}, variant={self.variant!r}, "
-                f"prior={self.prior!r})")
+                f"prior={self.prior!r}, closure={self.closure!r})")
 
     def check_input(self, edges_private: np.ndarray, num_nodes: int) -> None:
         """With ``prior="features"``, refuse a graph whose ``V_pri`` (public) exceeds the feature
@@ -247,7 +256,7 @@ class Blink(NoisyDegrees):
         if candidates.size < 2:
             return np.zeros((2, 0), dtype=np.int64)
         classes = self.pair_classes(graph, candidates)
-        if self.variant == "hard" and (classes is None or classes.log_odds is not None):
+        if self.variant == "hard" and not self.closure and (classes is None or classes.log_odds is not None):
             # the prior reads no report: only the pairs it leaves within reach need theirs
             prior_only = self.estimate(candidates, noisy_degrees, np.zeros((2, 0), np.int64), graph.num_nodes, classes)
             _, q = WarnerRR(epsilon=self.allocate()[1]).report_probabilities()
@@ -255,6 +264,11 @@ class Blink(NoisyDegrees):
                 return self.hard_in_reach(prior_only, graph.edges_private, rng)
         arcs = self.link_reports(candidates, indptr, indices, candidates, rng)
         est = self.estimate(candidates, noisy_degrees, arcs, graph.num_nodes, classes)
+        if self.closure:  # again, with the pairs the first estimate closes into triangles as classes
+            first = est.hard()
+            i, j = np.searchsorted(candidates, first[0]), np.searchsorted(candidates, first[1])
+            est = self.estimate(candidates, noisy_degrees, arcs, graph.num_nodes,
+                                closure_classes(i, j, candidates.size, classes))
         return est.hard() if self.variant == "hard" else est.hybrid()
 
     def hard_in_reach(self, prior_only: LinkPosterior, edges_private: np.ndarray,

@@ -13,8 +13,8 @@ from typing import ClassVar
 
 import numpy as np
 
-__all__ = ["FeatureSimilarityPrior", "LinkPosterior", "PublicNeighbourPrior", "beta_model_fit", "pairs_above",
-           "report_counts"]
+__all__ = ["FeatureSimilarityPrior", "LinkPosterior", "PairClasses", "PublicNeighbourPrior", "beta_model_fit",
+           "closure_classes", "pairs_above", "report_counts"]
 
 
 def report_counts(arcs: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -208,6 +208,37 @@ class FeatureSimilarityPrior:
         b = 1 + np.searchsorted(np.asarray(self.ranks), r, side="left")
         keep = b <= len(self.ranks)
         return PairClasses(key[keep] // n_c, key[keep] % n_c, b[keep], len(self.ranks))
+
+
+def closure_classes(i: np.ndarray, j: np.ndarray, n_c: int, base: PairClasses | None = None,
+                    cap: int = 2) -> PairClasses:
+    r"""Pair classes from a first estimate of the graph (triadic closure): the pairs of ``V_pri``
+    with 1 or ``cap``-or-more common neighbours in the estimate's pairs ``(i, j)`` (positions in
+    ``V_pri``, :math:`n_c` of them), crossed with ``base``'s classes (a pair in ``base``'s class
+    :math:`b` and with :math:`c` common neighbours is in class :math:`b + (B + 1) c`, :math:`B`
+    ``base``'s number of classes). Every shift is fitted to the reports (EM, :class:`LinkPosterior`):
+    how much likelier a link is between nodes that the reports already join through a third one
+    is learnt from the reports. Cost: the estimate's two-paths, :math:`O(\sum_v \hat d_v^2)`.
+
+    >>> c = closure_classes(np.array([0, 0]), np.array([1, 2]), 4)  # 1 and 2 share 0
+    >>> c.i.tolist(), c.j.tolist(), c.b.tolist(), c.classes
+    ([1], [2], [1], 2)
+    """
+    import scipy.sparse as sp
+
+    a = sp.coo_matrix((np.ones(2 * i.size), (np.r_[i, j], np.r_[j, i])), shape=(n_c, n_c)).tocsr()
+    two = sp.triu(a @ a, k=1).tocoo()
+    c_key = two.row.astype(np.int64) * n_c + two.col
+    c_val = np.minimum(two.data.astype(np.int64), cap)
+    width = 1 if base is None else base.classes + 1
+    b_key = np.zeros(0, np.int64) if base is None else base.i * np.int64(n_c) + base.j
+    b_val = np.zeros(0, np.int64) if base is None else base.b
+    keys = np.union1d(b_key, c_key)
+    joint = np.zeros(keys.size, np.int64)
+    joint[np.searchsorted(keys, b_key)] += b_val
+    joint[np.searchsorted(keys, c_key)] += width * c_val
+    keep = joint > 0
+    return PairClasses(keys[keep] // n_c, keys[keep] % n_c, joint[keep], width * (cap + 1) - 1)
 
 
 class LinkPosterior:
