@@ -144,7 +144,8 @@ def main() -> None:
             print(json.dumps({
                 "dataset": args.dataset, "mechanism": name, "epsilon": eps, "runs": args.runs,
                 "gnn": round(cell["mean"], 4), "floor": round(cell["feature_only"]["mean"], 4),
-                "chosen": round(cell["selected"]["mean"], 4), "chosen_models": cell["selected"]["models"],
+                "chosen": round(cell["selected"]["mean"], 4), "chosen_std": round(cell["selected"]["std"], 4),
+                "chosen_models": cell["selected"]["models"],
                 "candidates": {c.name: round(cell[c.name]["mean"], 4) for c in CANDIDATES if c.name in cell},
                 "value_over_public": value.get("mean_difference"), "value_p": value.get("pvalue"),
                 "raw_graph": round(summary["clean"]["mean"], 4),
