@@ -22,6 +22,13 @@ validation loss.
 
 Run: ``PRIVGRAPH_DATA_ROOT=../shared/datasets python benchmarks/blink_setting.py cora --eps 4 6
 [--mechanisms blink_hard blink_hybrid dprr] [--runs 5] [--device auto]``
+
+``--release-seconds`` times one Blink-hard release (``degree_share`` 0.1, Blink's prior) per
+epsilon instead: ``seconds`` of ``privatize_edges`` as it runs (``path``: ``reach`` where it draws
+only the pairs within reach of a posterior of 1/2, ``reports`` where it draws every report), and,
+where the reports are at most ``--reference-max-arcs`` (expected), the reports path as the
+reference, alternated with it (``--pairs`` of each): ``ratio_to_reports`` is the median per-pair
+ratio.
 """
 
 from __future__ import annotations
@@ -114,6 +121,47 @@ def blink_graph(dataset: str) -> GraphData:
     return g.replace(x=x, train_mask=train, val_mask=val, test_mask=test)
 
 
+def release_seconds(graph: GraphData, args: argparse.Namespace) -> None:
+    """One JSON line per epsilon: Blink-hard's release as it runs, against drawing every report."""
+    from interleaved import paired_times
+
+    from privgraph.mechanisms.edges.blink import Blink
+    from privgraph.mechanisms.edges.edge_arrays import private_csr
+    from privgraph.mechanisms.edges.link_posterior import LinkPosterior
+
+    cand = graph.private_nodes()
+    indptr, indices = private_csr(graph.edges_private, graph.num_nodes)
+    for eps in args.eps:
+        m = Blink(epsilon=eps)
+        calls: list[str] = []
+        as_runs = m.hard_in_reach
+        m.hard_in_reach = lambda *a: calls.append("reach") or as_runs(*a)  # type: ignore[method-assign]
+
+        def reports(m: Blink = m) -> np.ndarray:
+            rng = np.random.default_rng(args.seed)
+            deg = m.noisy_degrees(cand, indptr, indices, cand, rng)
+            arcs = m.link_reports(cand, indptr, indices, cand, rng)
+            return LinkPosterior(cand, deg, arcs, graph.num_nodes, m.allocate()[1]).hard()
+
+        def release(m: Blink = m) -> np.ndarray:
+            return m.privatize_edges(graph, np.random.default_rng(args.seed))
+
+        released = release()
+        q = 1.0 / (1.0 + np.exp(m.allocate()[1]))
+        expected_arcs = float(q * cand.size * (cand.size - 1))
+        line: dict[str, Any] = {"dataset": args.dataset, "epsilon": eps, "released_pairs": int(released.shape[1]),
+                                "path": "reach" if calls else "reports", "expected_false_arcs": round(expected_arcs)}
+        if expected_arcs <= args.reference_max_arcs:
+            t = paired_times(release, reports, pairs=args.pairs, warmup=False)
+            line.update(seconds=round(t["a_seconds"], 3), reports_seconds=round(t["b_seconds"], 3),
+                        ratio_to_reports=round(t["ratio"], 4))
+        else:
+            t0 = time.perf_counter()
+            release()
+            line.update(seconds=round(time.perf_counter() - t0, 3), reports_seconds=None, ratio_to_reports=None)
+        print(json.dumps(line), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dataset", choices=("cora", "facebook"))
@@ -123,9 +171,15 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=200)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--release-seconds", action="store_true", help="time one Blink-hard release per epsilon")
+    ap.add_argument("--reference-max-arcs", type=float, default=4e7)
+    ap.add_argument("--pairs", type=int, default=3)
     args = ap.parse_args()
 
     graph = blink_graph(args.dataset)
+    if args.release_seconds:
+        release_seconds(graph, args)
+        return
     for eps in args.eps:  # one comparison per epsilon: a line as soon as its cells are done
         t0 = time.perf_counter()
         result = run_comparison(
