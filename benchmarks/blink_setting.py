@@ -149,8 +149,11 @@ def release_seconds(graph: GraphData, args: argparse.Namespace) -> None:
         released = release()
         q = 1.0 / (1.0 + np.exp(m.allocate()[1]))
         expected_arcs = float(q * cand.size * (cand.size - 1))
+        deg = m.noisy_degrees(cand, indptr, indices, cand, np.random.default_rng(args.seed))
+        reach = LinkPosterior(cand, deg, np.zeros((2, 0), np.int64), graph.num_nodes, m.allocate()[1]).reach_size()
         line: dict[str, Any] = {"dataset": args.dataset, "epsilon": eps, "released_pairs": int(released.shape[1]),
-                                "path": "reach" if calls else "reports", "expected_false_arcs": round(expected_arcs)}
+                                "path": "reach" if calls else "reports", "pairs_within_reach": reach,
+                                "expected_false_arcs": round(expected_arcs)}
         if expected_arcs <= args.reference_max_arcs:
             t = paired_times(release, reports, pairs=args.pairs, warmup=False)
             line.update(seconds=round(t["a_seconds"], 3), reports_seconds=round(t["b_seconds"], 3),
