@@ -224,10 +224,11 @@ class Blink(NoisyDegrees):
         return None
 
     def estimate(self, candidates: np.ndarray, noisy_degrees: np.ndarray, arcs: np.ndarray, num_nodes: int,
-                 classes: PairClasses | None = None) -> LinkPosterior:
-        """The server's posterior from the reports (post-processing): :class:`~privgraph.mechanisms.edges.link_posterior.LinkPosterior`."""
+                 classes: PairClasses | None = None, beta: np.ndarray | None = None) -> LinkPosterior:
+        """The server's posterior from the reports (post-processing): :class:`~privgraph.mechanisms.edges.link_posterior.LinkPosterior`
+        (``beta``: the degrees' beta-model where another estimate already fitted it)."""
         _, eps_a = self.allocate()
-        return LinkPosterior(candidates, noisy_degrees, arcs, num_nodes, eps_a, classes)
+        return LinkPosterior(candidates, noisy_degrees, arcs, num_nodes, eps_a, classes, beta=beta)
 
     def privatize_edges(
         self, graph: GraphData, rng: np.random.Generator, *, noisy_degrees: np.ndarray | None = None
@@ -256,19 +257,21 @@ class Blink(NoisyDegrees):
         if candidates.size < 2:
             return np.zeros((2, 0), dtype=np.int64)
         classes = self.pair_classes(graph, candidates)
+        beta = None
         if self.variant == "hard" and not self.closure and (classes is None or classes.log_odds is not None):
             # the prior reads no report: only the pairs it leaves within reach need theirs
             prior_only = self.estimate(candidates, noisy_degrees, np.zeros((2, 0), np.int64), graph.num_nodes, classes)
             _, q = WarnerRR(epsilon=self.allocate()[1]).report_probabilities()
             if prior_only.reach_size() < q * candidates.size * (candidates.size - 1):
                 return self.hard_in_reach(prior_only, graph.edges_private, rng)
+            beta = prior_only.beta
         arcs = self.link_reports(candidates, indptr, indices, candidates, rng)
-        est = self.estimate(candidates, noisy_degrees, arcs, graph.num_nodes, classes)
+        est = self.estimate(candidates, noisy_degrees, arcs, graph.num_nodes, classes, beta)
         if self.closure:  # again, with the pairs the first estimate closes into triangles as classes
             first = est.hard()
             i, j = np.searchsorted(candidates, first[0]), np.searchsorted(candidates, first[1])
             est = self.estimate(candidates, noisy_degrees, arcs, graph.num_nodes,
-                                closure_classes(i, j, candidates.size, classes))
+                                closure_classes(i, j, candidates.size, classes), est.beta)
         return est.hard() if self.variant == "hard" else est.hybrid()
 
     def hard_in_reach(self, prior_only: LinkPosterior, edges_private: np.ndarray,

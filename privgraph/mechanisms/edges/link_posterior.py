@@ -263,14 +263,20 @@ class LinkPosterior:
         classes (PairClasses, optional): the pairs the prior treats apart (default: none).
         em_steps (int): at most this many EM iterations where the shifts are fitted, fewer where
             no shift moves by 1e-7 (default: 30).
+        beta (np.ndarray, optional): the beta-model already fitted to these noisy degrees (another
+            estimate's ``beta``; default: fitted here).
     """
 
     def __init__(self, candidates: np.ndarray, noisy_degrees: np.ndarray, arcs: np.ndarray, num_nodes: int,
-                 eps_a: float, classes: PairClasses | None = None, em_steps: int = 30) -> None:
+                 eps_a: float, classes: PairClasses | None = None, em_steps: int = 30,
+                 beta: np.ndarray | None = None) -> None:
         self.candidates, self.num_nodes, self.eps_a = candidates, int(num_nodes), float(eps_a)
         n_c = candidates.size
         d = np.clip(np.asarray(noisy_degrees, dtype=np.float64), 1.0, max(n_c - 2.0, 1.0))
-        self.beta = beta_model_fit(d) if n_c >= 3 else np.zeros(n_c)
+        if beta is not None:
+            self.beta = np.asarray(beta, dtype=np.float64)
+        else:
+            self.beta = beta_model_fit(d) if n_c >= 3 else np.zeros(n_c)
         self.keys, self.x = report_counts(arcs, num_nodes)
         self.u = np.searchsorted(candidates, self.keys // num_nodes)
         self.v = np.searchsorted(candidates, self.keys % num_nodes)
