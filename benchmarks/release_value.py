@@ -10,7 +10,8 @@ averages the repeats. Versions go to a temporary store.
 
 ``--library`` runs the same stages in this process through the library alone (ingest, partition,
 privatize, the evaluation of the unstored version: what the flows call, without Prefect, a store
-or a manifest), for a machine that has torch but not the orchestration stack (a lent GPU box:
+or a manifest; the budget checkpoint before any data is read and on the release's ledger, as a
+run's), for a machine that has torch but not the orchestration stack (a lent GPU box:
 ``--set evaluate.device=cuda``). The figures follow the same protocol; the seeds differ from a CLI
 run's only in how the stages' seeds are derived from ``seed``.
 
@@ -75,10 +76,18 @@ def _library_metrics(pipeline: str, path: Path) -> dict[str, Any]:
     from privgraph.evaluate.release_encoder import encoder_on
     from privgraph.privatize.release import privatize_graph
     from privgraph.seeding import as_seed_sequence, stage_seed
+    from privgraph.guarantee.budget import BudgetPolicy
+    from privgraph.validate import budget_failures
+    from privgraph.errors import ValidationFailedError
+    from privgraph.validate.preflight import check_budget
 
     cfg = load_config(path).get(pipeline)
     if cfg.scores is not None or cfg.embed is not None:
         raise SystemExit(f"{pipeline}: --library runs no scores or embed stage; use the CLI")
+    try:  # the run's checkpoint before any data is read, as the CLI runs it
+        check_budget(cfg)
+    except ValidationFailedError as e:
+        raise SystemExit(f"{pipeline}: {e}") from None
     graph = load_dataset(cfg.dataset.name, **cfg.dataset.load_kwargs())
 
     def mechanism(section: Any) -> Any:
@@ -89,6 +98,9 @@ def _library_metrics(pipeline: str, path: Path) -> dict[str, Any]:
         partitioning=partition_graph(graph, cfg.partitions.num_parts, cfg.partitions.method),
         root_seed=stage_seed(as_seed_sequence(cfg.seed), "privatize"), encoder=encoder_on(cfg.evaluate.device),
     )
+    failures = budget_failures(result.ledger, BudgetPolicy(cfg.budget, cfg.budget_delta))
+    if failures:  # and again on the ledger the release recorded
+        raise SystemExit(f"{pipeline}: validation checkpoint failed: " + "; ".join(failures))
     return version_metrics(result.graph, cfg, None, evaluation_entropy(cfg.seed))
 
 
