@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from privgraph.errors import GraphValidationError
-from privgraph.graph import GraphData
+from privgraph.graph import GraphData, canonical_edges, in_sorted, sorted_unique
 from privgraph.guarantee import Guarantee, GuaranteeKind, Scope
 from privgraph.guarantee.params import check_epsilon, check_int, check_probability
 from privgraph.mechanisms.base import MIN_EXACT_EPSILON, EpsilonRange, check_generator
@@ -296,13 +296,12 @@ class Blink(NoisyDegrees):
         rng = check_generator(rng)
         i, j, prior = prior_only.reach()
         n = np.int64(prior_only.num_nodes)
-        e = np.asarray(edges_private, dtype=np.int64)
-        edge_keys = np.unique(np.minimum(e[0], e[1]) * n + np.maximum(e[0], e[1]))
-        is_edge = np.isin(prior_only.candidates[i] * n + prior_only.candidates[j], edge_keys)
+        e = canonical_edges(edges_private)
+        is_edge = in_sorted(prior_only.candidates[i] * n + prior_only.candidates[j], sorted_unique(e[0] * n + e[1]))
         _, q = WarnerRR(epsilon=prior_only.eps_a).report_probabilities()
         flipped = bernoulli_exact(q, rng.random(2 * i.size), rng).reshape(2, i.size)
         x = (flipped ^ is_edge[None, :]).sum(axis=0)
-        keep = prior + prior_only.eps_a * (2.0 * x - 2.0) > 0
+        keep = prior_only.posterior_logit(prior, x) > 0
         return prior_only.pair_edges(i[keep], j[keep])
 
     def privatize(self, graph: GraphData, rng: np.random.Generator) -> GraphData:

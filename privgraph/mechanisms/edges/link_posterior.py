@@ -13,6 +13,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from privgraph.graph import in_sorted
+
 __all__ = ["FeatureSimilarityPrior", "LinkPosterior", "PairClasses", "PublicNeighbourPrior", "beta_model_fit",
            "closure_classes", "pairs_above", "report_counts"]
 
@@ -294,7 +296,12 @@ class LinkPosterior:
             self._fit(em_steps)
         self.off = self.log_odds[self.off_b]
         self.prior_logit = self.beta[self.u] + self.beta[self.v] + self.shift + self.log_odds[self.rep_b]
-        self.logit = self.prior_logit + self.eps_a * (2.0 * self.x - 2.0)
+        self.logit = self.posterior_logit(self.prior_logit, self.x)
+
+    def posterior_logit(self, prior_logit: np.ndarray, x: np.ndarray) -> np.ndarray:
+        r"""A pair's posterior logit from its prior logit and its ``x`` reports (Eq. 6, 7):
+        :math:`\mathrm{prior} + \varepsilon_a (2 x - 2)`."""
+        return prior_logit + self.eps_a * (2.0 * x - 2.0)
 
     def _class_of(self, keys: np.ndarray) -> np.ndarray:
         out = np.zeros(keys.size, np.int64)
@@ -386,7 +393,7 @@ class LinkPosterior:
         i, j = pairs_above(self.beta, lowest - self.shift)
         if self.off_keys.size:
             k = self.candidates[i] * np.int64(self.num_nodes) + self.candidates[j]
-            keep = ~np.isin(k, self.off_keys)  # the classed pairs: their own prior
+            keep = ~in_sorted(k, self.off_keys)  # the classed pairs: their own prior
             i, j = i[keep], j[keep]
         prior = self.beta[i] + self.beta[j] + self.shift
         ol = self.beta[self.off_i] + self.beta[self.off_j] + self.shift + self.off
